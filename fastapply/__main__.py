@@ -1,0 +1,3 @@
+from fastapply.cli import main
+
+main()

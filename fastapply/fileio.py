@@ -1,0 +1,166 @@
+"""Reading and writing the user's files without ever damaging them.
+
+Text reaches the model as LF-only ``str``; ``TextFormat`` remembers what the file had (encoding,
+BOM, newline style, final newline) so the result is written back in the file's own format. Writes
+are atomic: a temp file in the same directory, fsync, ``os.replace``; the mode is kept and a symlink
+stays a symlink (its target is replaced). This module does not judge content; ``validate.py`` does.
+"""
+
+from __future__ import annotations
+
+import codecs
+import difflib
+import os
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from fastapply.errors import FastapplyError
+
+STDIN = "-"
+
+
+@dataclass(frozen=True)
+class TextFormat:
+    encoding: str = "utf-8"  # "utf-8", "utf-8-sig" (BOM), "utf-16" (BOM, either byte order)
+    newline: str = "\n"  # the file's dominant line ending: "\n", "\r\n" or "\r"
+    final_newline: bool = True
+    original_lines: tuple[str, ...] | None = None  # lines with their endings, kept only for mixed files
+
+
+def decode(data: bytes, name: str = "input") -> tuple[str, TextFormat]:
+    """Bytes of a text file -> (LF text, its format). Binary or undecodable data is refused."""
+    if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        encoding = "utf-16"
+    elif data.startswith(codecs.BOM_UTF8):
+        encoding = "utf-8-sig"
+    else:
+        encoding = "utf-8"
+        if b"\0" in data:
+            raise FastapplyError(f"{name} looks like a binary file; fastapply edits text files")
+    try:
+        raw = data.decode(encoding)
+    except UnicodeDecodeError as exc:
+        raise FastapplyError(
+            f"{name} is not valid {encoding.upper()} text (byte {exc.start}); fastapply edits UTF-8 and UTF-16 files"
+        ) from None
+    crlf = raw.count("\r\n")
+    cr = raw.count("\r") - crlf
+    lf = raw.count("\n") - crlf
+    counts = {"\n": lf, "\r\n": crlf, "\r": cr}
+    newline = max(counts, key=lambda k: (counts[k], k == "\n"))
+    mixed = sum(1 for c in counts.values() if c) > 1
+    text = raw.replace("\r\n", "\n").replace("\r", "\n")
+    fmt = TextFormat(
+        encoding=encoding,
+        newline=newline,
+        final_newline=text.endswith("\n") or not text,
+        original_lines=tuple(raw.splitlines(keepends=True)) if mixed else None,
+    )
+    return text, fmt
+
+
+def encode(text: str, fmt: TextFormat) -> bytes:
+    """LF text -> bytes in the file's own format (the inverse of ``decode``).
+
+    For a file with mixed line endings, lines kept from the original keep their own ending and new
+    lines take the dominant one.
+    """
+    if fmt.final_newline and text and not text.endswith("\n"):
+        text += "\n"
+    elif not fmt.final_newline:
+        text = text.rstrip("\n")
+    lines = text.splitlines(keepends=True)
+    if fmt.original_lines is None:
+        out = "".join(line[:-1] + fmt.newline if line.endswith("\n") else line for line in lines)
+    else:
+        old_bare = [line.rstrip("\r\n") for line in fmt.original_lines]
+        new_bare = [line.rstrip("\n") for line in lines]
+        endings = [line[len(line.rstrip("\n")):] and fmt.newline for line in lines]
+        matcher = difflib.SequenceMatcher(a=old_bare, b=new_bare, autojunk=False)
+        for block in matcher.get_matching_blocks():
+            for offset in range(block.size):
+                old_line = fmt.original_lines[block.a + offset]
+                if endings[block.b + offset]:
+                    endings[block.b + offset] = old_line[len(old_line.rstrip("\r\n")):] or fmt.newline
+        out = "".join(bare + ending for bare, ending in zip(new_bare, endings))
+    return out.encode(fmt.encoding)
+
+
+def read_bytes(path: str) -> bytes:
+    """The bytes of ``path`` (``-`` is stdin), with one-line errors for the usual failures."""
+    if path == STDIN:
+        return sys.stdin.buffer.read()
+    p = Path(path)
+    try:
+        return p.read_bytes()
+    except FileNotFoundError:
+        raise FastapplyError(f"cannot read {path}: no such file") from None
+    except IsADirectoryError:
+        raise FastapplyError(f"cannot read {path}: it is a directory") from None
+    except PermissionError:
+        raise FastapplyError(f"cannot read {path}: permission denied") from None
+    except OSError as exc:
+        raise FastapplyError(f"cannot read {path}: {exc.strerror or exc}") from None
+
+
+def read_text(path: str) -> tuple[str, TextFormat]:
+    """(LF text, format) of the file at ``path`` (``-`` is stdin)."""
+    return decode(read_bytes(path), "stdin" if path == STDIN else path)
+
+
+def write_atomic(path: str | Path, data: bytes) -> None:
+    """Replace the file at ``path`` with ``data`` so that readers see the old file or the new, never part.
+
+    A symlink is followed and its target replaced; an existing file's permission bits are kept. On any
+    failure (or Ctrl-C) the temp file is removed and the original is untouched.
+    """
+    target = Path(os.path.realpath(path))
+    directory = target.parent
+    if not directory.is_dir():
+        raise FastapplyError(f"cannot write {path}: directory {directory} does not exist")
+    try:
+        mode = target.stat().st_mode & 0o7777
+    except FileNotFoundError:
+        mode = 0o666 & ~_umask()
+    else:
+        if not mode & 0o222:
+            raise FastapplyError(f"cannot write {path}: the file is read-only")
+    try:
+        fd, tmp_name = tempfile.mkstemp(dir=directory, prefix=f".{target.name}.", suffix=".fastapply-tmp")
+    except PermissionError:
+        raise FastapplyError(f"cannot write {path}: permission denied in {directory}") from None
+    try:
+        with os.fdopen(fd, "wb") as tmp:
+            tmp.write(data)
+            tmp.flush()
+            os.fsync(tmp.fileno())
+        os.chmod(tmp_name, mode)
+        os.replace(tmp_name, target)
+    except BaseException:
+        try:
+            os.unlink(tmp_name)
+        except FileNotFoundError:
+            pass
+        raise
+    _fsync_directory(directory)
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def _fsync_directory(directory: Path) -> None:
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)

@@ -1,0 +1,65 @@
+"""Making an update snippet from an edit, the way chat models write them.
+
+Given the original file and the edited one, the snippet keeps the changed lines with a few lines of
+context and replaces each unchanged stretch by a lazy-marker comment (``# ... existing code ...``).
+Used by the eval-suite and training-set builders and by the merge engine's property tests. It does
+not apply snippets; ``merge.py`` does that.
+
+Example (context=1)::
+
+    original: a\\nb\\nc\\nd\\ne\\n      edited: a\\nb\\nC\\nd\\ne\\n
+    snippet:  # ... existing code ...\\nb\\nC\\nd\\n# ... existing code ...\\n
+"""
+
+from __future__ import annotations
+
+import difflib
+
+from fastapply.syntax import comment
+
+DEFAULT_MARKER = "... existing code ..."
+
+
+def make_snippet(
+    original: str,
+    edited: str,
+    language: str | None,
+    context: int = 3,
+    marker: str = DEFAULT_MARKER,
+) -> str:
+    """The update snippet turning ``original`` into ``edited`` (LF text).
+
+    ``context`` (at least 1, so that deletions stay visible) is the number of unchanged lines kept on
+    each side of a change. Each elided stretch becomes one marker line indented like its first line.
+    """
+    context = max(1, context)
+    old_lines = original.splitlines(keepends=True)
+    new_lines = edited.splitlines(keepends=True)
+    keep = [False] * len(new_lines)
+    matcher = difflib.SequenceMatcher(a=old_lines, b=new_lines, autojunk=False)
+    for tag, _i1, _i2, j1, j2 in matcher.get_opcodes():
+        if tag == "equal":
+            continue
+        for j in range(max(0, j1 - context), min(len(new_lines), j2 + context)):
+            keep[j] = True
+    out: list[str] = []
+    j = 0
+    while j < len(new_lines):
+        if keep[j]:
+            out.append(new_lines[j])
+            j += 1
+            continue
+        start = j
+        while j < len(new_lines) and not keep[j]:
+            j += 1
+        stretch = new_lines[start:j]
+        if all(not line.strip() for line in stretch):
+            out.extend(stretch)
+            continue
+        first = next(line for line in stretch if line.strip())
+        indent = first[: len(first) - len(first.lstrip())]
+        out.append(indent + comment(language, marker) + "\n")
+    text = "".join(out)
+    if text and not edited.endswith("\n") and text.endswith("\n") and keep and keep[-1]:
+        text = text[:-1]
+    return text
