@@ -68,24 +68,32 @@ def get_preset(name: str) -> Preset:
 
 
 def prompt_text(tokenizer, preset: Preset, original: str, update: str, instruction: str = "") -> str:
-    """The prompt as text, through the tokenizer's chat template when it has one.
-
-    Without a chat template the system and user messages are joined by blank lines, and the answer
-    follows directly after them.
-    """
+    """The prompt as text, through the tokenizer's chat template when it has one (see ``chat_text``)."""
     user = preset.user_message(original, update, instruction)
-    if getattr(tokenizer, "chat_template", None):
-        messages = [{"role": "system", "content": preset.system}, {"role": "user", "content": user}]
-        return tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
-    return f"{preset.system}\n\n{user}\n\n"
+    return chat_text(tokenizer, [{"role": "system", "content": preset.system}, {"role": "user", "content": user}])
 
 
 def prompt_ids(tokenizer, preset: Preset, original: str, update: str, instruction: str = "") -> list[int]:
     """Token ids of the prompt; BOS is added only when no chat template put it in the text already."""
-    text = prompt_text(tokenizer, preset, original, update, instruction)
-    templated = bool(getattr(tokenizer, "chat_template", None))
-    ids = tokenizer(text, add_special_tokens=False)["input_ids"]
-    if not templated and tokenizer.bos_token_id is not None:
+    user = preset.user_message(original, update, instruction)
+    return chat_ids(tokenizer, [{"role": "system", "content": preset.system}, {"role": "user", "content": user}])
+
+
+def chat_text(tokenizer, messages: list[dict[str, str]]) -> str:
+    """Chat messages (``role``, ``content``) as the prompt text, with the assistant's turn opened.
+
+    Through the tokenizer's chat template when it has one; without one the contents are joined by
+    blank lines and the answer follows directly after them.
+    """
+    if getattr(tokenizer, "chat_template", None):
+        return tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+    return "".join(f"{message['content']}\n\n" for message in messages)
+
+
+def chat_ids(tokenizer, messages: list[dict[str, str]]) -> list[int]:
+    """Token ids of ``chat_text``; BOS is added only when no chat template put it in the text already."""
+    ids = tokenizer(chat_text(tokenizer, messages), add_special_tokens=False)["input_ids"]
+    if not getattr(tokenizer, "chat_template", None) and tokenizer.bos_token_id is not None:
         ids = [tokenizer.bos_token_id, *ids]
     return ids
 
