@@ -106,7 +106,7 @@ def create_app(model, tokenizer, config: ServeConfig = ServeConfig()):
     app = FastAPI(title="fastapply", docs_url=None, redoc_url=None, openapi_url=None)
     queue = ModelQueue(config.queue_size)
     stop_ids = stop_ids_of(model, tokenizer)
-    app.state.queue = queue
+    app.router.on_shutdown.append(lambda: queue.executor.shutdown(wait=False, cancel_futures=True))
 
     @app.exception_handler(ApiError)
     async def api_error(request: Request, exc: ApiError):
@@ -128,8 +128,10 @@ def create_app(model, tokenizer, config: ServeConfig = ServeConfig()):
 
     @app.get("/health")
     async def health():
-        return {"status": "ok", "model": config.model_name, "running": queue.running,
-                "queued": max(queue.admitted - queue.running, 0), "capacity": queue.capacity, "served": queue.served}
+        return {"status": "ok", "model": config.model_name,
+                "running": queue.running,  # 1 while the model thread works on a request
+                "admitted": queue.admitted,  # requests holding a place: running or waiting
+                "capacity": queue.capacity, "served": queue.served}
 
     @app.get("/v1/models")
     async def models(request: Request):

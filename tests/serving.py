@@ -1,0 +1,73 @@
+"""Fixtures for the serving, client, batch and hook tests: a tiny Llama that has learnt one edit.
+
+A random tiny model never closes its answer, so every apply through it is refused as truncated. The
+``apply_checkpoint`` model is the tiny Llama trained on one example until its greedy answer to that
+prompt is exactly the expected file (a few seconds on CPU): with it, the whole path (CLI, server,
+hook) produces a real, checkable result. Import the fixtures into a test module to use them.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+ORIGINAL = 'def greet(name):\n    return "hello " + name\n\n\nprint(greet("git"))\n'
+UPDATE = '# ... existing code ...\n    return "hello, " + name + "!"\n# ... existing code ...\n'
+EXPECTED = 'def greet(name):\n    return "hello, " + name + "!"\n\n\nprint(greet("git"))\n'
+
+
+@pytest.fixture(scope="session")
+def _session_cache(tmp_path_factory):
+    return tmp_path_factory.mktemp("fastapply-cache-serving")
+
+
+@pytest.fixture(autouse=True)
+def _private_cache(_session_cache, monkeypatch):
+    """Replaces conftest's per-test cache: one verify-cost calibration serves every request of the session."""
+    monkeypatch.setenv("FASTAPPLY_CACHE_DIR", str(_session_cache))
+
+
+@pytest.fixture(scope="session")
+def apply_checkpoint(tmp_path_factory, tokenizer):
+    """Path of a tiny Llama whose greedy answer to (ORIGINAL, UPDATE) with the default preset is EXPECTED."""
+    import torch
+
+    from fastapply.prompt import answer_ids, get_preset, prompt_ids
+    from finetune.scratch import new_llama, save_checkpoint
+
+    preset = get_preset("default")
+    prompt = prompt_ids(tokenizer, preset, ORIGINAL, UPDATE)
+    answer = answer_ids(tokenizer, preset, EXPECTED)
+    ids = torch.tensor([prompt + answer])  # [1, S]
+    labels = ids.clone()
+    labels[0, :len(prompt)] = -100  # loss on the answer only
+    model = new_llama(len(tokenizer), "tiny", seed=0).train()
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2)
+    for step in range(300):
+        loss = model(input_ids=ids, labels=labels).loss
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        if step % 10 == 9 and loss.item() < 0.05:
+            with torch.no_grad():
+                choices = model(input_ids=ids).logits[0, len(prompt) - 1:-1].argmax(-1)  # [len(answer)]
+            if choices.tolist() == answer:
+                break
+    else:
+        pytest.fail("the tiny model did not learn the example")
+    return save_checkpoint(model.eval(), tokenizer, tmp_path_factory.mktemp("apply-llama"))
+
+
+@pytest.fixture(scope="session")
+def apply_model(apply_checkpoint):
+    from fastapply.target import load_model
+
+    return load_model(str(apply_checkpoint), device="cpu", dtype="float32")
+
+
+def prompt_messages(original: str = ORIGINAL, update: str = UPDATE) -> list[dict[str, str]]:
+    """The chat messages fastapply's HTTP backend sends for one edit (default preset)."""
+    from fastapply.prompt import get_preset
+
+    preset = get_preset("default")
+    return [{"role": "system", "content": preset.system},
+            {"role": "user", "content": preset.user_message(original, update)}]
