@@ -329,6 +329,8 @@ def serve_command(
     queue_size: Annotated[int, typer.Option(min=0, help="Requests that may wait behind the running one; more get 503.")] = 16,
     max_body_bytes: Annotated[int, typer.Option(min=1024, help="Larger request bodies get 413.")] = 8 * 1024 * 1024,
     served_model_name: Annotated[Optional[str], typer.Option(help="The model id /v1/models reports (default: --model).")] = None,
+    threads: Annotated[Optional[int], typer.Option(envvar="FASTAPPLY_THREADS", min=1, help="CPU threads for the model "
+                                                   "(default: torch's; 1 is often fastest on a busy machine).")] = None,
     verbose: VerboseOpt = False,
 ) -> None:
     """Keep one model warm behind an OpenAI-compatible API (chat completions with `prediction`, /v1/apply)."""
@@ -345,7 +347,7 @@ def serve_command(
         serve(model, device, dtype, adapter, ServeConfig(host=host, port=port, api_key=api_key, queue_size=queue_size,
                                                          max_body_bytes=max_body_bytes,
                                                          model_name=served_model_name or model),
-              log_level="debug" if verbose else "info")
+              log_level="debug" if verbose else "info", threads=threads)
 
 
 @app.command("batch")

@@ -258,12 +258,15 @@ async def _events(queue: ModelQueue, ticket: Ticket, decode, head: dict, include
 
 
 def serve(model_path: str, device: str = "auto", dtype: str = "auto", adapter: str | None = None,
-          config: ServeConfig = ServeConfig(), log_level: str = "info") -> None:
-    """Load the model once and serve it until interrupted."""
+          config: ServeConfig = ServeConfig(), log_level: str = "info", threads: int | None = None) -> None:
+    """Load the model once and serve it until interrupted; ``threads`` caps torch's CPU threads."""
+    import torch
     import uvicorn
 
     from fastapply.target import load_model
 
+    if threads:
+        torch.set_num_threads(threads)
     model, tokenizer = load_model(model_path, device, dtype, adapter)
     app = create_app(model, tokenizer, config)
     uvicorn.run(app, host=config.host, port=config.port, log_level=log_level, access_log=log_level == "debug")

@@ -26,23 +26,24 @@ def _private_cache(_session_cache, monkeypatch):
     monkeypatch.setenv("FASTAPPLY_CACHE_DIR", str(_session_cache))
 
 
-@pytest.fixture(scope="session")
-def apply_checkpoint(tmp_path_factory, tokenizer):
-    """Path of a tiny Llama whose greedy answer to (ORIGINAL, UPDATE) with the default preset is EXPECTED."""
+def learn_example(tokenizer, original: str = ORIGINAL, update: str = UPDATE, expected: str = EXPECTED,
+                  max_steps: int = 300):
+    """A tiny Llama trained on one example until its greedy answer to (original, update) with the default
+    preset is exactly ``expected``; None if it has not learnt it in ``max_steps``."""
     import torch
 
     from fastapply.prompt import answer_ids, get_preset, prompt_ids
-    from finetune.scratch import new_llama, save_checkpoint
+    from finetune.scratch import new_llama
 
     preset = get_preset("default")
-    prompt = prompt_ids(tokenizer, preset, ORIGINAL, UPDATE)
-    answer = answer_ids(tokenizer, preset, EXPECTED)
+    prompt = prompt_ids(tokenizer, preset, original, update)
+    answer = answer_ids(tokenizer, preset, expected)
     ids = torch.tensor([prompt + answer])  # [1, S]
     labels = ids.clone()
     labels[0, :len(prompt)] = -100  # loss on the answer only
     model = new_llama(len(tokenizer), "tiny", seed=0).train()
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2)
-    for step in range(300):
+    for step in range(max_steps):
         loss = model(input_ids=ids, labels=labels).loss
         optimizer.zero_grad()
         loss.backward()
@@ -51,10 +52,19 @@ def apply_checkpoint(tmp_path_factory, tokenizer):
             with torch.no_grad():
                 choices = model(input_ids=ids).logits[0, len(prompt) - 1:-1].argmax(-1)  # [len(answer)]
             if choices.tolist() == answer:
-                break
-    else:
+                return model.eval()
+    return None
+
+
+@pytest.fixture(scope="session")
+def apply_checkpoint(tmp_path_factory, tokenizer):
+    """Path of a tiny Llama whose greedy answer to (ORIGINAL, UPDATE) with the default preset is EXPECTED."""
+    from finetune.scratch import save_checkpoint
+
+    model = learn_example(tokenizer)
+    if model is None:
         pytest.fail("the tiny model did not learn the example")
-    return save_checkpoint(model.eval(), tokenizer, tmp_path_factory.mktemp("apply-llama"))
+    return save_checkpoint(model, tokenizer, tmp_path_factory.mktemp("apply-llama"))
 
 
 @pytest.fixture(scope="session")

@@ -23,7 +23,8 @@ def environment(model: Path, home: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("GIT_", "FASTAPPLY_"))}
     return {**env, "PYTHONPATH": str(ROOT), "FASTAPPLY": f"{sys.executable} -m fastapply",
             "FASTAPPLY_MODEL": str(model), "FASTAPPLY_DEVICE": "cpu", "HOME": str(home), "GIT_CONFIG_NOSYSTEM": "1",
-            "FASTAPPLY_CACHE_DIR": os.environ["FASTAPPLY_CACHE_DIR"], "HF_HUB_OFFLINE": "1"}
+            "FASTAPPLY_CACHE_DIR": os.environ["FASTAPPLY_CACHE_DIR"], "HF_HUB_OFFLINE": "1",
+            "OMP_NUM_THREADS": "1"}  # a tiny model gains nothing from more threads on a shared machine
 
 
 @pytest.mark.parametrize("args", [["--help"], ["apply", "--help"], ["serve", "--help"], ["batch", "--help"]])
