@@ -21,7 +21,7 @@ import time
 import uuid
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
 
 from fastapi import FastAPI, Request
@@ -103,10 +103,15 @@ def create_app(model, tokenizer, config: ServeConfig = ServeConfig()):
     """The FastAPI application serving ``model`` (loaded by ``target.load_model``)."""
     from fastapply.target import stop_ids_of
 
-    app = FastAPI(title="fastapply", docs_url=None, redoc_url=None, openapi_url=None)
     queue = ModelQueue(config.queue_size)
     stop_ids = stop_ids_of(model, tokenizer)
-    app.router.on_shutdown.append(lambda: queue.executor.shutdown(wait=False, cancel_futures=True))
+
+    @asynccontextmanager
+    async def lifespan(app):
+        yield
+        queue.executor.shutdown(wait=False, cancel_futures=True)
+
+    app = FastAPI(title="fastapply", docs_url=None, redoc_url=None, openapi_url=None, lifespan=lifespan)
 
     @app.exception_handler(ApiError)
     async def api_error(request: Request, exc: ApiError):
@@ -163,9 +168,13 @@ def create_app(model, tokenizer, config: ServeConfig = ServeConfig()):
                                  "logprobs": None, "finish_reason": result.finish_reason}],
                     "usage": result.usage(), "fastapply": result.stats.as_dict()}
 
+        async def abandon() -> None:  # async, so it runs on the event loop like every other queue change
+            ticket.release(cancel=True)
+
         include_usage = bool(body.stream_options and body.stream_options.include_usage)
+        # the background task frees the ticket even if the stream never started (client gone at once)
         return StreamingResponse(_events(queue, ticket, decode, head, include_usage), media_type="text/event-stream",
-                                 headers={"Cache-Control": "no-cache"}, background=BackgroundTask(ticket.release, True))
+                                 headers={"Cache-Control": "no-cache"}, background=BackgroundTask(abandon))
 
     @app.post("/v1/apply")
     async def apply(request: Request):
@@ -251,7 +260,8 @@ async def _events(queue: ModelQueue, ticket: Ticket, decode, head: dict, include
         else:
             yield chunk({}, result.finish_reason, **({"usage": None} if include_usage else {}))
             if include_usage:
-                yield f"data: {json.dumps({**head, 'object': 'chat.completion.chunk', 'choices': [], 'usage': result.usage()})}\n\n"
+                usage = {**head, "object": "chat.completion.chunk", "choices": [], "usage": result.usage()}
+                yield f"data: {json.dumps(usage)}\n\n"
         yield "data: [DONE]\n\n"
     finally:
         ticket.release(cancel=True)

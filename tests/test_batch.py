@@ -11,7 +11,7 @@ from fastapply.batch import BatchItem, apply_item, read_items, run_batch
 from fastapply.cli import app
 from fastapply.errors import UsageError
 from tests.serving import (  # noqa: F401  (fixtures, used by name)
-    EXPECTED, ORIGINAL, UPDATE, _private_cache, _session_cache, apply_checkpoint, apply_model)
+    EXPECTED, ORIGINAL, UPDATE, _fixed_verify_cost, _private_cache, _session_cache, apply_checkpoint, apply_model)
 
 
 def test_read_items_keeps_order_and_marks_bad_lines():

@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 
 from fastapply.cli import app
 from tests.serving import (  # noqa: F401  (fixtures, used by name)
-    EXPECTED, ORIGINAL, UPDATE, _private_cache, _session_cache, apply_checkpoint, apply_model)
+    EXPECTED, ORIGINAL, UPDATE, _fixed_verify_cost, _private_cache, _session_cache, apply_checkpoint, apply_model)
 
 pytest.importorskip("fastapi")
 KEY = "test-key"

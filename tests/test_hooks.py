@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.serving import (  # noqa: F401  (fixtures, used by name)
-    EXPECTED, ORIGINAL, UPDATE, _private_cache, _session_cache, apply_checkpoint, apply_model)
+    EXPECTED, ORIGINAL, UPDATE, _fixed_verify_cost, _private_cache, _session_cache, apply_checkpoint)
 
 ROOT = Path(__file__).resolve().parents[1]
 HOOK = ROOT / "examples" / "hooks" / "pre-commit"

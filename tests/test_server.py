@@ -11,7 +11,8 @@ import httpx
 import pytest
 
 from tests.serving import (  # noqa: F401  (fixtures, used by name)
-    EXPECTED, ORIGINAL, UPDATE, _private_cache, _session_cache, apply_checkpoint, apply_model, prompt_messages)
+    EXPECTED, ORIGINAL, UPDATE, _fixed_verify_cost, _private_cache, _session_cache, apply_checkpoint, apply_model,
+    prompt_messages)
 
 pytest.importorskip("fastapi")
 
