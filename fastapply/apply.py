@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 from fastapply.decode import DecodeStats, speculative_generate
 from fastapply.draft import DraftContext, make_drafter
 from fastapply.errors import FastapplyError
-from fastapply.prompt import Preset, answer_ids, get_preset, parse_answer, prompt_ids
+from fastapply.prompt import Preset, answer_ids, encode_text, get_preset, parse_answer, prompt_ids
 
 
 @dataclass(frozen=True)
@@ -45,7 +45,7 @@ def plan_edit(tokenizer, original: str, update: str, instruction: str = "", pres
     preset = get_preset(preset) if isinstance(preset, str) else preset
     prediction = answer_ids(tokenizer, preset, original)
     merged_ids = answer_ids(tokenizer, preset, merged) if merged is not None else None
-    snippet = tokenizer(update, add_special_tokens=False)["input_ids"]
+    snippet = encode_text(tokenizer, update)
     pieces = set(prediction) | set(snippet) | set(merged_ids or ())
     context = DraftContext(
         prompt_ids=prompt_ids(tokenizer, preset, original, update, instruction),
@@ -80,7 +80,8 @@ def run_plan(target, tokenizer, plan: EditPlan, policy: str = "fastapply", max_n
                                          on_pass)
     ended = bool(tokens) and (tokens[-1] in stops or any(
         seq and tuple(tokens[-len(seq):]) == seq for seq in plan.stop_sequences))
-    answer = tokenizer.decode(tokens, skip_special_tokens=True)
+    body = tokens[:-1] if tokens and tokens[-1] in stops else tokens
+    answer = tokenizer.decode(body, skip_special_tokens=False)
     parsed = parse_answer(plan.preset, answer)
     return ApplyResult(text=parsed.file, closed=parsed.closed and ended, answer=answer, token_ids=tokens,
                        stats=replace(stats, chars=len(parsed.file)))
