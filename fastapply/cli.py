@@ -340,13 +340,14 @@ def eval_command(
             max_new_tokens=max_new_tokens, merge_draft=merge_draft,
             judge=JudgeConfig(judge_url, judge_model, judge_key) if judge_url else None,
         ).resolved()
-        task_list = load_tasks(tasks or default_tasks_path())[:limit]
+        tasks = tasks or default_tasks_path()
+        task_list = load_tasks(tasks)[:limit]
         if not task_list:
             raise UsageError(f"no tasks in {tasks}")
         out = out or Path("runs") / f"eval-{engine.value}"
         with _task_progress(len(task_list)) as on_task:
             run = run_eval(task_list, config, out, workers, on_task)
-        summary = summarize(run.records, _run_meta(config, run))
+        summary = summarize(run.records, _run_meta(config, run, tasks, limit, out))
         write_report(out, summary)
         if as_json:
             typer.echo(json.dumps({k: v for k, v in summary.items() if k != "per_task"}, indent=1))
@@ -357,17 +358,24 @@ def eval_command(
                          f"report in {out}/report.md")
 
 
-def _run_meta(config, run) -> dict:
+def _run_meta(config, run, tasks: Path, limit: int | None, out: Path) -> dict:
+    """What the report says about the run, with the command that reproduces it (never the judge's key)."""
     from fastapply.evaluate import git_commit
 
-    argv = list(sys.argv[1:])
-    for i, arg in enumerate(argv):  # the judge's key stays out of the report
-        if arg == "--judge-key" and i + 1 < len(argv):
-            argv[i + 1] = "***"
-        elif arg.startswith("--judge-key="):
-            argv[i] = "--judge-key=***"
+    args = ["--tasks", str(tasks), "--engine", config.engine, "--draft", ",".join(config.policies)]
+    for flag, value in (("--model", config.model), ("--tokenizer", config.tokenizer), ("--adapter", config.adapter),
+                        ("--preset", config.preset), ("--max-new-tokens", config.max_new_tokens),
+                        ("--limit", limit), ("--out", out)):
+        if value is not None and not (flag == "--preset" and value == "default"):
+            args += [flag, str(value)]
+    if config.engine == "model":
+        args += ["--device", config.device, "--dtype", config.dtype]
+    if not config.merge_draft:
+        args.append("--no-merge-draft")
+    if config.judge is not None:
+        args += ["--judge-url", config.judge.url, "--judge-model", config.judge.model]
     return {"fastapply_version": __version__, "git_commit": git_commit(), "model": config.model,
-            "options": config.options(), "command": "fastapply " + shlex.join(argv),
+            "options": config.options(), "command": "fastapply eval " + shlex.join(args),
             "results_computed": run.ran, "results_resumed": run.resumed}
 
 
