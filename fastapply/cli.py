@@ -10,7 +10,6 @@ from __future__ import annotations
 import difflib
 import json
 import logging
-import shlex
 import sys
 from enum import Enum
 from pathlib import Path
@@ -327,7 +326,7 @@ def eval_command(
 ) -> None:
     """Run the eval suite: accuracy and speed of an engine and draft policies, with a report and plots."""
     with _errors():
-        from fastapply.evaluate import EvalConfig, default_tasks_path, run_eval
+        from fastapply.evaluate import EvalConfig, default_tasks_path, run_eval, run_meta
         from fastapply.judge import JudgeConfig
         from fastapply.report import summarize, table, write_report
         from fastapply.tasks import load_tasks
@@ -347,7 +346,7 @@ def eval_command(
         out = out or Path("runs") / f"eval-{engine.value}"
         with _task_progress(len(task_list)) as on_task:
             run = run_eval(task_list, config, out, workers, on_task)
-        summary = summarize(run.records, _run_meta(config, run, tasks, limit, out))
+        summary = summarize(run.records, run_meta(config, run, tasks, limit, out))
         write_report(out, summary)
         if as_json:
             typer.echo(json.dumps({k: v for k, v in summary.items() if k != "per_task"}, indent=1))
@@ -356,27 +355,6 @@ def eval_command(
         if stderr.is_terminal:
             stderr.print(f"{run.ran} results computed, {run.resumed} kept from an earlier run; "
                          f"report in {out}/report.md")
-
-
-def _run_meta(config, run, tasks: Path, limit: int | None, out: Path) -> dict:
-    """What the report says about the run, with the command that reproduces it (never the judge's key)."""
-    from fastapply.evaluate import git_commit
-
-    args = ["--tasks", str(tasks), "--engine", config.engine, "--draft", ",".join(config.policies)]
-    for flag, value in (("--model", config.model), ("--tokenizer", config.tokenizer), ("--adapter", config.adapter),
-                        ("--preset", config.preset), ("--max-new-tokens", config.max_new_tokens),
-                        ("--limit", limit), ("--out", out)):
-        if value is not None and not (flag == "--preset" and value == "default"):
-            args += [flag, str(value)]
-    if config.engine == "model":
-        args += ["--device", config.device, "--dtype", config.dtype]
-    if not config.merge_draft:
-        args.append("--no-merge-draft")
-    if config.judge is not None:
-        args += ["--judge-url", config.judge.url, "--judge-model", config.judge.model]
-    return {"fastapply_version": __version__, "git_commit": git_commit(), "model": config.model,
-            "options": config.options(), "command": "fastapply eval " + shlex.join(args),
-            "results_computed": run.ran, "results_resumed": run.resumed}
 
 
 class _task_progress:

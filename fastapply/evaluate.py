@@ -17,6 +17,7 @@ import importlib.util
 import json
 import os
 import re
+import shlex
 import subprocess
 import time
 from collections.abc import Callable, Sequence
@@ -167,9 +168,28 @@ def run_eval(tasks: Sequence[Task], config: EvalConfig, out_dir: str | Path, wor
             if on_task is not None:
                 on_task(done, total)
     if config.judge is not None:
-        _judge_missing(records, {t.id: t for t in tasks}, config, out_dir)
+        _judge_missing(records, {t.id: t for t in tasks}, config, out_dir, workers)
     ordered = [records[t.id, p] for t in tasks for p in config.policies if (t.id, p) in records]
     return EvalRun(records=ordered, ran=len(records) - resumed, resumed=resumed)
+
+
+def run_meta(config: EvalConfig, run: EvalRun, tasks: Path, limit: int | None, out: Path) -> dict:
+    """What the report says about the run, with the command that reproduces it (never the judge's key)."""
+    args = ["--tasks", str(tasks), "--engine", config.engine, "--draft", ",".join(config.policies)]
+    for flag, value in (("--model", config.model), ("--tokenizer", config.tokenizer), ("--adapter", config.adapter),
+                        ("--preset", config.preset), ("--max-new-tokens", config.max_new_tokens),
+                        ("--limit", limit), ("--out", out)):
+        if value is not None and not (flag == "--preset" and value == "default"):
+            args += [flag, str(value)]
+    if config.engine == "model":
+        args += ["--device", config.device, "--dtype", config.dtype]
+    if not config.merge_draft:
+        args.append("--no-merge-draft")
+    if config.judge is not None:
+        args += ["--judge-url", config.judge.url, "--judge-model", config.judge.model]
+    return {"fastapply_version": __version__, "git_commit": git_commit(), "model": config.model,
+            "options": config.options(), "command": "fastapply eval " + shlex.join(args),
+            "results_computed": run.ran, "results_resumed": run.resumed}
 
 
 def _claim(out_dir: Path, config: EvalConfig) -> None:
@@ -315,23 +335,26 @@ def _merge(task: Task):
 def _decode(task: Task, policy: str, merged: str | None):
     from fastapply.apply import plan_edit, run_plan
 
+    from fastapply.prompt import answer_ids
+
     config: EvalConfig = _WORKER["config"]
     tokenizer = _WORKER["tokenizer"]
     plan = plan_edit(tokenizer, task.original, task.update, task.instruction, config.preset, merged)
+    reference = answer_ids(tokenizer, plan.preset, task.expected)
+    # room for the reference answer even where it is more than twice the original (the default budget)
+    budget = config.max_new_tokens or max(plan.default_max_new_tokens, len(reference) + 256)
     if config.engine == "replay":
-        from fastapply.prompt import answer_ids
         from fastapply.target import ReplayTarget
 
-        target = ReplayTarget(answer_ids(tokenizer, plan.preset, task.expected), tokenizer.eos_token_id)
-        stops = {tokenizer.eos_token_id} - {None}
-        return run_plan(target, tokenizer, plan, policy, config.max_new_tokens, stops)
+        target = ReplayTarget(reference, tokenizer.eos_token_id)
+        return run_plan(target, tokenizer, plan, policy, budget, {tokenizer.eos_token_id} - {None})
     from fastapply.apply import token_budget
     from fastapply.bench import generate_baseline
     from fastapply.target import HFTarget, stop_ids_of
 
     model = _WORKER["model"]
     stops = stop_ids_of(model, tokenizer)
-    budget = token_budget(model, plan, config.max_new_tokens)
+    budget = token_budget(model, plan, budget)
 
     def once(limit: int):
         if policy in GENERATE_METHODS:
@@ -346,20 +369,26 @@ def _decode(task: Task, policy: str, merged: str | None):
 
 # -- the judge ------------------------------------------------------------------------------------
 
-def _judge_missing(records: dict, tasks: dict[str, Task], config: EvalConfig, out_dir: Path) -> None:
-    """Grade every result with an output and no verdict from this judge yet (so a re-run adds grades)."""
+def _judge_missing(records: dict, tasks: dict[str, Task], config: EvalConfig, out_dir: Path, workers: int) -> None:
+    """Grade every result with an output and no verdict from this judge yet (so a re-run adds grades),
+    ``workers`` requests at a time."""
     import httpx
+    from concurrent.futures import ThreadPoolExecutor
 
-    with httpx.Client(timeout=config.judge.timeout_s) as client:
-        for (task_id, policy), record in records.items():
-            verdict = record.get("judge") or {}
-            if record.get("output") is None or task_id not in tasks or (
-                    verdict.get("model") == config.judge.model and "score" in verdict):
-                continue
-            task = tasks[task_id]
-            try:
-                v = grade(config.judge, task.original, task.update, task.expected, record["output"], client)
-                record["judge"] = {"model": config.judge.model, "score": v.score, "reason": v.reason}
-            except JudgeError as exc:
-                record["judge"] = {"model": config.judge.model, "error": str(exc)}
-            _write_json(result_path(out_dir, task_id, policy), record)
+    def needs(key) -> bool:
+        record, verdict = records[key], records[key].get("judge") or {}
+        return record.get("output") is not None and key[0] in tasks and not (
+            verdict.get("model") == config.judge.model and "score" in verdict)
+
+    def judge_one(key, client) -> None:
+        record, task = records[key], tasks[key[0]]
+        try:
+            v = grade(config.judge, task.original, task.update, task.expected, record["output"], client)
+            record["judge"] = {"model": config.judge.model, "score": v.score, "reason": v.reason}
+        except JudgeError as exc:
+            record["judge"] = {"model": config.judge.model, "error": str(exc)}
+        _write_json(result_path(out_dir, *key), record)
+
+    with httpx.Client(timeout=config.judge.timeout_s) as client, ThreadPoolExecutor(workers) as pool:
+        for future in [pool.submit(judge_one, key, client) for key in records if needs(key)]:
+            future.result()

@@ -46,6 +46,16 @@ def test_replay_all_exact_and_fastapply_needs_fewer_passes_than_pld(tmp_path, to
     assert row["speedup_prompt_lookup"] == round(passes[TASKS[0].id, "pld"] / passes[TASKS[0].id, "fastapply"], 4)
 
 
+def test_replay_budget_has_room_for_a_reference_much_longer_than_the_original(tmp_path, tokenizer):
+    from dataclasses import replace
+
+    original = "def f():\n    return 1\n"
+    expected = original + "".join(f"\n\ndef g{i}(x):\n    return x * {i} + f()\n" for i in range(40))
+    task = replace(TASKS[0], id="grow", original=original, expected=expected, update=expected)
+    run = run_eval([task], EvalConfig("replay", ("pld",)), tmp_path, tokenizer=tokenizer)
+    assert run.records[0]["accuracy"]["exact"] and run.records[0]["closed"]
+
+
 def test_resume_skips_finished_results(tmp_path, tokenizer):
     config = EvalConfig("replay", ("fastapply", "pld"))
     run_eval(TASKS[:3], config, tmp_path, tokenizer=tokenizer)
