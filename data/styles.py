@@ -32,6 +32,13 @@ class Snippet:
     context: int
 
 
+def has_free_marker(expected: str, language: str) -> bool:
+    """Whether some marker wording does not already occur as a comment line in ``expected``
+    (``snippet_for`` returns None exactly when none does)."""
+    present = {line.strip() for line in expected.splitlines()}
+    return any(comment(language, marker) not in present for marker in MARKERS)
+
+
 def snippet_for(original: str, expected: str, language: str, rng: random.Random) -> Snippet | None:
     """An update snippet turning ``original`` into ``expected`` in a style drawn from ``rng``.
 
