@@ -317,7 +317,9 @@ def eval_command(
     device: DeviceOpt = "auto",
     dtype: DtypeOpt = "auto",
     preset: PresetOpt = "default",
-    max_new_tokens: MaxTokensOpt = None,
+    max_new_tokens: Annotated[Optional[int], typer.Option(
+        "--max-new-tokens", min=1, help="Most tokens per answer (default: twice the file plus 256, or the "
+                                        "reference answer plus 256 when that is longer).")] = None,
     judge_url: Annotated[Optional[str], typer.Option(envvar="FASTAPPLY_JUDGE_URL", help="OpenAI-compatible endpoint "
                                                      "of an LLM judge (e.g. http://host/v1); none: no judge score.")] = None,
     judge_model: Annotated[Optional[str], typer.Option(envvar="FASTAPPLY_JUDGE_MODEL", help="The judge's model name.")] = None,
