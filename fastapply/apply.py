@@ -78,6 +78,11 @@ def run_plan(target, tokenizer, plan: EditPlan, policy: str = "fastapply", max_n
     stops = set(stop_ids) | ({tokenizer.eos_token_id} if tokenizer.eos_token_id is not None else set())
     tokens, stats = speculative_generate(target, drafter, plan.prompt_ids, budget, stops, plan.stop_sequences,
                                          on_pass)
+    return finish(tokenizer, plan, tokens, stats, stops)
+
+
+def finish(tokenizer, plan: EditPlan, tokens: list[int], stats: DecodeStats, stops: Collection[int]) -> ApplyResult:
+    """Parse the answer ``tokens`` (however they were decoded) into an ``ApplyResult``."""
     ended = bool(tokens) and (tokens[-1] in stops or any(
         seq and tuple(tokens[-len(seq):]) == seq for seq in plan.stop_sequences))
     body = tokens[:-1] if tokens and tokens[-1] in stops else tokens
@@ -95,6 +100,14 @@ def apply_edit(model, tokenizer, original: str, update: str, instruction: str = 
     from fastapply.target import HFTarget, stop_ids_of
 
     plan = plan_edit(tokenizer, original, update, instruction, preset, merged)
+    budget = token_budget(model, plan, max_new_tokens)
+    target = HFTarget(model, temperature=temperature, seed=seed)
+    return run_plan(target, tokenizer, plan, policy, budget, stop_ids_of(model, tokenizer), on_pass)
+
+
+def token_budget(model, plan: EditPlan, max_new_tokens: int | None = None) -> int:
+    """Most tokens the model may write for ``plan``: the asked-for (or default) budget, within the
+    model's context; ``FastapplyError`` when even the unchanged file would not fit."""
     context_size = getattr(model.config, "max_position_embeddings", None)
     budget = max_new_tokens or plan.default_max_new_tokens
     if context_size is not None:
@@ -105,5 +118,4 @@ def apply_edit(model, tokenizer, original: str, update: str, instruction: str = 
                 f"answer needs about {len(plan.context.prediction_ids)} more, but the model's context is {context_size}"
             )
         budget = min(budget, room)
-    target = HFTarget(model, temperature=temperature, seed=seed)
-    return run_plan(target, tokenizer, plan, policy, budget, stop_ids_of(model, tokenizer), on_pass)
+    return budget
