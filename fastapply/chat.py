@@ -17,7 +17,7 @@ from fastapply.apply import newline_ids
 from fastapply.decode import DecodeStats, speculative_generate
 from fastapply.draft import DraftContext, make_drafter
 from fastapply.errors import FastapplyError
-from fastapply.prompt import chat_ids
+from fastapply.prompt import chat_ids, encode_text
 
 
 @dataclass(frozen=True)
@@ -62,7 +62,7 @@ def plan_chat(model, tokenizer, messages: Sequence[dict[str, str]], prediction: 
               seed: int | None = None) -> ChatPlan:
     """Tokenize one request. The budget is ``max_tokens`` cut to the room left in the model's context."""
     prompt = chat_ids(tokenizer, [dict(m) for m in messages])
-    predicted: list[int] = tokenizer(prediction, add_special_tokens=False)["input_ids"] if prediction else []
+    predicted = encode_text(tokenizer, prediction) if prediction else []
     draft = [*predicted, tokenizer.eos_token_id] if predicted and tokenizer.eos_token_id is not None else predicted
     context_size = getattr(model.config, "max_position_embeddings", None) or len(prompt) + (max_tokens or 4096)
     room = context_size - len(prompt)
@@ -114,7 +114,7 @@ class TextDeltas:
         return delta
 
     def _decode(self, ids: Sequence[int]) -> str:
-        return self.tokenizer.decode(list(ids), skip_special_tokens=True)
+        return self.tokenizer.decode(list(ids), skip_special_tokens=False)  # a stop token is never passed in
 
 
 class _StopString(Exception):
@@ -134,7 +134,7 @@ def run_chat(target, tokenizer, plan: ChatPlan, stop_ids: set[int], on_text: Cal
             check()
         ended = next((i + 1 for i, t in enumerate(out) if t in stop_ids), len(out))  # a pass may run past EOS
         last[0], last[1] = out[:ended], stats
-        delta = deltas.push(last[0]) if (on_text is not None or plan.stop) else ""
+        delta = deltas.push(_text_tokens(last[0], stop_ids)) if (on_text is not None or plan.stop) else ""
         if delta and on_text is not None:
             on_text(delta)
         if deltas.stopped:
@@ -147,14 +147,20 @@ def run_chat(target, tokenizer, plan: ChatPlan, stop_ids: set[int], on_text: Cal
     except _StopString:
         tokens, stats, finish = last[0], last[1], "stop"
     if on_text is not None or plan.stop:
-        tail = deltas.push(tokens, final=True)
+        tail = deltas.push(_text_tokens(tokens, stop_ids), final=True)
         if tail and on_text is not None:
             on_text(tail)
         text = deltas.text
         finish = "stop" if deltas.stopped else finish
     else:
-        text = tokenizer.decode(tokens, skip_special_tokens=True)
+        text = tokenizer.decode(_text_tokens(tokens, stop_ids), skip_special_tokens=False)
     accepted = min(stats.sources.get("prediction", 0), plan.prediction_tokens)
     return ChatResult(text=text, finish_reason=finish, prompt_tokens=len(plan.prompt_ids),
                       completion_tokens=len(tokens), accepted_prediction_tokens=accepted,
                       rejected_prediction_tokens=plan.prediction_tokens - accepted, stats=stats)
+
+
+def _text_tokens(tokens: list[int], stop_ids: set[int]) -> list[int]:
+    """The tokens that make the text: all but a final stop token. Special-token text the model wrote
+    elsewhere stays in the text, as in ``apply.finish``."""
+    return tokens[:-1] if tokens and tokens[-1] in stop_ids else tokens

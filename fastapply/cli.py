@@ -111,13 +111,12 @@ def apply_command(
     _setup_logging(verbose)
     with _errors():
         from fastapply import fileio
+        from fastapply.client import apply_remote, remote_base_url
 
         if sum([in_place, output is not None, diff, check, as_json]) > 1:
             raise UsageError("choose one of --in-place, --output, --diff, --check and --json")
         if in_place and file == fileio.STDIN:
             raise UsageError("--in-place needs a file, not stdin")
-        from fastapply.client import apply_remote, remote_base_url
-
         remote = remote_base_url(backend, base_url, server)
         update = _read_edit(edit, edit_file, file)
         original, fmt = fileio.read_text(file)
@@ -389,39 +388,112 @@ def batch_command(
             else:
                 apply = local_applier(model, device, dtype, adapter, preset, draft.value, max_new_tokens)
             sink = stack.enter_context(open(out, "w", encoding="utf-8")) if out is not None else sys.stdout
-            advance = stack.enter_context(_batch_progress(len(items)))
-            for record in run_batch(items, apply, in_place, workers):
+            on_task = stack.enter_context(_task_progress(len(items), "batch"))
+            for done, record in enumerate(run_batch(items, apply, in_place, workers), 1):
                 sink.write(json.dumps(record) + "\n")
                 sink.flush()
-                failed += not record["ok"]
-                advance(record)
+                if not record["ok"]:
+                    failed += 1
+                    stderr.print(f"fastapply: {record['file'] or 'line ' + str(record['line'])}: {record['error']}",
+                                 markup=False, soft_wrap=True)
+                if on_task is not None:
+                    on_task(done, len(items))
         if failed:
             stderr.print(f"fastapply: {failed} of {len(items)} edits failed (see the records with \"ok\": false)",
                          markup=False)
             raise typer.Exit(1)
 
 
-class _batch_progress:
-    """A progress bar on stderr while a batch runs, only when stderr is a terminal."""
+class Engine(str, Enum):
+    merge = "merge"
+    model = "model"
+    replay = "replay"
 
-    def __init__(self, total: int):
+
+@app.command("eval")
+def eval_command(
+    tasks: Annotated[Optional[Path], typer.Option("--tasks", help="Tasks in the eval schema (.jsonl or .jsonl.gz); "
+                                                                  "default: the repository's 450-task suite.")] = None,
+    engine: Annotated[Engine, typer.Option(envvar="FASTAPPLY_ENGINE", help="merge: the merge engine; model: "
+                                           "a model with each draft policy; replay: the reference answer stands "
+                                           "in for the model (draft policies compared, no weights needed).")] = Engine.model,
+    model: ModelOpt = None,
+    tokenizer: Annotated[Optional[str], typer.Option(help="Tokenizer for --engine replay (default: the model's).")] = None,
+    adapter: Annotated[Optional[str], typer.Option(envvar="FASTAPPLY_ADAPTER", help="LoRA adapter directory on top of --model.")] = None,
+    draft: Annotated[Optional[str], typer.Option(help="Comma-separated policies: fastapply, ngram, pld, none; with "
+                                                      "--engine model also plain and prompt-lookup (model.generate). "
+                                                      "Default: all of them.")] = None,
+    merge_draft: Annotated[bool, typer.Option(help="Let the fastapply policy draft the merge engine's candidate.")] = True,
+    limit: Annotated[Optional[int], typer.Option(min=1, help="Run the first N tasks only.")] = None,
+    workers: Annotated[int, typer.Option(min=1, help="Parallel processes (merge and replay engines).")] = 1,
+    out: Annotated[Optional[Path], typer.Option("--out", help="Results directory (default: runs/eval-ENGINE); "
+                                                             "a re-run resumes it.")] = None,
+    device: DeviceOpt = "auto",
+    dtype: DtypeOpt = "auto",
+    preset: PresetOpt = "default",
+    max_new_tokens: Annotated[Optional[int], typer.Option(
+        "--max-new-tokens", min=1, help="Most tokens per answer (default: twice the file plus 256, or the "
+                                        "reference answer plus 256 when that is longer).")] = None,
+    judge_url: Annotated[Optional[str], typer.Option(envvar="FASTAPPLY_JUDGE_URL", help="OpenAI-compatible endpoint "
+                                                     "of an LLM judge (e.g. http://host/v1); none: no judge score.")] = None,
+    judge_model: Annotated[Optional[str], typer.Option(envvar="FASTAPPLY_JUDGE_MODEL", help="The judge's model name.")] = None,
+    judge_key: Annotated[Optional[str], typer.Option(envvar="FASTAPPLY_JUDGE_KEY", help="The judge's API key.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON instead of the table.")] = False,
+) -> None:
+    """Run the eval suite: accuracy and speed of an engine and draft policies, with a report and plots."""
+    with _errors():
+        from fastapply.evaluate import EvalConfig, default_tasks_path, run_eval, run_meta
+        from fastapply.judge import JudgeConfig
+        from fastapply.report import summarize, table, write_report
+        from fastapply.tasks import load_tasks
+
+        if (judge_url is None) != (judge_model is None):
+            raise UsageError("an LLM judge needs both --judge-url and --judge-model")
+        config = EvalConfig(
+            engine=engine.value, policies=tuple(p.strip() for p in (draft or "").split(",") if p.strip()),
+            model=model, tokenizer=tokenizer, adapter=adapter, device=device, dtype=dtype, preset=preset,
+            max_new_tokens=max_new_tokens, merge_draft=merge_draft,
+            judge=JudgeConfig(judge_url, judge_model, judge_key) if judge_url else None,
+        ).resolved()
+        tasks = tasks or default_tasks_path()
+        task_list = load_tasks(tasks)[:limit]
+        if not task_list:
+            raise UsageError(f"no tasks in {tasks}")
+        out = out or Path("runs") / f"eval-{engine.value}"
+        with _task_progress(len(task_list)) as on_task:
+            run = run_eval(task_list, config, out, workers, on_task)
+        summary = summarize(run.records, run_meta(config, run, tasks, limit, out))
+        write_report(out, summary)
+        if as_json:
+            typer.echo(json.dumps({k: v for k, v in summary.items() if k != "per_task"}, indent=1))
+        else:
+            Console(width=max(Console().width, 140)).print(table(summary))
+        if stderr.is_terminal:
+            stderr.print(f"{run.ran} results computed, {run.resumed} kept from an earlier run; "
+                         f"report in {out}/report.md")
+
+
+class _task_progress:
+    """A progress bar over tasks on stderr, only when stderr is a terminal."""
+
+    def __init__(self, total: int, label: str = "eval"):
         self.total = total
+        self.label = label
         self.progress = None
 
     def __enter__(self):
-        if stderr.is_terminal:
-            from rich.progress import Progress
+        if not stderr.is_terminal:
+            return None
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-            self.progress = Progress(console=stderr, transient=True)
-            self.progress.start()
-            self.task = self.progress.add_task("applying", total=self.total)
-        return self.advance
+        self.progress = Progress(TextColumn(self.label), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+                                 console=stderr, transient=True)
+        self.progress.start()
+        self.bar = self.progress.add_task("tasks", total=self.total)
+        return self.update
 
-    def advance(self, record: dict) -> None:
-        if self.progress is not None:
-            self.progress.advance(self.task)
-            if not record["ok"]:
-                self.progress.console.print(f"{record['file']}: {record['error']}", markup=False)
+    def update(self, done: int, total: int) -> None:
+        self.progress.update(self.bar, completed=done, total=total)
 
     def __exit__(self, *exc) -> None:
         if self.progress is not None:

@@ -7,6 +7,7 @@ A preset is a template only; it does not tokenize the draft or decode anything. 
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from fastapply.errors import UsageError
@@ -73,26 +74,57 @@ def prompt_text(tokenizer, preset: Preset, original: str, update: str, instructi
     return chat_text(tokenizer, [{"role": "system", "content": preset.system}, {"role": "user", "content": user}])
 
 
+def encode_text(tokenizer, text: str) -> list[int]:
+    """Token ids of user text (a file, a snippet): text that looks like a special token (``</s>``,
+    ``<|im_end|>``) stays plain text, so a file can never end the answer or hide a BOS."""
+    return tokenizer(text, add_special_tokens=False, split_special_tokens=True)["input_ids"]
+
+
+_SLOT = re.compile("\x00fastapply-([a-z0-9]+)\x00")
+
+
+def _slot(name: str) -> str:
+    return f"\x00fastapply-{name}\x00"
+
+
 def prompt_ids(tokenizer, preset: Preset, original: str, update: str, instruction: str = "") -> list[int]:
-    """Token ids of the prompt; BOS is added only when no chat template put it in the text already."""
-    user = preset.user_message(original, update, instruction)
-    return chat_ids(tokenizer, [{"role": "system", "content": preset.system}, {"role": "user", "content": user}])
+    """Token ids of the prompt: the template's own text with its special tokens, the user's text as
+    plain text (see ``encode_text``). BOS is added only when no chat template put it in already."""
+    values = {"original": original, "update": update, "instruction": instruction}
+    used = {name: _slot(name) for name, value in values.items() if name != "instruction" or value.strip()}
+    text = prompt_text(tokenizer, preset, used["original"], used["update"], used.get("instruction", ""))
+    return _encode_slotted(tokenizer, text, used, values,
+                           lambda: prompt_text(tokenizer, preset, original, update, instruction))
 
 
 def chat_text(tokenizer, messages: list[dict[str, str]]) -> str:
-    """Chat messages (``role``, ``content``) as the prompt text, with the assistant's turn opened.
-
-    Through the tokenizer's chat template when it has one; without one the contents are joined by
-    blank lines and the answer follows directly after them.
-    """
+    """Chat messages (``role``, ``content``) as prompt text, with the assistant's turn opened: through the
+    tokenizer's chat template when it has one, else the contents joined by blank lines (the answer
+    follows directly after them)."""
     if getattr(tokenizer, "chat_template", None):
         return tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
     return "".join(f"{message['content']}\n\n" for message in messages)
 
 
 def chat_ids(tokenizer, messages: list[dict[str, str]]) -> list[int]:
-    """Token ids of ``chat_text``; BOS is added only when no chat template put it in the text already."""
-    ids = tokenizer(chat_text(tokenizer, messages), add_special_tokens=False)["input_ids"]
+    """Token ids of ``chat_text``: the template's text with its special tokens, each message's content
+    as plain text (see ``encode_text``); BOS as in ``prompt_ids``."""
+    values = {str(i): message["content"] for i, message in enumerate(messages)}
+    used = {name: _slot(name) for name in values}
+    text = chat_text(tokenizer, [{**message, "content": used[str(i)]} for i, message in enumerate(messages)])
+    return _encode_slotted(tokenizer, text, used, values, lambda: chat_text(tokenizer, messages))
+
+
+def _encode_slotted(tokenizer, text: str, used: dict[str, str], values: dict[str, str], whole) -> list[int]:
+    """Tokenize ``text`` whose ``used`` slots stand for ``values``: template pieces as tokens, values as
+    plain text. If the template rewrote a slot, ``whole()`` (the text with the values in) is tokenized."""
+    pieces = _SLOT.split(text) if all(slot in text for slot in used.values()) else [whole()]
+    ids: list[int] = []
+    for i, piece in enumerate(pieces):
+        if i % 2:
+            ids += encode_text(tokenizer, values[piece])
+        elif piece:
+            ids += tokenizer(piece, add_special_tokens=False)["input_ids"]
     if not getattr(tokenizer, "chat_template", None) and tokenizer.bos_token_id is not None:
         ids = [tokenizer.bos_token_id, *ids]
     return ids
@@ -101,9 +133,11 @@ def chat_ids(tokenizer, messages: list[dict[str, str]]) -> list[int]:
 def answer_ids(tokenizer, preset: Preset, file_text: str) -> list[int]:
     """Token ids of the answer for ``file_text`` followed by EOS: the draft when ``file_text`` is the
     original (or a merged candidate), and the training target when it is the expected file."""
-    ids = tokenizer(preset.answer(file_text), add_special_tokens=False)["input_ids"]
+    ids = [*tokenizer(preset.answer_open, add_special_tokens=False)["input_ids"],
+           *encode_text(tokenizer, file_text),
+           *tokenizer(preset.answer_close, add_special_tokens=False)["input_ids"]]
     if tokenizer.eos_token_id is not None:
-        ids = [*ids, tokenizer.eos_token_id]
+        ids.append(tokenizer.eos_token_id)
     return ids
 
 

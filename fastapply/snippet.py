@@ -29,8 +29,8 @@ def make_snippet(
 ) -> str:
     """The update snippet turning ``original`` into ``edited`` (LF text).
 
-    ``context`` (at least 1, so that deletions stay visible) is the number of unchanged lines kept on
-    each side of a change. Each elided stretch becomes one marker line indented like its first line.
+    ``context`` (at least 1, so that deletions stay visible) is the number of unchanged non-blank lines
+    kept on each side of a change (with the blank lines among them). Each elided stretch becomes one marker line indented like its first line.
     """
     context = max(1, context)
     old_lines = original.splitlines(keepends=True)
@@ -40,7 +40,7 @@ def make_snippet(
     for tag, _i1, _i2, j1, j2 in matcher.get_opcodes():
         if tag == "equal":
             continue
-        for j in range(max(0, j1 - context), min(len(new_lines), j2 + context)):
+        for j in range(_reach(new_lines, j1, -context), _reach(new_lines, j2, context)):
             keep[j] = True
     out: list[str] = []
     j = 0
@@ -63,3 +63,16 @@ def make_snippet(
     if text and not edited.endswith("\n") and text.endswith("\n") and keep and keep[-1]:
         text = text[:-1]
     return text
+
+
+def _reach(lines: list[str], edge: int, context: int) -> int:
+    """The line index ``abs(context)`` non-blank lines away from ``edge`` (backwards when negative), so
+    that blank lines never stand alone as the context that shows where a change is."""
+    step = 1 if context > 0 else -1
+    index = edge if step > 0 else edge - 1
+    remaining = abs(context)
+    while 0 <= index < len(lines) and remaining:
+        if lines[index].strip():
+            remaining -= 1
+        index += step
+    return index if step > 0 else index + 1

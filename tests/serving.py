@@ -37,38 +37,36 @@ def _fixed_verify_cost(monkeypatch):
 
 
 def learn_example(tokenizer, original: str = ORIGINAL, update: str = UPDATE, expected: str = EXPECTED,
-                  max_steps: int = 300):
+                  steps: int = 150):
     """A tiny Llama trained on one example until its greedy answer to (original, update) with the default
-    preset is exactly ``expected``; None if it has not learnt it in ``max_steps``."""
+    preset is exactly ``expected``, whether the prompt is tokenized as the local path does
+    (``prompt_ids``) or as the server's chat route does (``chat_ids`` of the client's messages); None
+    if it has not learnt it in ``steps``."""
     import torch
 
-    from fastapply.prompt import answer_ids, get_preset, prompt_ids
+    from fastapply.prompt import answer_ids, chat_ids, get_preset, prompt_ids
+    from finetune.echo import Example, train
     from finetune.scratch import new_llama
 
     preset = get_preset("default")
-    prompt = prompt_ids(tokenizer, preset, original, update)
     answer = answer_ids(tokenizer, preset, expected)
-    ids = torch.tensor([prompt + answer])  # [1, S]
-    labels = ids.clone()
-    labels[0, :len(prompt)] = -100  # loss on the answer only
-    model = new_llama(len(tokenizer), "tiny", seed=0).train()
-    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2)
+    prompts = {tuple(prompt_ids(tokenizer, preset, original, update)),
+               tuple(chat_ids(tokenizer, prompt_messages(original, update)))}
+    examples = [Example(list(prompt), answer) for prompt in prompts]
+    model = new_llama(len(tokenizer), "tiny", seed=0)
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # this model trains several times faster on one thread than on two that contend
     try:
-        for step in range(max_steps):
-            loss = model(input_ids=ids, labels=labels).loss
-            optimizer.zero_grad()
-            loss.backward()
-            optimizer.step()
-            if step % 10 == 9 and loss.item() < 0.05:
-                with torch.no_grad():
-                    choices = model(input_ids=ids).logits[0, len(prompt) - 1:-1].argmax(-1)  # [len(answer)]
-                if choices.tolist() == answer:
-                    return model.eval()
+        train(model, examples, steps=steps, batch_size=len(examples), lr=1e-2)
+        with torch.no_grad():
+            for e in examples:
+                ids = torch.tensor([e.prompt_ids + e.answer_ids])  # [1, S]
+                choices = model(input_ids=ids).logits[0, len(e.prompt_ids) - 1:-1].argmax(-1)  # [len(answer)]
+                if choices.tolist() != e.answer_ids:
+                    return None
     finally:
         torch.set_num_threads(threads)
-    return None
+    return model
 
 
 @pytest.fixture(scope="session")

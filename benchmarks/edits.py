@@ -1,0 +1,172 @@
+"""Seeded random edits of real source files, for the merge benchmark.
+
+``corpus()`` lists real files on this machine (the Python standard library's sources, JavaScript files
+of the node installation); ``random_edit(rng, text, language)`` makes one plausible edit of a file:
+lines inserted, replaced or deleted, a function body changed, a function added or removed. It does
+not make snippets (``fastapply.snippet.make_snippet`` does) nor merge them.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+import sysconfig
+from pathlib import Path
+
+NEW_LINES = [
+    "result = compute(value, strict=True)",
+    "if result is None:",
+    "logger.debug('retrying %s', name)",
+    "total += len(items)",
+    "return result",
+    "raise ValueError(f'bad input: {value!r}')",
+    "self._cache.clear()",
+    "count = count + 1",
+]
+NEW_JS_LINES = [
+    "const result = compute(value, { strict: true });",
+    "if (result === undefined) {",
+    "}",
+    "log.verbose('retrying', name);",
+    "total += items.length;",
+    "return result;",
+    "throw new Error(`bad input: ${value}`);",
+    "count = count + 1;",
+]
+
+
+def corpus(language: str, min_lines: int = 40, max_lines: int = 800) -> list[Path]:
+    """Real files of ``language`` ("python" or "javascript") on this machine, sorted, sizes bounded."""
+    if language == "python":
+        root = Path(sysconfig.get_paths()["stdlib"])
+        files = [p for p in root.rglob("*.py") if "site-packages" not in p.parts and "test" not in p.parts]
+    else:
+        files = list(Path("/usr/lib/node_modules").rglob("*.js"))
+    out = []
+    for path in sorted(files):
+        try:
+            text = path.read_text("utf-8")
+        except (UnicodeDecodeError, OSError):
+            continue
+        if "\r" in text or "\x0c" in text:
+            continue
+        if min_lines <= text.count("\n") <= max_lines:
+            out.append(path)
+    return out
+
+
+def random_edit(rng: random.Random, text: str, language: str) -> tuple[str, str]:
+    """(edited text, kind of edit): one to three edits of the kinds below, far enough apart."""
+    lines = text.splitlines(keepends=True)
+    kinds = []
+    for _ in range(rng.choice([1, 1, 1, 2, 3])):
+        kind = rng.choice(["insert", "replace", "delete", "body", "add-function", "delete-function",
+                           "rename"])
+        lines = _EDITS[kind](rng, lines, language) or lines
+        kinds.append(kind)
+    return "".join(lines), "+".join(kinds)
+
+
+def _new_line(rng: random.Random, like: str, language: str) -> str:
+    indent = like[: len(like) - len(like.lstrip())] if like.strip() else ""
+    pool = NEW_LINES if language == "python" else NEW_JS_LINES
+    return indent + rng.choice(pool) + f"  {'#' if language == 'python' else '//'} edit {rng.randrange(1000)}\n"
+
+
+def _code_line(rng: random.Random, lines: list[str]) -> int | None:
+    candidates = [i for i, line in enumerate(lines) if line.strip() and not line.strip().startswith(("#", "//", "*"))]
+    return rng.choice(candidates) if candidates else None
+
+
+def _insert(rng, lines, language):
+    i = _code_line(rng, lines)
+    if i is None:
+        return None
+    return lines[: i + 1] + [_new_line(rng, lines[i], language) for _ in range(rng.randint(1, 4))] + lines[i + 1:]
+
+
+def _replace(rng, lines, language):
+    i = _code_line(rng, lines)
+    if i is None:
+        return None
+    n = rng.randint(1, 3)
+    return lines[:i] + [_new_line(rng, lines[i], language) for _ in range(n)] + lines[i + rng.randint(1, 3):]
+
+
+def _delete(rng, lines, language):
+    i = _code_line(rng, lines)
+    if i is None:
+        return None
+    return lines[:i] + lines[i + rng.randint(1, 4):]
+
+
+_DEF = {"python": re.compile(r"^(\s*)(?:async\s+)?def\s+(\w+)"),
+        "javascript": re.compile(r"^(\s*)(?:async\s+)?function\s*\*?\s*(\w+)")}
+
+
+def _functions(lines, language) -> list[tuple[int, int]]:
+    """(start, end) line ranges of functions found by their header and indentation."""
+    out = []
+    for i, line in enumerate(lines):
+        match = _DEF[language].match(line)
+        if not match:
+            continue
+        width = len(match.group(1))
+        j = i + 1
+        while j < len(lines) and (not lines[j].strip() or len(lines[j]) - len(lines[j].lstrip()) > width):
+            j += 1
+        if language == "javascript" and j < len(lines) and lines[j].strip().startswith("}"):
+            j += 1
+        while j > i + 1 and not lines[j - 1].strip():
+            j -= 1
+        if j - i >= 3:
+            out.append((i, j))
+    return out
+
+
+def _body(rng, lines, language):
+    functions = _functions(lines, language)
+    if not functions:
+        return _replace(rng, lines, language)
+    start, end = rng.choice(functions)
+    i = rng.randrange(start + 1, end)
+    like = lines[i] if lines[i].strip() else lines[start + 1]
+    return lines[:i] + [_new_line(rng, like, language) for _ in range(rng.randint(1, 3))] + lines[i + 1:]
+
+
+def _add_function(rng, lines, language):
+    functions = _functions(lines, language)
+    if not functions:
+        return _insert(rng, lines, language)
+    start, end = rng.choice(functions)
+    indent = lines[start][: len(lines[start]) - len(lines[start].lstrip())]
+    name = f"helper_{rng.randrange(10000)}"
+    if language == "python":
+        new = ["\n", f"{indent}def {name}(value):\n", f"{indent}    return value * {rng.randint(2, 9)}\n"]
+    else:
+        new = ["\n", f"{indent}function {name}(value) {{\n", f"{indent}  return value * {rng.randint(2, 9)};\n",
+               f"{indent}}}\n"]
+    return lines[:end] + new + lines[end:]
+
+
+def _delete_function(rng, lines, language):
+    functions = _functions(lines, language)
+    if not functions:
+        return _delete(rng, lines, language)
+    start, end = rng.choice(functions)
+    while end < len(lines) and not lines[end].strip():
+        end += 1
+    return lines[:start] + lines[end:]
+
+
+def _rename(rng, lines, language):
+    functions = _functions(lines, language)
+    if not functions:
+        return _replace(rng, lines, language)
+    start, _ = rng.choice(functions)
+    name = _DEF[language].match(lines[start]).group(2)
+    return lines[:start] + [lines[start].replace(name, name + "_v2", 1)] + lines[start + 1:]
+
+
+_EDITS = {"insert": _insert, "replace": _replace, "delete": _delete, "body": _body,
+          "add-function": _add_function, "delete-function": _delete_function, "rename": _rename}

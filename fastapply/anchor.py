@@ -1,0 +1,415 @@
+"""Placing one segment of an update snippet in the original file.
+
+A segment is the code between two lazy markers. It is placed by the original lines it repeats: its
+first and last runs of repeated lines (anchors) fix the range of the original it replaces; new lines
+before the first anchor or after the last are inserted there, original lines between anchors that the
+segment leaves out are deleted. Lines are compared exactly (trailing whitespace aside), then ignoring
+all whitespace; a segment whose lines anchor nowhere, or ambiguously, is placed by the definitions it
+contains (``def foo`` replaces the original ``def foo``, see ``defs.py``).
+
+Every reason to doubt a placement (an anchor that appears twice, a deletion hanging on one line...)
+is returned as a one-line ``doubt``; the merge is only certain when no segment has one. This module
+places one segment; ``merge.py`` splits the snippet, places the segments in order and assembles them.
+
+Example: original ``a b c d e``, segment ``b X d`` -> replaces ``b c d`` (lines 1..3) with ``b X d``.
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass, field
+
+from fastapply.defs import Definition, definitions
+from fastapply.markers import indent_width
+from fastapply.syntax import count_errors
+
+_CLOSERS = {"}", "};", "},", ")", ");", "),", "]", "];", "],", "end", "fi", "done", "})", "});", "pass", "else:",
+            "else", "} else {", "try:", "return", "return;", "break", "break;", "continue", "continue;"}
+_NEAR = 30  # lines around a segment's edge searched for a common line it may repeat
+# Indentation alone (no closing token) delimits blocks in these languages, so a misplaced block edge
+# still parses; placements that depend on it are never certain.
+_INDENT_LANGUAGES = {"python"}
+
+
+def exact_key(line: str) -> str:
+    return line.rstrip()
+
+
+def loose_key(line: str) -> str:
+    return "".join(line.split())
+
+
+def is_trivial(line: str) -> bool:
+    """Lines too common to anchor on: blank lines, lone brackets, ``end``, ``pass``..."""
+    stripped = line.strip()
+    return len(stripped) <= 2 or stripped in _CLOSERS
+
+
+@dataclass(frozen=True)
+class Segment:
+    lines: tuple[str, ...]  # LF-terminated
+    marker_before: int | None  # indent width of the marker before it; None: the snippet starts here
+    marker_after: int | None  # likewise after it; None: the snippet ends here
+
+
+@dataclass(frozen=True)
+class Placement:
+    start: int  # original[start:end] is replaced by lines
+    end: int
+    lines: tuple[str, ...]
+    doubts: tuple[str, ...] = ()
+    matched: tuple[tuple[int, int], ...] = ()  # (snippet indent width, original line) of anchored lines
+
+
+@dataclass
+class Original:
+    """The original file as lines, with the indexes placements need (built once per merge)."""
+
+    lines: list[str]
+    language: str | None
+    _keys: dict = field(default_factory=dict)
+    _positions: dict = field(default_factory=dict)
+    _defs: list[Definition] | None = None
+
+    def keys(self, key) -> list[str]:
+        if key not in self._keys:
+            self._keys[key] = [key(line) for line in self.lines]
+            positions: dict[str, list[int]] = {}
+            for i, k in enumerate(self._keys[key]):
+                positions.setdefault(k, []).append(i)
+            self._positions[key] = positions
+        return self._keys[key]
+
+    def occurrences(self, key, run: list[str], lo: int, hi: int) -> list[int]:
+        """Where the lines ``run`` (as keys) occur consecutively in lines[lo:hi]."""
+        keys = self.keys(key)
+        n = len(run)
+        return [p for p in self.positions(key, run[0]) if lo <= p <= hi - n and keys[p:p + n] == run]
+
+    def positions(self, key, line_key: str) -> list[int]:
+        """The lines whose key is ``line_key``."""
+        self.keys(key)
+        return self._positions[key].get(line_key, [])
+
+    def defs(self) -> list[Definition]:
+        if self._defs is None:
+            self._defs = definitions("".join(self.lines), self.language) if self.language else []
+        return self._defs
+
+    def block_end(self, line: int) -> int:
+        """One past the indentation block headed by ``line`` (its closing ``}``/``end`` included)."""
+        width = indent_width(self.lines[line])
+        j = line + 1
+        while j < len(self.lines) and (not self.lines[j].strip() or indent_width(self.lines[j]) > width):
+            j += 1
+        if j < len(self.lines) and indent_width(self.lines[j]) == width and self.lines[j].strip()[:1] in ")]}" \
+                or j < len(self.lines) and self.lines[j].strip() == "end":
+            j += 1
+        return j
+
+
+def place(seg: Segment, index: int, orig: Original, lo: int, scope: int | None) -> Placement | None:
+    """Where segment number ``index`` goes in the original after line ``lo``; None when it cannot be placed.
+
+    ``scope`` is the original line heading the block the snippet shows the segment in (``class A:``
+    above an indented marker), or None. The block only settles anchors that are ambiguous in the rest
+    of the file: a marker's indentation says where the elided code starts, not where it ends.
+    """
+    windows = [len(orig.lines)]
+    if scope is not None and orig.block_end(scope) < len(orig.lines):
+        windows.append(orig.block_end(scope))
+    if all(is_trivial(line) for line in seg.lines):
+        return _place_closers(seg, index, orig, lo, windows[-1], scope)
+    first = None
+    for key in (exact_key, loose_key):
+        for hi in windows:
+            placement = _place_by_lines(seg, index, orig, lo, hi, key)
+            if placement is not None and not placement.doubts:
+                return placement
+            first = first or placement
+    for hi in windows:
+        by_defs = place_by_definitions(seg, index, orig, lo, hi)
+        if by_defs is not None and not by_defs.doubts:
+            return by_defs
+        first = first or by_defs
+    return first or _place_closers(seg, index, orig, lo, windows[-1], scope)
+
+
+def _place_by_lines(seg: Segment, index: int, orig: Original, lo: int, hi: int, key) -> Placement | None:
+    skeys = [key(line) for line in seg.lines]
+    where = f"segment {index + 1}"
+    found = _anchors(orig, key, skeys, seg.lines, lo, hi, where)
+    if found is None:
+        return None
+    head, tail, doubts = found
+    if key is loose_key:
+        doubts.append(f"{where} matches the original only when whitespace is ignored")
+    start, end = head[0], tail[0] + tail[2]
+    leading, trailing = seg.lines[:head[1]], seg.lines[tail[1] + tail[2]:]
+    if seg.marker_before is not None and _maybe_context(leading[:1], orig.lines[max(lo, start - _NEAR):start]):
+        doubts.append(f"{where} starts with {leading[0].strip()!r}, which may be the original's or new")
+    if seg.marker_after is not None and _maybe_context(trailing[-1:], orig.lines[end:min(hi, end + _NEAR)]):
+        doubts.append(f"{where} ends with {trailing[-1].strip()!r}, which may be the original's or new")
+    if seg.marker_before is None:
+        start, doubt = 0, _edge_doubt(orig.lines[:head[0]], leading, f"{where} does not start with a marker", "first")
+        doubts += doubt
+    else:
+        start, doubt = _reopened_definition(orig, start, leading, lo, where)
+        doubts += doubt
+    if seg.marker_after is None:
+        end, doubt = len(orig.lines), _edge_doubt(orig.lines[end:], trailing, f"{where} does not end with a marker",
+                                                   "last")
+        doubts += doubt
+    else:
+        end, doubt = _closed_definition(orig, end, trailing, seg.marker_after, hi, where)
+        doubts += doubt
+    lines = list(seg.lines)
+    matched = []
+    for a, b, size in ([head] if head is tail else [head, tail]):
+        for offset in range(size):
+            if key is loose_key:  # keep the original's own whitespace on lines it already had
+                lines[b + offset] = orig.lines[a + offset]
+            matched.append((indent_width(seg.lines[b + offset]), a + offset))
+    return Placement(start, end, tuple(lines), tuple(doubts), tuple(matched))
+
+
+def _anchors(orig: Original, key, skeys: list[str], lines: tuple[str, ...], lo: int, hi: int, where: str):
+    """The segment's first and last anchors in original[lo:hi] as ``[original line, segment line, length]``
+    runs, with the doubts about them; None when no line anchors.
+
+    The first anchor is the longest run of the segment's opening lines found in the original (or,
+    when the segment opens with new code, its first matching non-trivial lines); the last likewise
+    from its end. Every place where the opening (closing) lines occur is a candidate; the anchors are
+    certain only when exactly one (first, last) pair of candidates is in order.
+    """
+    n = len(skeys)
+    heads = _runs(orig, key, skeys, lo, hi, forward=True)
+    tails = _runs(orig, key, skeys, lo, hi, forward=False)
+    if not heads or not tails:
+        matcher = difflib.SequenceMatcher(is_trivial, orig.keys(key)[lo:hi], skeys, autojunk=False)
+        blocks = [(a + lo, b, size) for a, b, size in matcher.get_matching_blocks()
+                  if size and not all(is_trivial(line) for line in lines[b:b + size])]
+        if not blocks:
+            return None
+        if not heads:
+            a, b, size = blocks[0]
+            heads = [[p, b, size] for p in orig.occurrences(key, skeys[b:b + size], lo, hi)]
+        if not tails:
+            a, b, size = blocks[-1]
+            tails = [[p, b, size] for p in orig.occurrences(key, skeys[b:b + size], lo, hi)]
+    if heads[0][1] == 0 and heads[0][2] == n:  # the whole segment is original code
+        # Unchanged code: also doubtful when its opening (closing) lines occur elsewhere, as the code
+        # between them there may be what the snippet deletes.
+        doubts = [] if len(heads) == len(tails) == 1 else [f"{where}: its lines appear in more than one place"]
+        return heads[0], heads[0], doubts
+    # A first-anchor run is cut where the last anchor begins (in the snippet and in the original).
+    pairs = [(h, t) for h in heads for t in tails if min(h[2], t[1] - h[1], t[0] - h[0]) >= 1]
+    if not pairs:
+        return None
+    # Of several readings, the one replacing the fewest lines is taken when every other encloses it:
+    # the others would delete a copy of an anchor with all the code between. Not when that reading
+    # changes nothing, though: then the snippet may well mean the deletion.
+    head, tail = min(pairs, key=lambda pair: pair[1][0] - pair[0][0])
+    head = [head[0], head[1], min(head[2], tail[1] - head[1], tail[0] - head[0])]
+    doubts = []
+    longest = (max(h[2] for h, _ in pairs), max(t[2] for _, t in pairs))
+    enclosed = all(h[0] <= head[0] and t[0] >= tail[0] for h, t in pairs) and (head[2], tail[2]) == longest and min(
+        _solid(lines, head), _solid(lines, tail)) >= 2
+    no_op = orig.keys(key)[head[0]:tail[0] + tail[2]] == skeys[head[1]:tail[1] + tail[2]]
+    if len(pairs) > 1 and (not enclosed or no_op):
+        which = "first" if len({id(h) for h, _ in pairs}) > 1 else "last"
+        run = head if which == "first" else tail
+        doubts.append(f"{where}: its {which} anchor {lines[run[1]].strip()!r} appears more than once")
+    removed = tail[0] - head[0] - head[2]
+    added = tail[1] - head[1] - head[2]
+    if removed > added and any(_solid(lines, run) < 2 and not _unique_line(orig, key, lines, run)
+                               for run in (head, tail)):
+        doubts.append(f"{where} deletes original lines {head[0] + head[2] + 1}-{tail[0]} on a one-line anchor")
+    return head, tail, doubts
+
+
+def _runs(orig: Original, key, skeys: list[str], lo: int, hi: int, forward: bool) -> list[list[int]]:
+    """Candidate anchors at the segment's start (end): ``[original line, segment line, length]`` for each
+    place the opening (closing) lines occur, longest first; places matching fewer than
+    ``min(longest, 2)`` lines are not candidates. Empty when the longest run is only trivial lines."""
+    okeys = orig.keys(key)
+    n = len(skeys)
+    runs = []
+    edge = skeys[0] if forward else skeys[-1]
+    for p in orig.positions(key, edge):
+        if not lo <= p < hi:
+            continue
+        length = 1
+        if forward:
+            while length < n and p + length < hi and okeys[p + length] == skeys[length]:
+                length += 1
+            runs.append([p, 0, length])
+        else:
+            while length < n and p - length >= lo and okeys[p - length] == skeys[n - 1 - length]:
+                length += 1
+            runs.append([p - length + 1, n - length, length])
+    if not runs:
+        return []
+    longest = max(run[2] for run in runs)
+    best = next(run for run in runs if run[2] == longest)
+    if all(not skeys[i].strip() or is_trivial(skeys[i]) for i in range(best[1], best[1] + longest)):
+        return []
+    runs = [run for run in runs if run[2] >= min(longest, 2)]
+    return sorted(runs, key=lambda run: -run[2])
+
+
+def _unique_line(orig: Original, key, lines: tuple[str, ...], run: list[int]) -> bool:
+    """Whether an anchor run has a non-trivial line found only once in the whole original."""
+    return any(not is_trivial(line) and len(orig.positions(key, key(line))) == 1
+               for line in lines[run[1]:run[1] + run[2]])
+
+
+def _solid(lines: tuple[str, ...], run: list[int]) -> int:
+    """Non-trivial lines in an anchor run."""
+    return sum(1 for line in lines[run[1]:run[1] + run[2]] if not is_trivial(line))
+
+
+def _place_closers(seg: Segment, index: int, orig: Original, lo: int, hi: int, scope: int | None) -> Placement | None:
+    """Place a segment that anchors nowhere by the end of its block: its closing lines (``}``, ``end``)
+    are the block's own; with none, it goes last in the block that the marker after it closes (or last
+    in the file, doubtfully, when the snippet ends with it)."""
+    if scope is not None:
+        limit = hi
+    elif seg.marker_after is None:
+        limit = len(orig.lines)
+    else:
+        return None
+    while limit > lo and not orig.lines[limit - 1].strip():
+        limit -= 1
+    body = [line for line in seg.lines if line.strip()]
+    closers = 0
+    while closers < len(body) and is_closer(body[-1 - closers]):
+        closers += 1
+    if closers:
+        own = [i for i in range(lo, limit) if orig.lines[i].strip()][-closers:]
+        if [exact_key(orig.lines[i]) for i in own] != [exact_key(line) for line in body[-closers:]]:
+            return None
+        return Placement(own[0], limit, seg.lines)
+    if scope is None:
+        return Placement(limit, limit, seg.lines, (f"segment {index + 1} anchors nowhere; it was added at the end",))
+    if seg.marker_after is not None and seg.marker_after > indent_width(orig.lines[scope]):
+        return None  # the marker after it is still inside the block: its place there is unknown
+    if limit > lo and is_closer(orig.lines[limit - 1]) and indent_width(orig.lines[limit - 1]) == indent_width(
+            orig.lines[scope]):
+        limit -= 1  # before the block's own closing line
+    return Placement(limit, limit, seg.lines, (f"segment {index + 1} anchors nowhere; it was added at the end of "
+                                               f"the block {orig.lines[scope].strip()!r}",))
+
+
+def is_closer(line: str) -> bool:
+    """A line that only closes blocks: ``}``, ``});``, ``end``..."""
+    stripped = line.strip()
+    return stripped == "end" or (0 < len(stripped) <= 3 and stripped[0] in ")]}")
+
+
+def _maybe_context(edge: tuple[str, ...], nearby: list[str]) -> bool:
+    """Whether a segment's unanchored first (last) line is a common line that the original has close
+    by: it may be context replacing what lies between, or a new line inserted."""
+    return bool(edge) and bool(edge[0].strip()) and is_trivial(edge[0]) and exact_key(edge[0]) in {
+        exact_key(line) for line in nearby}
+
+
+def _edge_doubt(removed: list[str], added: tuple[str, ...], what: str, which: str) -> list[str]:
+    """A segment pinned to the start (end) of the file removes the original lines before (after) its
+    anchors: doubtful when they are more than the new lines it puts there."""
+    lost = sum(1 for line in removed if line.strip())
+    if lost > sum(1 for line in added if line.strip()):
+        return [f"{what}; the {which} {lost} non-blank original lines would be deleted"]
+    return []
+
+
+def _innermost(orig: Original, line: int, lo: int, header_counts: bool = False) -> Definition | None:
+    inside = [d for d in orig.defs() if (d.header <= line if header_counts else d.header < line) and line < d.end
+              and d.start >= lo]
+    return max(inside, key=lambda d: d.header) if inside else None
+
+
+def _reopened_definition(orig: Original, start: int, leading: tuple[str, ...], lo: int, where: str):
+    """New lines before the first anchor that sit at (or left of) the indentation of the definition
+    enclosing that anchor rewrite its header: the placement then starts at the definition."""
+    new = [line for line in leading if line.strip()]
+    if not new:
+        return start, []
+    enclosing = _innermost(orig, start, lo)
+    if enclosing is None or min(indent_width(line) for line in new) > indent_width(orig.lines[enclosing.header]):
+        return start, []
+    doubts = []
+    if orig.language in _INDENT_LANGUAGES:
+        doubts.append(f"{where} rewrites the start of {enclosing.name!r}; its layout alone says so")
+    return enclosing.start, doubts
+
+
+def _closed_definition(orig: Original, end: int, trailing: tuple[str, ...], marker_indent: int, hi: int, where: str):
+    """A segment whose last anchor is inside a definition that it then closes (new lines at the
+    definition's indentation, or a marker left of its body) replaces the rest of that definition."""
+    enclosing = _innermost(orig, end - 1, 0, header_counts=True)
+    if enclosing is None or enclosing.end > hi or not any(line.strip() for line in orig.lines[end:enclosing.end]):
+        return end, []
+    width = indent_width(orig.lines[enclosing.header])
+    new = [line for line in trailing if line.strip()]
+    closes_with_code = any(indent_width(line) <= width for line in new)
+    if not closes_with_code and not (new and marker_indent <= width):
+        if marker_indent <= width and orig.language in _INDENT_LANGUAGES:
+            return end, [f"{where} ends inside {enclosing.name!r} but its marker is outside it"]
+        return end, []
+    doubts = []
+    if orig.language in _INDENT_LANGUAGES:
+        doubts.append(f"{where} rewrites the end of {enclosing.name!r}; its layout alone says so")
+    return enclosing.end, doubts
+
+
+def place_by_definitions(seg: Segment, index: int, orig: Original, lo: int, hi: int) -> Placement | None:
+    """Place a segment made of whole definitions on the original definitions of the same kind and name."""
+    if orig.language is None:
+        return None
+    width = min(indent_width(line) for line in seg.lines if line.strip())
+    if any(m is not None and m > width for m in (seg.marker_before, seg.marker_after)):
+        return None  # the markers are inside the segment's definitions: they are not whole
+    text = "".join(_dedent(seg.lines, width))
+    if count_errors(text, orig.language):
+        return None
+    top = [d for d in definitions(text, orig.language) if not d.scope]
+    covered = {line for d in top for line in range(d.start, d.end)}
+    if not top or any(line.strip() and i not in covered for i, line in enumerate(seg.lines)):
+        return None
+    where = f"segment {index + 1}"
+    pairs: list[tuple[Definition, Definition]] = []  # (the snippet's, the original's)
+    doubts = []
+    for d in top:
+        same = [o for o in orig.defs() if o.kind == d.kind and o.name == d.name and lo <= o.start and o.end <= hi
+                and indent_width(orig.lines[o.header]) == width]
+        if len(same) > 1:
+            doubts.append(f"{where}: {d.name!r} is defined {len(same)} times in the original")
+        if same:
+            pairs.append((d, same[0]))
+    if not pairs:
+        return None
+    if len(pairs) < len(top):
+        doubts.append(f"{where} adds definitions whose place the original does not fix")
+    if any(b.start < a.end for (_, a), (_, b) in zip(pairs, pairs[1:])):
+        return None
+    # Decorators and comments above a definition are replaced only when the snippet shows some.
+    (first_new, first), (_, last) = pairs[0], pairs[-1]
+    start = first.start if first_new.start < first_new.header else first.header
+    end = last.end
+    between = [line for line in orig.lines[start:end] if line.strip()]
+    if len(between) > sum(o.end - o.start for _, o in pairs):
+        doubts.append(f"{where} leaves out original code between the definitions it replaces")
+    if seg.marker_before is None and any(line.strip() for line in orig.lines[:start]):
+        doubts.append(f"{where} does not start with a marker, yet the original has code before it")
+    if seg.marker_after is None and any(line.strip() for line in orig.lines[end:]):
+        doubts.append(f"{where} does not end with a marker, yet the original has code after it")
+    return Placement(start, end, seg.lines, tuple(doubts))
+
+
+def _dedent(lines: tuple[str, ...], width: int) -> list[str]:
+    out = []
+    for line in lines:
+        expanded = line.expandtabs(8)
+        out.append(expanded[width:] if line.strip() else line)
+    return out

@@ -1,0 +1,183 @@
+"""Deterministic merge of a lazy update snippet into the original file, with no model.
+
+The snippet is split at lazy markers (``markers.py``) into segments; each segment is placed in the
+original in order (``anchor.py``): lines it repeats anchor it, lines it leaves out between anchors are
+deleted, and each marker keeps the original code between the segments around it. A snippet with no
+marker is the whole new file (when it parses and keeps every top-level definition of the original) or
+new versions of the definitions it contains, matched by kind and name.
+
+The result says how far to trust it: ``certain`` only when every segment anchored uniquely, nothing
+was guessed and the merged file parses with no more errors than the original; ``likely`` when a
+candidate was built on some guess (the reasons say which); ``none`` when no candidate could be built.
+A wrong ``certain`` is the worst outcome, so every doubt demotes it. Text is LF-only; ``fileio.py``
+restores the file's own line endings. This module does not read or write files and imports no model.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from fastapply.anchor import Original, Placement, Segment, is_trivial, place, place_by_definitions
+from fastapply.defs import definitions
+from fastapply.markers import has_inline_marker, indent_width, marker_lines
+from fastapply.syntax import count_errors, get_language
+
+_LINE = re.compile(r"[^\n]*\n|[^\n]+$")
+CERTAIN, LIKELY, NONE = "certain", "likely", "none"
+
+
+@dataclass(frozen=True)
+class MergeResult:
+    text: str | None  # merged file (LF text), None when no candidate could be built
+    confidence: str  # "certain" | "likely" | "none"
+    reasons: tuple[str, ...]  # why not certain (human-readable, one line each)
+
+
+def merge(original: str, update: str, language: str | None) -> MergeResult:
+    """Merge the lazy snippet ``update`` into ``original`` (both LF text) written in ``language``."""
+    if language is not None:
+        get_language(language)  # unknown names are a usage error
+    orig = Original(_lines(original), language)
+    snippet = _lines(update)
+    if not any(line.strip() for line in snippet):
+        return MergeResult(None, NONE, ("the update is empty",))
+    segments = split(snippet, language, orig.lines)
+    if segments is None:
+        placements, doubts = _unmarked(orig, snippet)
+    else:
+        placements, doubts = _place_all(orig, segments)
+    if placements is None:
+        return MergeResult(None, NONE, tuple(doubts))
+    text = _assemble(orig.lines, placements, original)
+    if text is None:
+        return MergeResult(None, NONE, tuple(doubts) + ("the snippet's segments overlap in the original",))
+    if any(has_inline_marker(line) for line in snippet if not marker_lines([line], language)[0]):
+        doubts.append("a lazy marker sits inside a line of code")
+    if language is None:
+        doubts.append("no parser for this file type, so the merged file cannot be checked")
+    elif count_errors(text, language) > count_errors(original, language):
+        doubts.append("the merged file has more syntax errors than the original")
+    return MergeResult(text, LIKELY if doubts else CERTAIN, tuple(doubts))
+
+
+def split(snippet: list[str], language: str | None, original: list[str] = ()) -> list[Segment] | None:
+    """The segments between the snippet's markers; None when it has no marker.
+
+    A marker-like line that the original has word for word (a ``...`` line in a docstring) is code.
+    """
+    present = {line.rstrip() for line in original}
+    flags = [flag and line.rstrip() not in present for line, flag in zip(snippet, marker_lines(snippet, language))]
+    if not any(flags):
+        return None
+    segments: list[Segment] = []
+    current: list[str] = []
+    before: int | None = None
+    for line, is_marker in zip(snippet, flags):
+        if not is_marker:
+            current.append(line)
+            continue
+        if any(line.strip() for line in current):
+            segments.append(Segment(tuple(current), before, indent_width(line)))
+        before = indent_width(line)
+        current = []
+    if any(line.strip() for line in current):
+        segments.append(Segment(tuple(current), before, None))
+    return segments
+
+
+def _place_all(orig: Original, segments: list[Segment]) -> tuple[list[Placement] | None, list[str]]:
+    placements: list[Placement] = []
+    doubts: list[str] = []
+    matched: list[tuple[int, int]] = []  # (snippet indent, original line) of every anchored line so far
+    pos = 0
+    for index, seg in enumerate(segments):
+        placement = place(seg, index, orig, pos, _scope(orig, matched, seg.marker_before))
+        if placement is None:
+            return None, doubts + [f"segment {index + 1} ({_first_line(seg)}) anchors nowhere in the original"]
+        if placement.start < pos:
+            return None, doubts + [f"segment {index + 1} ({_first_line(seg)}) anchors before the segment above it"]
+        placements.append(placement)
+        doubts.extend(placement.doubts)
+        matched.extend(placement.matched)
+        pos = placement.end
+    return placements, doubts
+
+
+def _scope(orig: Original, matched: list[tuple[int, int]], marker_indent: int | None) -> int | None:
+    """The original line heading the block a segment is in: the last anchored line above it that is
+    left of the marker before it (``class A:`` above ``    # ... existing code ...``)."""
+    if not marker_indent:
+        return None
+    for width, line in reversed(matched):
+        if width < marker_indent and not is_trivial(orig.lines[line]):
+            return line
+    return None
+
+
+def _unmarked(orig: Original, snippet: list[str]) -> tuple[list[Placement] | None, list[str]]:
+    """A snippet without markers: the whole file, or new versions of the definitions it contains."""
+    whole = Segment(tuple(snippet), None, None)
+    if orig.language is None:
+        return [Placement(0, len(orig.lines), whole.lines)], ["the snippet has no lazy markers, so it was taken "
+                                                              "as the whole file (no parser to check it)"]
+    text = "".join(snippet)
+    original_top = {(d.kind, d.name) for d in orig.defs() if not d.scope}
+    snippet_top = {(d.kind, d.name) for d in definitions(text, orig.language) if not d.scope}
+    kept = _kept_share(orig.lines, snippet)
+    if original_top <= snippet_top and kept >= 0.5 and count_errors(text, orig.language) <= count_errors(
+            "".join(orig.lines), orig.language):
+        return [Placement(0, len(orig.lines), whole.lines)], []
+    by_defs = place_by_definitions(whole, 0, orig, 0, len(orig.lines))
+    if by_defs is not None:
+        return [by_defs], list(by_defs.doubts)
+    guess = place(Segment(tuple(snippet), 0, 0), 0, orig, 0, None)
+    if guess is None:
+        return None, ["the snippet has no lazy markers and matches no part of the original"]
+    return [guess], ["the snippet has no lazy markers and is not the whole file; it replaced the part it matches"]
+
+
+def _kept_share(original: list[str], snippet: list[str]) -> float:
+    """Share of the original's non-blank lines that the snippet repeats."""
+    wanted = [line.strip() for line in original if line.strip()]
+    if not wanted:
+        return 1.0
+    have: dict[str, int] = {}
+    for line in snippet:
+        if line.strip():
+            have[line.strip()] = have.get(line.strip(), 0) + 1
+    kept = 0
+    for line in wanted:
+        if have.get(line, 0) > 0:
+            have[line] -= 1
+            kept += 1
+    return kept / len(wanted)
+
+
+def _assemble(lines: list[str], placements: list[Placement], original: str) -> str | None:
+    out: list[str] = []
+    pos = 0
+    for placement in placements:
+        if placement.start < pos:
+            return None
+        out.extend(lines[pos:placement.start])
+        out.extend(placement.lines)
+        pos = placement.end
+    out.extend(lines[pos:])
+    text = "".join(out)
+    if original and not original.endswith("\n") and text.endswith("\n"):
+        text = text[:-1]
+    return text
+
+
+def _lines(text: str) -> list[str]:
+    """LF-terminated lines (a missing final newline is added)."""
+    lines = _LINE.findall(text)
+    if lines and not lines[-1].endswith("\n"):
+        lines[-1] += "\n"
+    return lines
+
+
+def _first_line(seg: Segment) -> str:
+    line = next(line for line in seg.lines if line.strip()).strip()
+    return repr(line if len(line) <= 60 else line[:57] + "...")
