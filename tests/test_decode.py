@@ -230,3 +230,15 @@ def test_drafter_context_holds_the_snippet_and_line_breaks(tokenizer):
     assert plan.context.snippet_ids and plan.context.merged_ids
     assert all("\n" in tokenizer.decode([i]) for i in plan.context.newline_ids)
     assert make_drafter("fastapply", plan.context).sources[0].name == "merged"
+
+
+def test_a_model_that_copies_accepts_most_of_the_draft(sample_model):
+    """HFTarget with a model trained to copy: on a copy-heavy edit most drafted tokens are accepted."""
+    model, tokenizer, _ = sample_model
+    edited = SMALL_PY.replace("    config = {}\n", "    config = {}  # parsed values\n")
+    update = make_snippet(SMALL_PY, edited, "python", context=2)
+    plan = plan_edit(tokenizer, SMALL_PY, update)
+    result = run_plan(HFTarget(model), tokenizer, plan, "fastapply", 400, {tokenizer.eos_token_id})
+    assert result.closed
+    assert result.stats.acceptance > 0.5
+    assert result.stats.passes * 3 < result.stats.tokens
