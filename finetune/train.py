@@ -153,7 +153,7 @@ def train(config: TrainConfig, out_dir: str | Path, resume: str | Path | None = 
         peak_gpu_mib=torch.cuda.max_memory_allocated() / 2**20 if device == "cuda" else None,
         model=model,
     )
-    metrics.update({"steps": step, "train_loss": result.train_loss, "eval_bits_per_byte": result.eval_bits_per_byte,
+    metrics.update({"train_loss": result.train_loss, "eval_bits_per_byte": result.eval_bits_per_byte,
                     "tokens_per_s": round(result.tokens_per_s, 1), "peak_rss_mib": round(result.peak_rss_mib, 1),
                     "peak_gpu_mib": result.peak_gpu_mib and round(result.peak_gpu_mib, 1)})
     _save(model, tokenizer, config, out_dir, optimizer, scheduler, step, metrics)
@@ -166,9 +166,9 @@ def load_for_training(config: TrainConfig, device: str, resume_dir: Path | None 
 
     if config.mode == "full":
         # Full fine-tuning keeps float32 master weights; on a GPU the forward runs under bf16 autocast.
-        model, tokenizer = load_model(str(resume_dir or config.base_model), device, "float32")
+        model, tokenizer = load_model(str(resume_dir or _absolute_if_local(config.base_model)), device, "float32")
     else:
-        model, tokenizer = load_model(config.base_model, device, config.dtype)
+        model, tokenizer = load_model(_absolute_if_local(config.base_model), device, config.dtype)
     model.config.use_cache = False
     if config.gradient_checkpointing:
         enable = getattr(model, "activation_checkpointing_enable", None) or model.gradient_checkpointing_enable
@@ -185,6 +185,12 @@ def load_for_training(config: TrainConfig, device: str, resume_dir: Path | None 
         lora = LoraConfig(r=config.lora_rank, lora_alpha=config.lora_alpha, lora_dropout=config.lora_dropout,
                           target_modules=list(config.target_modules), bias="none", task_type="CAUSAL_LM")
         return get_peft_model(model, lora), tokenizer
+
+
+def _absolute_if_local(model: str) -> str:
+    """A local checkpoint as an absolute path (the adapter records it, for merge.py), a hub id as it is."""
+    path = Path(model).expanduser()
+    return str(path.resolve()) if path.exists() else model
 
 
 def answer_logits(model, input_ids, mask, labels):

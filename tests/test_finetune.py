@@ -13,6 +13,7 @@ pytest.importorskip("peft")
 
 from typer.testing import CliRunner
 
+from fastapply.apply import apply_edit
 from fastapply.cli import app
 from fastapply.errors import UsageError
 from fastapply.prompt import answer_ids, get_preset, prompt_ids
@@ -196,6 +197,8 @@ def test_merge_keeps_logits_and_leaves_no_lora_layers(lora_run, tmp_path_factory
     merged, tokenizer = load_model(str(out), "cpu", "float32")
     assert not any(isinstance(m, LoraLayer) or "lora" in name for name, m in merged.named_modules())
     assert torch.allclose(logits_of(merged, tokenizer), logits_of(lora_run.model, tokenizer), atol=1e-4)
+    edit = ("count = 10\n", "count = 20\n")
+    assert apply_edit(merged, tokenizer, *edit).token_ids == apply_edit(lora_run.model, tokenizer, *edit).token_ids
 
 
 def test_resume_continues_from_the_saved_step(apply_model, tmp_path):
@@ -222,16 +225,15 @@ def test_cli_with_adapter_and_with_merged_checkpoint_agree(lora_run, apply_model
     merge_adapter(lora_run.out_dir, out)
     source = tmp_path / "settings.py"
     source.write_text("count = 10\n")
-    common = [str(source), "--edit", "count = 20\n", "--device", "cpu", "--dtype", "float32"]
+    common = [str(source), "--edit", "count = 20\n", "--device", "cpu", "--dtype", "float32", "--json"]
     runner = CliRunner()
     with_adapter = runner.invoke(app, [*common, "--model", str(apply_model.out_dir), "--adapter", str(lora_run.out_dir)])
     merged = runner.invoke(app, [*common, "--model", str(out)])
-    assert (with_adapter.exit_code, with_adapter.stdout) == (0, "count = 20\n"), with_adapter.output
-    assert (merged.exit_code, merged.stdout) == (0, "count = 20\n"), merged.output
-    as_json = [json.loads(runner.invoke(app, [*common, "--json", *extra]).stdout)["stats"]
-               for extra in (["--model", str(apply_model.out_dir), "--adapter", str(lora_run.out_dir)],
-                             ["--model", str(out)])]
-    assert as_json[0]["tokens"] == as_json[1]["tokens"] and as_json[0]["passes"] == as_json[1]["passes"]
+    assert with_adapter.exit_code == 0, with_adapter.output
+    assert merged.exit_code == 0, merged.output
+    a, b = json.loads(with_adapter.stdout), json.loads(merged.stdout)
+    assert a["text"] == b["text"] == "count = 20\n"  # the adapter's edit, learnt
+    assert a["stats"]["tokens"] == b["stats"]["tokens"]  # (passes depend on measured timings, so may differ)
     source.write_text("x = 1\n")  # the fully fine-tuned model alone applies its own edits
     plain = runner.invoke(app, [str(source), "--edit", "x = 2\n", "--device", "cpu", "--model", str(apply_model.out_dir)])
     assert (plain.exit_code, plain.stdout) == (0, "x = 2\n")
