@@ -288,7 +288,7 @@ def _resume_dir(resume: str | Path, config: TrainConfig) -> Path:
 def _load_state(directory: Path, optimizer, scheduler) -> tuple[int, dict]:
     import torch
 
-    state = torch.load(directory / STATE_FILE, weights_only=False)  # our own file, written by _save
+    state = torch.load(directory / STATE_FILE, map_location="cpu", weights_only=False)  # our own file (_save)
     optimizer.load_state_dict(state["optimizer"])
     scheduler.load_state_dict(state["scheduler"])
     torch.set_rng_state(state["torch_rng"])
