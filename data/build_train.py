@@ -41,7 +41,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
 
 from data.build_eval import CACHE, ROOT, fetched_trees, load_pairs
-from data.edits import find_edits, path_skip_reason, text_skip_reason
+from data.edits import build_output, find_edits, path_skip_reason, text_skip_reason
 from data.releases import ReleasePair
 from data.styles import has_free_marker, snippet_for
 from data.transforms import TRANSFORMS as TREE_TRANSFORMS
@@ -105,7 +105,7 @@ def synthetic_examples(pair: ReleasePair, tree: dict[str, str], spec: TrainSpec,
         text, language = tree[path], language_for_path(path)
         n_lines = len(text.splitlines())
         if (language is None or not 5 <= n_lines <= spec.max_lines or path_skip_reason(path)
-                or text_skip_reason(path, text) or count_errors(text, language)):
+                or text_skip_reason(path, text) or build_output(path, tree) or count_errors(text, language)):
             continue
         rng = random.Random(f"{seed}/{pair.name}/{path}")
         names = sorted(TRANSFORMS)

@@ -20,6 +20,7 @@ This module does not make snippets or choose which transformations a file gets.
 
 from __future__ import annotations
 
+import ast
 import random
 import re
 from dataclasses import dataclass
@@ -146,7 +147,15 @@ def remove_rows(text: str, first: int, last: int) -> str:
 
 
 def _clean(text: str, language: str) -> bool:
-    return count_errors(text, language) == 0
+    """No tree-sitter errors; for Python also accepted by ``ast`` (tree-sitter allows an empty class body)."""
+    if count_errors(text, language):
+        return False
+    if language == "python":
+        try:
+            ast.parse(text)
+        except (SyntaxError, ValueError):
+            return False
+    return True
 
 
 def _functions(tree, language: str) -> list:

@@ -26,8 +26,9 @@ class EditPlan:
 
     @property
     def default_max_new_tokens(self) -> int:
-        """Room for the answer to double the original's length, which no apply edit should exceed."""
-        return 2 * len(self.context.prediction_ids) + 256
+        """Room for the answer to double the original's length and add the update twice over: an apply
+        edit writes the original's code and the snippet's new code, not much else."""
+        return 2 * (len(self.context.prediction_ids) + len(self.context.snippet_ids)) + 256
 
 
 @dataclass(frozen=True)

@@ -65,7 +65,7 @@ DtypeOpt = Annotated[str, typer.Option(envvar="FASTAPPLY_DTYPE", help="auto (flo
                                                                      "float32, bfloat16 or float16.")]
 PresetOpt = Annotated[str, typer.Option(envvar="FASTAPPLY_PRESET", help="Prompt preset: default or open-fastapply.")]
 MaxTokensOpt = Annotated[Optional[int], typer.Option(
-    "--max-new-tokens", min=1, help="Most tokens the model may write (default: twice the file, plus 256).")]
+    "--max-new-tokens", min=1, help="Most tokens the model may write (default: twice the file and the edit, plus 256).")]
 VerboseOpt = Annotated[bool, typer.Option("--verbose", "-v", help="Log what happens to stderr.")]
 BackendOpt = Annotated[str, typer.Option(envvar="FASTAPPLY_BACKEND", help="local (load --model here) or openai "
                                                                           "(an OpenAI-compatible server at --base-url).")]
@@ -432,7 +432,7 @@ def eval_command(
     dtype: DtypeOpt = "auto",
     preset: PresetOpt = "default",
     max_new_tokens: Annotated[Optional[int], typer.Option(
-        "--max-new-tokens", min=1, help="Most tokens per answer (default: twice the file plus 256, or the "
+        "--max-new-tokens", min=1, help="Most tokens per answer (default: twice the file and the edit plus 256, or the "
                                         "reference answer plus 256 when that is longer).")] = None,
     judge_url: Annotated[Optional[str], typer.Option(envvar="FASTAPPLY_JUDGE_URL", help="OpenAI-compatible endpoint "
                                                      "of an LLM judge (e.g. http://host/v1); none: no judge score.")] = None,

@@ -49,7 +49,7 @@ class EvalConfig:
     device: str = "auto"
     dtype: str = "auto"
     preset: str = "default"
-    max_new_tokens: int | None = None  # None: twice the file plus 256 (and within the model's context)
+    max_new_tokens: int | None = None  # None: twice the file and the edit plus 256 (and within the model's context)
     merge_draft: bool = True  # the fastapply policy drafts the merge engine's candidate first, when there is one
     judge: JudgeConfig | None = None
 

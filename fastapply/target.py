@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import time
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -102,7 +103,10 @@ def _with_adapter(lm, adapter: str):
         raise FastapplyError("--adapter needs peft: pip install 'fastapply[train]'") from None
     if not Path(adapter).exists():
         raise FastapplyError(f"adapter path {adapter} does not exist")
-    return PeftModel.from_pretrained(lm, adapter)
+    with warnings.catch_warnings():
+        # peft asks the model for `is_gradient_checkpointing`, which transformers 5 deprecates loudly.
+        warnings.filterwarnings("ignore", message=".*is_gradient_checkpointing", category=FutureWarning)
+        return PeftModel.from_pretrained(lm, adapter)
 
 
 def stop_ids_of(model, tokenizer) -> set[int]:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from fastapply.snippet import make_snippet
 from fastapply.tasks import Task
-from tests.conftest import SAMPLE_EXPECTED, SAMPLE_PY
+from tests.samples import SAMPLE_EXPECTED, SAMPLE_PY
 
 STACK_PY = '''\
 class Stack:

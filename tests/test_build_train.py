@@ -245,3 +245,9 @@ def test_transformations_decline_files_without_a_site():
     for transform in (add_function, delete_function, modify_function, rename_symbol, add_import, remove_comment,
                       change_signature, add_docstring):
         assert transform(text, "python", RNG) is None
+
+
+def test_python_sites_must_stay_valid_python():
+    # tree-sitter accepts a class with no body; Python does not, so the only method cannot be removed
+    text = "class StdDev(Base):\n    def __init__(self, term):\n        super().__init__(term)\n\n\nclass Pop(Base):\n    pass\n"
+    assert add_function(text, "python", RNG) is None and delete_function(text, "python", RNG) is None

@@ -90,32 +90,39 @@ class FixedDraft:
         pass
 
 
-class GreedyDraftTarget(HFTarget):
-    """A WRONG acceptance rule: keeps a draft token whenever the model gives it probability >= 0.2."""
+class FlatCostTarget(HFTarget):
+    """Verifying costs the same whatever the draft length, so the loop always drafts."""
 
-    _last_fed = [None]  # the prefill has no draft
+    def cost(self, k):
+        return 1.0
 
-    def _choose(self, logits):
-        chosen = super()._choose(logits)
-        probs = torch.softmax(logits.float() / self.temperature, dim=-1)
-        draft = self._last_fed[1:] + [None]
-        return [d if d is not None and probs[i, d] >= 0.2 else c for i, (c, d) in enumerate(zip(chosen, draft))]
+
+class ArgmaxRuleTarget(FlatCostTarget):
+    """A WRONG acceptance rule for sampling: keeps a draft token whenever it is the model's argmax."""
+
+    _fed = [None]  # the prefill has no draft
 
     def verify(self, draft):
-        self._last_fed = [self.pending, *draft]
+        self._fed = [self.pending, *draft]
         return super().verify(draft)
+
+    def _choose(self, logits):
+        sampled = super()._choose(logits)
+        best = logits.argmax(-1).tolist()
+        drafted = self._fed[1:] + [None] * (len(sampled) - len(self._fed) + 1)
+        return [d if d == b else s for s, b, d in zip(sampled, best, drafted)]
 
 
 VOCAB = 4
-LENGTH = 4  # tokens sampled per run: outcomes are VOCAB ** LENGTH sequences
+LENGTH = 3  # tokens sampled per run: outcomes are VOCAB ** LENGTH sequences
 
 
 @pytest.fixture(scope="module")
-def peaky_model():
-    """A tiny Llama over 4 tokens with sharp, position-dependent distributions."""
+def sharp_model():
+    """A tiny Llama over 4 tokens with position-dependent distributions, neither flat nor one-hot."""
     model = new_llama(VOCAB, "tiny", seed=3)
     with torch.no_grad():
-        model.lm_head.weight.mul_(8.0)
+        model.lm_head.weight.mul_(3.0)
     return model
 
 
@@ -130,11 +137,12 @@ def exact_distribution(model, prompt):
     return probs
 
 
-def sample_counts(model, prompt, target_cls, runs):
+def sample_counts(model, prompt, draft, target_cls, runs):
     counts = {}
     for seed in range(runs):
-        target = target_cls(model, temperature=1.0, seed=seed)
-        out, _ = speculative_generate(target, FixedDraft([2, 1, 3]), prompt, LENGTH)
+        out, stats = speculative_generate(target_cls(model, temperature=1.0, seed=seed), FixedDraft(draft),
+                                          prompt, LENGTH)
+        assert stats.proposed[0] == 1  # the first pass verified the drafted token
         counts[tuple(out)] = counts.get(tuple(out), 0) + 1
     return counts
 
@@ -158,13 +166,17 @@ def chi_square_p(counts, probs, runs):
     return chi2.sf(stat, cells - 1)
 
 
-def test_speculative_sampling_keeps_the_model_distribution(peaky_model):
+def test_speculative_sampling_keeps_the_model_distribution(sharp_model):
     prompt = [0, 1]
-    probs = exact_distribution(peaky_model, prompt)
-    runs = 1500
-    assert chi_square_p(sample_counts(peaky_model, prompt, HFTarget, runs), probs, runs) > 1e-3
+    probs = exact_distribution(sharp_model, prompt)
+    # draft the most likely second token: the wrong rule below then accepts it too often
+    second = max(range(VOCAB), key=lambda t: sum(p for seq, p in probs.items() if seq[1] == t))
+    runs = 800
+    right = sample_counts(sharp_model, prompt, [second], FlatCostTarget, runs)
+    assert chi_square_p(right, probs, runs) > 1e-3
     # the same test rejects a wrong acceptance rule: it has the power to catch one
-    assert chi_square_p(sample_counts(peaky_model, prompt, GreedyDraftTarget, runs), probs, runs) < 1e-3
+    wrong = sample_counts(sharp_model, prompt, [second], ArgmaxRuleTarget, runs)
+    assert chi_square_p(wrong, probs, runs) < 1e-3
 
 
 def stdlib_file(name, lines):
@@ -178,12 +190,13 @@ def test_pointer_drafter_needs_three_times_fewer_passes_than_prompt_lookup(token
     edited = "".join(lines[:150] + ["    # parsing starts here\n"] + lines[150:])
     plan = plan_edit(tokenizer, original, make_snippet(original, edited, "python"))
     reference = answer_ids(tokenizer, plan.preset, edited)
-    passes = {}
+    passes, result_tokens = {}, {}
     for policy in ("fastapply", "pld", "ngram", "none"):
         result = run_plan(ReplayTarget(reference, tokenizer.eos_token_id), tokenizer, plan, policy)
         assert result.text == edited and result.closed
         passes[policy] = result.stats.passes
-    assert passes["none"] == len(reference) - 1
+        result_tokens[policy] = result.stats.tokens
+    assert passes["none"] == result_tokens["none"] - 1  # plain decoding: one token per pass
     assert passes["fastapply"] * 3 <= passes["pld"]
     assert passes["fastapply"] < passes["ngram"]
 
@@ -230,3 +243,15 @@ def test_drafter_context_holds_the_snippet_and_line_breaks(tokenizer):
     assert plan.context.snippet_ids and plan.context.merged_ids
     assert all("\n" in tokenizer.decode([i]) for i in plan.context.newline_ids)
     assert make_drafter("fastapply", plan.context).sources[0].name == "merged"
+
+
+def test_a_model_that_copies_accepts_most_of_the_draft(sample_model):
+    """HFTarget with a model trained to copy: on a copy-heavy edit most drafted tokens are accepted."""
+    model, tokenizer, _ = sample_model
+    edited = SMALL_PY.replace("    config = {}\n", "    config = {}  # parsed values\n")
+    update = make_snippet(SMALL_PY, edited, "python", context=2)
+    plan = plan_edit(tokenizer, SMALL_PY, update)
+    result = run_plan(HFTarget(model), tokenizer, plan, "fastapply", 400, {tokenizer.eos_token_id})
+    assert result.closed
+    assert result.stats.acceptance > 0.5
+    assert result.stats.passes * 3 < result.stats.tokens

@@ -1,0 +1,139 @@
+"""Training examples: JSONL edit records turned into token ids with labels on the answer only, padded
+batches, and the bits-per-byte measure of held-out loss.
+
+A record has the eval-task fields ``original``, ``update``, ``instruction`` and ``expected`` (others,
+such as ``source``, are ignored). The prompt is ``fastapply.prompt.prompt_ids`` and the answer
+``answer_ids(expected)`` -- the same token ids the model sees and writes at apply time -- so the loss
+is exactly the loss of the answer given the prompt. This module does not run a model.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import math
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from fastapply.errors import UsageError
+from fastapply.prompt import Preset, answer_ids, prompt_ids
+
+IGNORE = -100  # label of positions that carry no loss (the prompt, padding); torch's ignore_index
+REQUIRED_FIELDS = ("original", "update", "expected")
+
+
+@dataclass(frozen=True)
+class Example:
+    input_ids: tuple[int, ...]  # prompt + answer (+ EOS)
+    labels: tuple[int, ...]  # IGNORE on the prompt, the token itself on the answer
+    answer_bytes: int  # UTF-8 bytes of the answer text (tags and file), the unit of bits per byte
+
+    @property
+    def answer_tokens(self) -> int:
+        return sum(1 for label in self.labels if label != IGNORE)
+
+
+@dataclass(frozen=True)
+class ExampleSet:
+    examples: tuple[Example, ...]
+    skipped_too_long: int  # records whose prompt + answer exceed max_length
+
+    @property
+    def tokens(self) -> int:
+        return sum(len(e.input_ids) for e in self.examples)
+
+
+def read_records(path: str | Path) -> list[dict]:
+    """The records of a JSONL file (``.gz`` too); a record without the required fields is a usage error."""
+    records = []
+    try:
+        handle = (gzip.open if str(path).endswith(".gz") else open)(path, "rt", encoding="utf-8")
+    except OSError as exc:
+        raise UsageError(f"cannot read {path}: {exc.strerror}") from None
+    with handle:
+        for number, line in enumerate(handle, 1):
+            if not line.strip():
+                continue
+            record = json.loads(line)
+            missing = [name for name in REQUIRED_FIELDS if not isinstance(record.get(name), str)]
+            if missing:
+                raise UsageError(f"{path}:{number}: record lacks {', '.join(missing)}")
+            records.append(record)
+    return records
+
+
+def build_example(tokenizer, preset: Preset, record: dict) -> Example:
+    prompt = prompt_ids(tokenizer, preset, record["original"], record["update"], record.get("instruction") or "")
+    answer = answer_ids(tokenizer, preset, record["expected"])
+    return Example(
+        input_ids=(*prompt, *answer),
+        labels=(*[IGNORE] * len(prompt), *answer),
+        answer_bytes=len(preset.answer(record["expected"]).encode("utf-8")),
+    )
+
+
+def build_examples(tokenizer, preset: Preset, records: Sequence[dict], max_length: int) -> ExampleSet:
+    """Examples for ``records``; those longer than ``max_length`` tokens are left out and counted."""
+    kept, skipped = [], 0
+    for record in records:
+        example = build_example(tokenizer, preset, record)
+        if len(example.input_ids) > max_length:
+            skipped += 1
+        else:
+            kept.append(example)
+    return ExampleSet(tuple(kept), skipped)
+
+
+def collate(examples: Sequence[Example], pad_id: int):
+    """Right-padded tensors ``(input_ids, attention_mask, labels)``, each [B, L]."""
+    import torch
+
+    width = max(len(e.input_ids) for e in examples)
+    input_ids = torch.full((len(examples), width), pad_id, dtype=torch.long)
+    labels = torch.full((len(examples), width), IGNORE, dtype=torch.long)
+    mask = torch.zeros((len(examples), width), dtype=torch.long)
+    for row, e in enumerate(examples):
+        n = len(e.input_ids)
+        input_ids[row, :n] = torch.tensor(e.input_ids)
+        labels[row, :n] = torch.tensor(e.labels)
+        mask[row, :n] = 1
+    return input_ids, mask, labels
+
+
+def micro_batches(n_examples: int, batch_size: int, seed: int, start: int = 0) -> Iterator[list[int]]:
+    """Endless example-index batches: each epoch a fresh permutation seeded by ``seed + epoch``.
+
+    The stream depends only on its arguments, so a resumed run skips ``start`` batches and sees exactly
+    what an uninterrupted run would have. The last batch of an epoch may be short.
+    E.g. n_examples=3, batch_size=2 -> [[a, b], [c], [d, e], [f], ...] with {a, b, c} = {d, e, f} = {0, 1, 2}.
+    """
+    import torch
+
+    per_epoch = math.ceil(n_examples / batch_size)
+    epoch, skip = divmod(start, per_epoch)
+    while True:
+        order = torch.randperm(n_examples, generator=torch.Generator().manual_seed(seed + epoch)).tolist()
+        for index in range(skip, per_epoch):
+            yield order[index * batch_size:(index + 1) * batch_size]
+        epoch, skip = epoch + 1, 0
+
+
+def answer_nll_bits(logits, labels):
+    """Summed negative log-likelihood, in bits, of the labelled tokens.
+
+    ``logits`` [B, S, V] are the model's predictions for ``labels`` [B, S] position by position (already
+    shifted: ``logits[:, t]`` predicts ``labels[:, t]``); positions labelled ``IGNORE`` count nothing.
+    E.g. uniform logits over V=4 for 3 labelled tokens -> 3 * log2(4) = 6 bits.
+    """
+    import torch.nn.functional as F
+
+    nats = F.cross_entropy(logits.float().reshape(-1, logits.shape[-1]), labels.reshape(-1),
+                           ignore_index=IGNORE, reduction="sum")
+    return nats / math.log(2)
+
+
+def bits_per_byte(total_bits: float, total_bytes: int) -> float:
+    """Bits of answer NLL per UTF-8 byte of answer text: comparable across tokenizers.
+    E.g. 6 bits over an answer of 12 bytes -> 0.5."""
+    return total_bits / total_bytes if total_bytes else float("nan")

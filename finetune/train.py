@@ -1,0 +1,327 @@
+"""Fine-tune a Llama-family model to apply code edits: LoRA (peft) or full fine-tuning, a plain PyTorch loop.
+
+    python -m finetune.scratch --out runs/tiny --shape tiny                # a tiny base model, for a smoke run
+    python -m finetune.demo_data --out runs/demo                            # stand-in data for a smoke run
+    python -m finetune.train finetune/configs/tiny.yaml --out runs/tiny-lora
+    python -m finetune.train finetune/configs/llama-3.2-1b.yaml --out runs/llama-1b-lora
+    python -m finetune.train finetune/configs/llama-3.2-1b.yaml --out runs/llama-1b-lora \\
+        --resume runs/llama-1b-lora/checkpoint-000400                       # continue an interrupted run
+    fastapply FILE --edit "..." --model meta-llama/Llama-3.2-1B-Instruct --adapter runs/llama-1b-lora
+
+The loss is on the answer tokens only (the prompt is labelled -100), averaged over the answer tokens
+of each optimizer step. Held-out loss is reported in bits per byte of answer text. ``--out`` receives
+the adapter (LoRA) or the whole checkpoint with its tokenizer (full), ``train_config.json``,
+``metrics.json`` and ``trainer_state.pt`` (optimizer, scheduler, step, random state), so it can be
+resumed or extended; ``save_every`` adds resumable ``checkpoint-NNNNNN/`` folders inside it.
+This module does not build data (``data/build_train.py``) or merge adapters (``merge.py``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import math
+import resource
+import sys
+import time
+import warnings
+from dataclasses import dataclass, field
+from functools import partial
+from pathlib import Path
+
+from fastapply.errors import FastapplyError, UsageError
+from fastapply.prompt import get_preset
+from finetune.config import TrainConfig, load_config
+from finetune.examples import (IGNORE, Example, answer_nll_bits, bits_per_byte, build_examples, collate,
+                               micro_batches, read_records)
+
+log = logging.getLogger("finetune")
+STATE_FILE = "trainer_state.pt"
+
+
+@dataclass(frozen=True)
+class TrainResult:
+    out_dir: Path
+    steps: int
+    train_loss: float  # mean NLL per answer token (nats) over the last logging window
+    eval_bits_per_byte: float | None  # held-out, at the end; None without an eval file
+    tokens_per_s: float  # prompt + answer tokens through forward and backward, per second of training
+    peak_rss_mib: float  # peak resident memory of this process
+    peak_gpu_mib: float | None  # peak CUDA memory allocated; None off CUDA
+    model: object = field(default=None, repr=False, compare=False)  # the trained model, still in memory
+
+
+def train(config: TrainConfig, out_dir: str | Path, resume: str | Path | None = None) -> TrainResult:
+    """Train as ``config`` says, writing the result to ``out_dir``; ``resume`` is a directory with a trainer state."""
+    import torch
+
+    from fastapply.target import resolve_device
+
+    out_dir = Path(out_dir)
+    resume_dir = _resume_dir(resume, config) if resume is not None else None
+    if config.num_threads:
+        torch.set_num_threads(config.num_threads)
+    torch.manual_seed(config.seed)
+    device = resolve_device(config.device)
+    model, tokenizer = load_for_training(config, device, resume_dir)
+    preset = get_preset(config.preset)
+    train_set = build_examples(tokenizer, preset, read_records(config.train_file), config.max_length)
+    if not train_set.examples:
+        raise UsageError(f"no training examples in {config.train_file} fit max_length {config.max_length}")
+    eval_set = None
+    if config.eval_file:
+        eval_records = read_records(config.eval_file)[:config.eval_limit]
+        eval_set = build_examples(tokenizer, preset, eval_records, config.max_length)
+    pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
+    total_steps = config.max_steps or math.ceil(
+        config.epochs * math.ceil(len(train_set.examples) / config.batch_size) / config.grad_accum)
+
+    trainable = [p for p in model.parameters() if p.requires_grad]
+    optimizer = torch.optim.AdamW(trainable, lr=config.learning_rate, weight_decay=config.weight_decay,
+                                  fused=device == "cuda")
+    scheduler = torch.optim.lr_scheduler.LambdaLR(
+        optimizer, partial(lr_factor, warmup=config.warmup_steps, total=total_steps))
+    step, history = 0, {"log": [], "evals": []}
+    if resume_dir is not None:
+        step, history = _load_state(resume_dir, optimizer, scheduler)
+        log.info("resumed from %s at step %d", resume_dir, step)
+
+    metrics = {
+        "device": device, "mode": config.mode, "total_steps": total_steps,
+        "trainable_parameters": sum(p.numel() for p in trainable),
+        "parameters": sum(p.numel() for p in model.parameters()),
+        "train_examples": len(train_set.examples), "train_tokens": train_set.tokens,
+        "skipped_too_long": {"train": train_set.skipped_too_long,
+                             "eval": eval_set.skipped_too_long if eval_set else 0},
+        **history,
+    }
+    log.info("%d training examples (%d skipped as longer than %d tokens), %d steps, %d trainable parameters",
+             len(train_set.examples), train_set.skipped_too_long, config.max_length, total_steps,
+             metrics["trainable_parameters"])
+    autocast = _autocast(device)
+    if eval_set is not None and step == 0:
+        _record_eval(model, eval_set.examples, pad_id, config.batch_size, device, autocast, step, metrics)
+
+    stream = micro_batches(len(train_set.examples), config.batch_size, config.seed, start=step * config.grad_accum)
+    window_nats = window_answer = window_tokens = 0.0
+    window_start, train_seconds, trained_tokens, loss = time.perf_counter(), 0.0, 0, float("nan")
+    model.train()
+    while step < total_steps:
+        group = [collate([train_set.examples[i] for i in next(stream)], pad_id) for _ in range(config.grad_accum)]
+        answer_tokens = sum(int((labels != IGNORE).sum()) for _, _, labels in group)
+        for input_ids, mask, labels in group:
+            input_ids, mask, labels = input_ids.to(device), mask.to(device), labels.to(device)
+            with autocast:
+                nats = answer_nll_bits(*answer_logits(model, input_ids, mask, labels)) * math.log(2)
+            (nats / answer_tokens).backward()
+            window_nats += float(nats.detach())
+            window_tokens += int(mask.sum())
+        window_answer += answer_tokens
+        torch.nn.utils.clip_grad_norm_(trainable, config.max_grad_norm)
+        optimizer.step()
+        scheduler.step()
+        optimizer.zero_grad(set_to_none=True)
+        step += 1
+        if step % config.log_every == 0 or step == total_steps:
+            _sync(device)
+            seconds = time.perf_counter() - window_start
+            loss = window_nats / window_answer
+            metrics["log"].append({"step": step, "loss": round(loss, 5), "lr": scheduler.get_last_lr()[0],
+                                   "tokens_per_s": round(window_tokens / seconds, 1)})
+            log.info("step %d/%d  loss %.4f  lr %.2e  %.0f tok/s", step, total_steps, loss,
+                     scheduler.get_last_lr()[0], window_tokens / seconds)
+            train_seconds += seconds
+            trained_tokens += int(window_tokens)
+            window_nats = window_answer = window_tokens = 0.0
+            window_start = time.perf_counter()
+        if step < total_steps and config.eval_every and step % config.eval_every == 0 and eval_set is not None:
+            _record_eval(model, eval_set.examples, pad_id, config.batch_size, device, autocast, step, metrics)
+            window_start = time.perf_counter()
+        if step < total_steps and config.save_every and step % config.save_every == 0:
+            _save(model, tokenizer, config, out_dir / f"checkpoint-{step:06d}", optimizer, scheduler, step, metrics)
+            window_start = time.perf_counter()
+
+    if eval_set is not None and (not metrics["evals"] or metrics["evals"][-1]["step"] != step):
+        _record_eval(model, eval_set.examples, pad_id, config.batch_size, device, autocast, step, metrics)
+    scale = 1024 if sys.platform != "darwin" else 2**20  # ru_maxrss is KiB on Linux, bytes on macOS
+    result = TrainResult(
+        out_dir=out_dir, steps=step, train_loss=loss,
+        eval_bits_per_byte=metrics["evals"][-1]["bits_per_byte"] if metrics["evals"] else None,
+        tokens_per_s=trained_tokens / train_seconds if train_seconds else 0.0,
+        peak_rss_mib=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / scale,
+        peak_gpu_mib=torch.cuda.max_memory_allocated() / 2**20 if device == "cuda" else None,
+        model=model,
+    )
+    metrics.update({"train_loss": result.train_loss, "eval_bits_per_byte": result.eval_bits_per_byte,
+                    "tokens_per_s": round(result.tokens_per_s, 1), "peak_rss_mib": round(result.peak_rss_mib, 1),
+                    "peak_gpu_mib": result.peak_gpu_mib and round(result.peak_gpu_mib, 1)})
+    _save(model, tokenizer, config, out_dir, optimizer, scheduler, step, metrics)
+    return result
+
+
+def load_for_training(config: TrainConfig, device: str, resume_dir: Path | None = None):
+    """(model, tokenizer) ready to train: LoRA-wrapped (or whole, in full mode), checkpointing set up."""
+    from fastapply.target import load_model
+
+    if config.mode == "full":
+        # Full fine-tuning keeps float32 master weights; on a GPU the forward runs under bf16 autocast.
+        model, tokenizer = load_model(str(resume_dir or _absolute_if_local(config.base_model)), device, "float32")
+    else:
+        model, tokenizer = load_model(_absolute_if_local(config.base_model), device, config.dtype)
+    model.config.use_cache = False
+    if config.gradient_checkpointing:
+        enable = getattr(model, "activation_checkpointing_enable", None) or model.gradient_checkpointing_enable
+        enable({"use_reentrant": False})  # non-reentrant: works with frozen embeddings, no input-grad hook
+    if config.mode == "full":
+        return model, tokenizer
+    from peft import LoraConfig, PeftModel, get_peft_model
+
+    with warnings.catch_warnings():
+        # peft asks the model for `is_gradient_checkpointing`, which transformers 5 deprecates loudly.
+        warnings.filterwarnings("ignore", message=".*is_gradient_checkpointing", category=FutureWarning)
+        if resume_dir is not None:
+            return PeftModel.from_pretrained(model, str(resume_dir), is_trainable=True), tokenizer
+        lora = LoraConfig(r=config.lora_rank, lora_alpha=config.lora_alpha, lora_dropout=config.lora_dropout,
+                          target_modules=list(config.target_modules), bias="none", task_type="CAUSAL_LM")
+        return get_peft_model(model, lora), tokenizer
+
+
+def _absolute_if_local(model: str) -> str:
+    """A local checkpoint as an absolute path (the adapter records it, for merge.py), a hub id as it is."""
+    path = Path(model).expanduser()
+    return str(path.resolve()) if path.exists() else model
+
+
+def answer_logits(model, input_ids, mask, labels):
+    """(logits, targets) for the labelled positions of a right-padded batch, both over the same span.
+
+    Only the logits from the position before the first answer token onwards are computed
+    (``logits_to_keep``), which spares the [B, prompt, vocab] tensor the prompt would cost.
+    """
+    seq = input_ids.shape[1]
+    first = int((labels != IGNORE).float().argmax(dim=1).min())  # earliest answer token in the batch
+    logits = model(input_ids=input_ids, attention_mask=mask, logits_to_keep=seq - first + 1).logits  # [B, S-first+1, V]
+    return logits[:, :-1], labels[:, first:]  # logits[:, j] predicts the token at position first + j
+
+
+def evaluate(model, examples: list[Example] | tuple[Example, ...], pad_id: int, batch_size: int = 1,
+             device: str = "cpu", autocast=None) -> float:
+    """Held-out loss in bits per byte: answer NLL in bits over the UTF-8 bytes of the answers."""
+    import contextlib
+
+    import torch
+
+    was_training = model.training
+    model.eval()
+    bits = 0.0
+    with torch.no_grad(), autocast or contextlib.nullcontext():
+        for start in range(0, len(examples), batch_size):
+            input_ids, mask, labels = (t.to(device) for t in collate(examples[start:start + batch_size], pad_id))
+            bits += float(answer_nll_bits(*answer_logits(model, input_ids, mask, labels)))
+    model.train(was_training)
+    return bits_per_byte(bits, sum(e.answer_bytes for e in examples))
+
+
+def lr_factor(step: int, warmup: int, total: int) -> float:
+    """Learning-rate multiplier: linear warm-up over ``warmup`` steps, then cosine decay to 0.1 at ``total``.
+    E.g. warmup=10, total=110: step 0 -> 0.1, step 9 -> 1.0, step 60 -> 0.55, step 110 -> 0.1."""
+    if step < warmup:
+        return (step + 1) / warmup
+    progress = min(1.0, (step - warmup) / max(1, total - warmup))
+    return 0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * progress))
+
+
+def _record_eval(model, examples, pad_id, batch_size, device, autocast, step, metrics) -> None:
+    bpb = evaluate(model, examples, pad_id, batch_size, device, autocast)
+    metrics["evals"].append({"step": step, "bits_per_byte": round(bpb, 5)})
+    log.info("step %d  held-out %.4f bits per byte", step, bpb)
+
+
+def _autocast(device: str):
+    import contextlib
+
+    import torch
+
+    return torch.autocast("cuda", dtype=torch.bfloat16) if device == "cuda" else contextlib.nullcontext()
+
+
+def _sync(device: str) -> None:
+    import torch
+
+    if device == "cuda":
+        torch.cuda.synchronize()
+
+
+def _save(model, tokenizer, config: TrainConfig, directory: Path, optimizer, scheduler, step: int,
+          metrics: dict) -> None:
+    """Weights (adapter, or the whole model and its tokenizer), config, metrics and the trainer state."""
+    import torch
+
+    directory.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(directory)
+    if config.mode == "full":
+        tokenizer.save_pretrained(directory)
+    config.save(directory / "train_config.json")
+    (directory / "metrics.json").write_text(json.dumps({**metrics, "step": step}, indent=1) + "\n")
+    state = {"step": step, "optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(),
+             "torch_rng": torch.get_rng_state(),
+             "cuda_rng": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None}
+    torch.save(state, directory / STATE_FILE)
+    log.info("saved %s (step %d)", directory, step)
+
+
+def _resume_dir(resume: str | Path, config: TrainConfig) -> Path:
+    """``resume`` itself when it holds a trainer state, else its latest ``checkpoint-*`` folder."""
+    path = Path(resume)
+    if not (path / STATE_FILE).exists():
+        checkpoints = sorted(path.glob("checkpoint-*/" + STATE_FILE))
+        if not checkpoints:
+            raise UsageError(f"nothing to resume in {path}: no {STATE_FILE} there or in a checkpoint-* folder")
+        path = checkpoints[-1].parent
+    saved_mode = json.loads((path / "train_config.json").read_text())["mode"]
+    if saved_mode != config.mode:
+        raise UsageError(f"{path} was trained in {saved_mode} mode, the config asks for {config.mode}")
+    return path
+
+
+def _load_state(directory: Path, optimizer, scheduler) -> tuple[int, dict]:
+    import torch
+
+    state = torch.load(directory / STATE_FILE, map_location="cpu", weights_only=False)  # our own file (_save)
+    optimizer.load_state_dict(state["optimizer"])
+    scheduler.load_state_dict(state["scheduler"])
+    torch.set_rng_state(state["torch_rng"])
+    if state["cuda_rng"] is not None and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(state["cuda_rng"])
+    previous = json.loads((directory / "metrics.json").read_text())
+    return state["step"], {"log": previous.get("log", []), "evals": previous.get("evals", [])}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("config", help="YAML config (finetune/configs/)")
+    parser.add_argument("--out", required=True, help="output directory: adapter or model, config, metrics")
+    parser.add_argument("--resume", help="a directory with trainer_state.pt, or a run whose latest checkpoint to take")
+    parser.add_argument("--base-model", help="override the config's base_model")
+    parser.add_argument("--train-file", help="override the config's train_file")
+    parser.add_argument("--eval-file", help="override the config's eval_file")
+    parser.add_argument("--max-steps", type=int, help="override the config's max_steps")
+    parser.add_argument("--device", help="override the config's device")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", datefmt="%H:%M:%S", stream=sys.stderr)
+    try:
+        config = load_config(args.config, base_model=args.base_model, train_file=args.train_file,
+                             eval_file=args.eval_file, max_steps=args.max_steps, device=args.device)
+        result = train(config, args.out, args.resume)
+    except FastapplyError as exc:
+        print(f"finetune: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    bpb = "-" if result.eval_bits_per_byte is None else f"{result.eval_bits_per_byte:.4f}"
+    print(f"{result.out_dir}: {result.steps} steps, train loss {result.train_loss:.4f}, held-out {bpb} bits/byte, "
+          f"{result.tokens_per_s:.0f} tok/s, peak RSS {result.peak_rss_mib:.0f} MiB")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

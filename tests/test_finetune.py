@@ -1,0 +1,247 @@
+"""Fine-tuning on the tiny Llama: examples and bits per byte by hand, full and LoRA training, adapter
+save/load, merging, resuming, and the CLI with an adapter and with the merged checkpoint."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("peft")
+
+from typer.testing import CliRunner
+
+from fastapply.apply import apply_edit
+from fastapply.cli import app
+from fastapply.errors import UsageError
+from fastapply.prompt import answer_ids, get_preset, prompt_ids
+from fastapply.target import load_model
+from finetune.config import TrainConfig, load_config
+from finetune.examples import (IGNORE, Example, answer_nll_bits, bits_per_byte, build_example, build_examples,
+                               micro_batches)
+from finetune.merge import merge_adapter
+from finetune.train import evaluate, lr_factor, train
+
+# The edits the "apply model" learns by full fine-tuning, and those the adapter on top of it learns.
+APPLY_RECORDS = [
+    {"original": "x = 1\n", "update": "x = 2\n", "instruction": "", "expected": "x = 2\n"},
+    {"original": "def f():\n    return 1\n", "update": "def f():\n    return 2\n", "instruction": "",
+     "expected": "def f():\n    return 2\n"},
+]
+ADAPTER_RECORDS = [
+    {"original": "count = 10\n", "update": "count = 20\n", "instruction": "", "expected": "count = 20\n"},
+    {"original": "name = 'a'\n", "update": "name = 'b'\n", "instruction": "rename", "expected": "name = 'b'\n"},
+]
+
+
+def write_jsonl(path, records):
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    return path
+
+
+def config_for(base, train_file, **changes) -> TrainConfig:
+    values = dict(base_model=str(base), train_file=str(train_file), device="cpu", warmup_steps=0,
+                  batch_size=2, grad_accum=1, log_every=1, max_length=512, lora_rank=8)
+    values.update(changes)
+    return TrainConfig(**values)
+
+
+def logits_of(model, tokenizer):
+    ids = torch.tensor([prompt_ids(tokenizer, get_preset("default"), "x = 1\n", "x = 2\n")])
+    with torch.no_grad():
+        return model.eval()(input_ids=ids).logits
+
+
+@pytest.fixture(scope="module")
+def apply_model(tiny_checkpoint, tmp_path_factory):
+    """The tiny Llama fully fine-tuned on APPLY_RECORDS: a base that writes closed answers.
+
+    Its (tied) embeddings are first scaled up 20x: at initialisation (std 0.02, hidden 64) no logit can
+    exceed ~1.3, so a model this small could not become confident within a few dozen steps; a
+    pretrained model's logits have that range already.
+    """
+    from finetune.scratch import save_checkpoint
+
+    tmp = tmp_path_factory.mktemp("full")
+    model, tokenizer = load_model(str(tiny_checkpoint), "cpu", "float32")
+    with torch.no_grad():
+        model.model.embed_tokens.weight.mul_(20)
+    save_checkpoint(model, tokenizer, tmp / "base")
+    config = config_for(tmp / "base", write_jsonl(tmp / "train.jsonl", APPLY_RECORDS), mode="full",
+                        learning_rate=1e-2, max_steps=30, gradient_checkpointing=False)
+    return train(config, tmp / "out")
+
+
+@pytest.fixture(scope="module")
+def lora_run(apply_model, tmp_path_factory):
+    """A LoRA adapter trained on ADAPTER_RECORDS on top of ``apply_model``."""
+    tmp = tmp_path_factory.mktemp("lora")
+    train_file = write_jsonl(tmp / "train.jsonl", ADAPTER_RECORDS)
+    config = config_for(apply_model.out_dir, train_file, eval_file=str(train_file), learning_rate=2e-3,
+                        lora_alpha=128, lora_dropout=0.0, max_steps=30)
+    return train(config, tmp / "adapter")
+
+
+# -- examples and measures, by hand -------------------------------------------------------------
+
+def test_example_labels_cover_the_answer_only(tokenizer):
+    preset = get_preset("default")
+    record = APPLY_RECORDS[1]
+    example = build_example(tokenizer, preset, record)
+    prompt = prompt_ids(tokenizer, preset, record["original"], record["update"])
+    answer = answer_ids(tokenizer, preset, record["expected"])
+    assert example.input_ids == (*prompt, *answer)
+    assert example.labels == (*[IGNORE] * len(prompt), *answer)
+    assert example.answer_bytes == len("<updated-code>\ndef f():\n    return 2\n\n</updated-code>")
+
+
+def test_examples_longer_than_max_length_are_skipped_and_counted(tokenizer):
+    preset = get_preset("default")
+    lengths = [len(build_example(tokenizer, preset, r).input_ids) for r in APPLY_RECORDS]
+    short = min(lengths)
+    assert short < max(lengths)
+    kept = build_examples(tokenizer, preset, APPLY_RECORDS, max_length=short)
+    assert (len(kept.examples), kept.skipped_too_long) == (1, 1)
+    assert len(kept.examples[0].input_ids) == short
+
+
+def test_bits_per_byte_known_answer():
+    # Uniform logits over 8 tokens cost log2(8) = 3 bits per answer token. Two examples of 3 and 2
+    # answer tokens (15 bits) whose answers are 9 and 6 bytes long: 15 / 15 = 1 bit per byte.
+    examples = [Example((1, 2, 3, 4, 5), (IGNORE, IGNORE, 3, 4, 5), 9), Example((1, 6, 7), (IGNORE, 6, 7), 6)]
+
+    class Uniform(torch.nn.Module):
+        def forward(self, input_ids, attention_mask, logits_to_keep):
+            from types import SimpleNamespace
+            return SimpleNamespace(logits=torch.zeros(input_ids.shape[0], logits_to_keep, 8))
+
+    assert evaluate(Uniform(), examples, pad_id=0, batch_size=2) == pytest.approx(1.0)
+    assert evaluate(Uniform(), examples, pad_id=0, batch_size=1) == pytest.approx(1.0)
+    # One token predicted with probability 1/2 (logits ln 1 vs ln 1 over two classes) costs 1 bit.
+    assert float(answer_nll_bits(torch.zeros(1, 1, 2), torch.tensor([[1]]))) == pytest.approx(1.0)
+    assert bits_per_byte(6.0, 12) == 0.5
+
+
+def test_micro_batches_resume_where_they_left_off():
+    stream = micro_batches(5, 2, seed=3)
+    first = [next(stream) for _ in range(7)]
+    assert sorted(i for batch in first[:3] for i in batch) == [0, 1, 2, 3, 4]  # an epoch is a permutation
+    assert [len(b) for b in first] == [2, 2, 1, 2, 2, 1, 2]
+    resumed = micro_batches(5, 2, seed=3, start=4)
+    assert [next(resumed) for _ in range(3)] == first[4:]
+
+
+def test_lr_factor_warms_up_then_decays():
+    assert [lr_factor(s, 10, 110) for s in (0, 9, 60, 110)] == pytest.approx([0.1, 1.0, 0.55, 0.1])
+
+
+def test_config_file_rejects_unknown_keys(tmp_path):
+    path = tmp_path / "c.yaml"
+    path.write_text("base_model: m\ntrain_file: t.jsonl\nlora_rnak: 4\n")
+    with pytest.raises(UsageError, match="lora_rnak"):
+        load_config(path)
+    path.write_text("base_model: m\ntrain_file: t.jsonl\nlora_rank: 4\ntarget_modules: [q_proj]\n")
+    assert load_config(path, max_steps=5) == TrainConfig("m", "t.jsonl", lora_rank=4, target_modules=("q_proj",),
+                                                         max_steps=5)
+
+
+# -- training -----------------------------------------------------------------------------------
+
+def test_full_fine_tuning_learns_the_edits(apply_model, tiny_checkpoint):
+    losses = [e["loss"] for e in json.loads((apply_model.out_dir / "metrics.json").read_text())["log"]]
+    assert len(losses) == 30 and losses[-1] < losses[0] / 10
+    model, tokenizer = load_model(str(apply_model.out_dir), "cpu", "float32")  # a whole checkpoint
+    base, _ = load_model(str(tiny_checkpoint), "cpu", "float32")
+    assert not torch.equal(model.lm_head.weight, base.lm_head.weight)
+
+
+def test_lora_training_loss_falls(lora_run):
+    metrics = json.loads((lora_run.out_dir / "metrics.json").read_text())
+    losses = [e["loss"] for e in metrics["log"]]
+    assert len(losses) == 30 and losses[-1] < 0.1 * losses[0]
+    assert all(later < earlier for earlier, later in zip(losses[5::5], losses[10::5]))  # and keeps falling
+    assert metrics["evals"][-1]["bits_per_byte"] < 0.1 * metrics["evals"][0]["bits_per_byte"]
+    assert metrics["trainable_parameters"] == sum(p.numel() for n, p in lora_run.model.named_parameters()
+                                                  if "lora_" in n)
+    assert json.loads((lora_run.out_dir / "train_config.json").read_text())["lora_alpha"] == 128
+
+
+def test_only_lora_parameters_change(lora_run, apply_model):
+    base, _ = load_model(str(apply_model.out_dir), "cpu", "float32")
+    before = dict(base.named_parameters())
+    changed_lora = 0
+    for name, param in lora_run.model.named_parameters():
+        if "lora_" in name:
+            changed_lora += "lora_B" in name and bool(param.abs().sum() > 0)  # B starts at zero
+            continue
+        plain = name.removeprefix("base_model.model.").replace(".base_layer", "")
+        assert torch.equal(param, before[plain]), name
+    assert changed_lora == 2 * 7  # every targeted linear layer of both blocks
+
+
+def test_adapter_save_and_load_gives_the_same_logits(lora_run, apply_model):
+    loaded, tokenizer = load_model(str(apply_model.out_dir), "cpu", "float32", adapter=str(lora_run.out_dir))
+    base, _ = load_model(str(apply_model.out_dir), "cpu", "float32")
+    trained = logits_of(lora_run.model, tokenizer)
+    assert torch.allclose(logits_of(loaded, tokenizer), trained, atol=1e-6)
+    assert not torch.allclose(logits_of(base, tokenizer), trained, atol=1e-2)  # the adapter does something
+
+
+def test_merge_keeps_logits_and_leaves_no_lora_layers(lora_run, tmp_path_factory):
+    from peft.tuners.lora import LoraLayer
+
+    out = tmp_path_factory.getbasetemp() / "merged"
+    merge_adapter(lora_run.out_dir, out)
+    merged, tokenizer = load_model(str(out), "cpu", "float32")
+    assert not any(isinstance(m, LoraLayer) or "lora" in name for name, m in merged.named_modules())
+    assert torch.allclose(logits_of(merged, tokenizer), logits_of(lora_run.model, tokenizer), atol=1e-4)
+    edit = ("count = 10\n", "count = 20\n")
+    assert apply_edit(merged, tokenizer, *edit).token_ids == apply_edit(lora_run.model, tokenizer, *edit).token_ids
+
+
+def test_resume_continues_from_the_saved_step(apply_model, tmp_path):
+    train_file = write_jsonl(tmp_path / "train.jsonl", ADAPTER_RECORDS * 2)
+    config = config_for(apply_model.out_dir, train_file, learning_rate=1e-2, lora_dropout=0.1, batch_size=1,
+                        grad_accum=2, max_steps=4, save_every=2, log_every=1)
+    straight = train(config, tmp_path / "straight")
+    resumed = train(config, tmp_path / "resumed", resume=tmp_path / "straight")  # takes checkpoint-000002
+    assert resumed.steps == 4
+    log = json.loads((tmp_path / "resumed" / "metrics.json").read_text())["log"]
+    assert [e["step"] for e in log] == [1, 2, 3, 4]
+    assert log == json.loads((tmp_path / "straight" / "metrics.json").read_text())["log"][:2] + log[2:]
+    straight_weights = dict(straight.model.named_parameters())
+    for name, param in resumed.model.named_parameters():
+        assert torch.allclose(param, straight_weights[name], atol=1e-7), name
+    with pytest.raises(UsageError, match="lora mode"):
+        train(dataclasses.replace(config, mode="full"), tmp_path / "x", resume=tmp_path / "straight")
+
+
+# -- the CLI ------------------------------------------------------------------------------------
+
+def test_cli_with_adapter_and_with_merged_checkpoint_agree(lora_run, apply_model, tmp_path):
+    out = tmp_path / "merged"
+    merge_adapter(lora_run.out_dir, out)
+    source = tmp_path / "settings.py"
+    source.write_text("count = 10\n")
+    common = [str(source), "--edit", "count = 20\n", "--device", "cpu", "--dtype", "float32", "--json"]
+    runner = CliRunner()
+    with_adapter = runner.invoke(app, [*common, "--model", str(apply_model.out_dir), "--adapter", str(lora_run.out_dir)])
+    merged = runner.invoke(app, [*common, "--model", str(out)])
+    assert with_adapter.exit_code == 0, with_adapter.output
+    assert merged.exit_code == 0, merged.output
+    a, b = json.loads(with_adapter.stdout), json.loads(merged.stdout)
+    assert a["text"] == b["text"] == "count = 20\n"  # the adapter's edit, learnt
+    assert a["stats"]["tokens"] == b["stats"]["tokens"]  # (passes depend on measured timings, so may differ)
+    source.write_text("x = 1\n")  # the fully fine-tuned model alone applies its own edits
+    plain = runner.invoke(app, [str(source), "--edit", "x = 2\n", "--device", "cpu", "--model", str(apply_model.out_dir)])
+    assert (plain.exit_code, plain.stdout) == (0, "x = 2\n")
+
+
+def test_cli_reports_a_missing_adapter(apply_model, tmp_path):
+    source = tmp_path / "a.py"
+    source.write_text("x = 1\n")
+    result = CliRunner().invoke(app, [str(source), "--edit", "x = 2", "--model", str(apply_model.out_dir),
+                                      "--adapter", str(tmp_path / "nowhere"), "--device", "cpu"])
+    assert result.exit_code == 1 and "adapter path" in result.output
