@@ -53,13 +53,18 @@ def plan_edit(tokenizer, original: str, update: str, instruction: str = "", pres
         prediction_ids=prediction,
         snippet_ids=snippet,
         merged_ids=merged_ids,
-        newline_ids=frozenset(i for i in pieces if "\n" in tokenizer.decode([i])),
+        newline_ids=newline_ids(tokenizer, pieces),
     )
     stops: tuple[tuple[int, ...], ...] = ()
     close_tag = preset.answer_close.strip()
     if close_tag not in original:
         stops = (_closing_tokens(tokenizer, prediction, close_tag),)
     return EditPlan(preset=preset, prompt_ids=context.prompt_ids, context=context, stop_sequences=stops)
+
+
+def newline_ids(tokenizer, ids) -> frozenset[int]:
+    """The ids among ``ids`` whose text contains a line break (re-sync points for the drafter)."""
+    return frozenset(i for i in set(ids) if "\n" in tokenizer.decode([i]))
 
 
 def _closing_tokens(tokenizer, prediction: Sequence[int], close_tag: str) -> tuple[int, ...]:

@@ -11,6 +11,7 @@ import difflib
 import json
 import logging
 import sys
+from contextlib import ExitStack
 from enum import Enum
 from pathlib import Path
 from typing import Annotated, Optional
@@ -66,6 +67,16 @@ PresetOpt = Annotated[str, typer.Option(envvar="FASTAPPLY_PRESET", help="Prompt 
 MaxTokensOpt = Annotated[Optional[int], typer.Option(
     "--max-new-tokens", min=1, help="Most tokens the model may write (default: twice the file and the edit, plus 256).")]
 VerboseOpt = Annotated[bool, typer.Option("--verbose", "-v", help="Log what happens to stderr.")]
+BackendOpt = Annotated[str, typer.Option(envvar="FASTAPPLY_BACKEND", help="local (load --model here) or openai "
+                                                                          "(an OpenAI-compatible server at --base-url).")]
+BaseUrlOpt = Annotated[Optional[str], typer.Option(envvar="FASTAPPLY_BASE_URL", help="The server's API base, e.g. "
+                                                   "http://127.0.0.1:8000/v1; --model then names its model.")]
+ServerOpt = Annotated[Optional[str], typer.Option(envvar="FASTAPPLY_SERVER", help="A `fastapply serve` URL, e.g. "
+                                                  "http://127.0.0.1:8000: short for --backend openai --base-url URL/v1.")]
+ApiKeyOpt = Annotated[Optional[str], typer.Option(envvar=["FASTAPPLY_API_KEY", "OPENAI_API_KEY"],
+                                                  help="Bearer token for the server.")]
+PredictionOpt = Annotated[bool, typer.Option("--prediction/--no-prediction", help="Send the original file as the "
+                                             "request's `prediction` (off for servers that reject it).")]
 
 
 @app.command("apply")
@@ -89,35 +100,47 @@ def apply_command(
     check: Annotated[bool, typer.Option("--check", help="Exit 0 if the edit leaves the file unchanged, 1 if it would change it.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the result and stats as JSON.")] = False,
     stats: Annotated[bool, typer.Option("--stats", help="Show decoding stats on stderr.")] = False,
+    backend: BackendOpt = "local",
+    base_url: BaseUrlOpt = None,
+    server: ServerOpt = None,
+    api_key: ApiKeyOpt = None,
+    prediction: PredictionOpt = True,
     verbose: VerboseOpt = False,
 ) -> None:
     """Apply an edit to FILE and print the new file (or write it with --in-place / -o)."""
     _setup_logging(verbose)
     with _errors():
         from fastapply import fileio
+        from fastapply.client import apply_remote, remote_base_url
 
         if sum([in_place, output is not None, diff, check, as_json]) > 1:
             raise UsageError("choose one of --in-place, --output, --diff, --check and --json")
         if in_place and file == fileio.STDIN:
             raise UsageError("--in-place needs a file, not stdin")
+        remote = remote_base_url(backend, base_url, server)
         update = _read_edit(edit, edit_file, file)
         original, fmt = fileio.read_text(file)
-        if not model:
-            raise UsageError("no model: pass --model PATH_OR_HUB_ID or set FASTAPPLY_MODEL")
-        result = _run_model(original, update, instruction, model, adapter, device, dtype, draft.value, preset,
-                            max_new_tokens, temperature, seed)
-        if not result.closed:
+        if remote is not None:
+            new_text, closed, decode_stats = apply_remote(remote, api_key, model, original, update, instruction,
+                                                          preset, prediction, max_new_tokens)
+        else:
+            if not model:
+                raise UsageError("no model: pass --model PATH_OR_HUB_ID or set FASTAPPLY_MODEL")
+            result = _run_model(original, update, instruction, model, adapter, device, dtype, draft.value, preset,
+                                max_new_tokens, temperature, seed)
+            new_text, closed, decode_stats = result.text, result.closed, result.stats.as_dict()
+        if not closed:
             raise RefusedError("the model's answer was cut off before its end (raise --max-new-tokens?); "
                                "nothing was written", ("truncated",))
-        new_text = result.text
         if stats:
-            _print_stats(result.stats)
+            _print_stats(decode_stats)
         changed = new_text != original
         if check:
             raise typer.Exit(1 if changed else 0)
         if as_json:
             typer.echo(json.dumps({"path": file, "changed": changed, "text": new_text, "model": model,
-                                   "draft": draft.value, "stats": result.stats.as_dict()}, indent=1))
+                                   "draft": "server" if remote else draft.value, "server": remote,
+                                   "stats": decode_stats}, indent=1))
         elif diff:
             name = "stdin" if file == fileio.STDIN else file
             sys.stdout.write("".join(difflib.unified_diff(
@@ -178,15 +201,18 @@ class _progress:
             self.status.stop()
 
 
-def _print_stats(stats) -> None:
+def _print_stats(d: dict) -> None:
+    """Decoding stats (``DecodeStats.as_dict()``, or a remote answer's stats) as a table on stderr."""
     from rich.table import Table
 
     table = Table(title="decoding", show_header=False)
-    d = stats.as_dict()
-    for key in ("passes", "tokens", "tokens_per_pass", "acceptance", "prefill_s", "decode_s", "tokens_per_s",
-                "chars_per_s"):
-        table.add_row(key.replace("_", " "), str(d[key]))
-    table.add_row("accepted by source", ", ".join(f"{k} {v}" for k, v in d["accepted_by_source"].items()) or "-")
+    for key in ("passes", "tokens", "tokens_per_pass", "acceptance", "prefill_s", "decode_s", "seconds",
+                "prompt_tokens", "completion_tokens", "accepted_prediction_tokens", "rejected_prediction_tokens",
+                "tokens_per_s", "chars_per_s"):
+        if d.get(key) is not None:
+            table.add_row(key.replace("_", " "), str(d[key]))
+    if "accepted_by_source" in d:
+        table.add_row("accepted by source", ", ".join(f"{k} {v}" for k, v in d["accepted_by_source"].items()) or "-")
     stderr.print(table)
 
 
@@ -290,6 +316,94 @@ def _print_bench(rows, model: str, acceptance: str) -> None:
     Console(width=160).print(table)
 
 
+@app.command("serve")
+def serve_command(
+    model: ModelOpt = None,
+    adapter: Annotated[Optional[str], typer.Option(envvar="FASTAPPLY_ADAPTER", help="LoRA adapter directory on top of --model.")] = None,
+    device: DeviceOpt = "auto",
+    dtype: DtypeOpt = "auto",
+    host: Annotated[str, typer.Option(envvar="FASTAPPLY_HOST", help="Address to listen on (loopback by default).")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(envvar="FASTAPPLY_PORT", min=0, max=65535, help="Port to listen on.")] = 8000,
+    api_key: Annotated[Optional[str], typer.Option(envvar="FASTAPPLY_API_KEY", help="Require Authorization: Bearer KEY.")] = None,
+    queue_size: Annotated[int, typer.Option(min=0, help="Requests that may wait behind the running one; more get 503.")] = 16,
+    max_body_bytes: Annotated[int, typer.Option(min=1024, help="Larger request bodies get 413.")] = 8 * 1024 * 1024,
+    served_model_name: Annotated[Optional[str], typer.Option(help="The model id /v1/models reports (default: --model).")] = None,
+    threads: Annotated[Optional[int], typer.Option(envvar="FASTAPPLY_THREADS", min=1, help="CPU threads for the model "
+                                                   "(default: torch's; 1 is often fastest on a busy machine).")] = None,
+    verbose: VerboseOpt = False,
+) -> None:
+    """Keep one model warm behind an OpenAI-compatible API (chat completions with `prediction`, /v1/apply)."""
+    with _errors():
+        try:
+            from fastapply.server import ServeConfig, serve
+        except ImportError as exc:
+            raise FastapplyError(f"serve needs the serve extra ({exc.name} is missing): "
+                                 "pip install 'fastapply[serve]'") from None
+        if not model:
+            raise UsageError("no model: pass --model PATH_OR_HUB_ID or set FASTAPPLY_MODEL")
+        if host not in ("127.0.0.1", "localhost", "::1") and not api_key:
+            stderr.print(f"fastapply: warning: serving on {host} without --api-key: anyone who can reach it may use it")
+        serve(model, device, dtype, adapter, ServeConfig(host=host, port=port, api_key=api_key, queue_size=queue_size,
+                                                         max_body_bytes=max_body_bytes,
+                                                         model_name=served_model_name or model),
+              log_level="debug" if verbose else "info", threads=threads)
+
+
+@app.command("batch")
+def batch_command(
+    edits: Annotated[str, typer.Argument(help='JSONL of {"file": ..., "edit": ..., "instruction"?: ...}; - reads stdin.')],
+    out: Annotated[Optional[Path], typer.Option("--out", "-o", help="Write the result records here (default: stdout).")] = None,
+    in_place: Annotated[bool, typer.Option("--in-place", "-i", help="Replace each changed file atomically.")] = False,
+    model: ModelOpt = None,
+    adapter: Annotated[Optional[str], typer.Option(envvar="FASTAPPLY_ADAPTER", help="LoRA adapter directory on top of --model.")] = None,
+    device: DeviceOpt = "auto",
+    dtype: DtypeOpt = "auto",
+    draft: Annotated[Policy, typer.Option(envvar="FASTAPPLY_DRAFT", help="Draft policy.")] = Policy.fastapply,
+    preset: PresetOpt = "default",
+    max_new_tokens: MaxTokensOpt = None,
+    backend: BackendOpt = "local",
+    base_url: BaseUrlOpt = None,
+    server: ServerOpt = None,
+    api_key: ApiKeyOpt = None,
+    prediction: PredictionOpt = True,
+    workers: Annotated[int, typer.Option(min=1, help="Edits sent to the server at once (a server backend only).")] = 1,
+) -> None:
+    """Apply many edits with one model load (or one server); one JSON record per edit, in order."""
+    with _errors():
+        from fastapply import fileio
+        from fastapply.batch import local_applier, read_items, run_batch
+        from fastapply.client import RemoteBackend, remote_base_url
+
+        remote = remote_base_url(backend, base_url, server)
+        if remote is None and workers > 1:
+            raise UsageError("--workers needs a server backend (--server or --backend openai); one local model "
+                             "runs one edit at a time")
+        items = read_items(fileio.read_text(edits)[0])
+        if remote is None and not model:
+            raise UsageError("no model: pass --model PATH_OR_HUB_ID or set FASTAPPLY_MODEL")
+        failed = 0
+        with ExitStack() as stack:
+            if remote is not None:
+                apply = stack.enter_context(RemoteBackend(remote, api_key, model, preset, prediction, max_new_tokens))
+            else:
+                apply = local_applier(model, device, dtype, adapter, preset, draft.value, max_new_tokens)
+            sink = stack.enter_context(open(out, "w", encoding="utf-8")) if out is not None else sys.stdout
+            on_task = stack.enter_context(_task_progress(len(items), "batch"))
+            for done, record in enumerate(run_batch(items, apply, in_place, workers), 1):
+                sink.write(json.dumps(record) + "\n")
+                sink.flush()
+                if not record["ok"]:
+                    failed += 1
+                    stderr.print(f"fastapply: {record['file'] or 'line ' + str(record['line'])}: {record['error']}",
+                                 markup=False, soft_wrap=True)
+                if on_task is not None:
+                    on_task(done, len(items))
+        if failed:
+            stderr.print(f"fastapply: {failed} of {len(items)} edits failed (see the records with \"ok\": false)",
+                         markup=False)
+            raise typer.Exit(1)
+
+
 class Engine(str, Enum):
     merge = "merge"
     model = "model"
@@ -362,8 +476,9 @@ def eval_command(
 class _task_progress:
     """A progress bar over tasks on stderr, only when stderr is a terminal."""
 
-    def __init__(self, total: int):
+    def __init__(self, total: int, label: str = "eval"):
         self.total = total
+        self.label = label
         self.progress = None
 
     def __enter__(self):
@@ -371,7 +486,7 @@ class _task_progress:
             return None
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-        self.progress = Progress(TextColumn("eval"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+        self.progress = Progress(TextColumn(self.label), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
                                  console=stderr, transient=True)
         self.progress.start()
         self.bar = self.progress.add_task("tasks", total=self.total)

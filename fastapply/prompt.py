@@ -69,16 +69,9 @@ def get_preset(name: str) -> Preset:
 
 
 def prompt_text(tokenizer, preset: Preset, original: str, update: str, instruction: str = "") -> str:
-    """The prompt as text, through the tokenizer's chat template when it has one.
-
-    Without a chat template the system and user messages are joined by blank lines, and the answer
-    follows directly after them.
-    """
+    """The prompt as text, through the tokenizer's chat template when it has one (see ``chat_text``)."""
     user = preset.user_message(original, update, instruction)
-    if getattr(tokenizer, "chat_template", None):
-        messages = [{"role": "system", "content": preset.system}, {"role": "user", "content": user}]
-        return tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
-    return f"{preset.system}\n\n{user}\n\n"
+    return chat_text(tokenizer, [{"role": "system", "content": preset.system}, {"role": "user", "content": user}])
 
 
 def encode_text(tokenizer, text: str) -> list[int]:
@@ -87,19 +80,45 @@ def encode_text(tokenizer, text: str) -> list[int]:
     return tokenizer(text, add_special_tokens=False, split_special_tokens=True)["input_ids"]
 
 
-_SLOT = re.compile("\x00fastapply-(original|update|instruction)\x00")
+_SLOT = re.compile("\x00fastapply-([a-z0-9]+)\x00")
+
+
+def _slot(name: str) -> str:
+    return f"\x00fastapply-{name}\x00"
 
 
 def prompt_ids(tokenizer, preset: Preset, original: str, update: str, instruction: str = "") -> list[int]:
     """Token ids of the prompt: the template's own text with its special tokens, the user's text as
     plain text (see ``encode_text``). BOS is added only when no chat template put it in already."""
     values = {"original": original, "update": update, "instruction": instruction}
-    used = {name: f"\x00fastapply-{name}\x00" for name, value in values.items() if name != "instruction" or value.strip()}
+    used = {name: _slot(name) for name, value in values.items() if name != "instruction" or value.strip()}
     text = prompt_text(tokenizer, preset, used["original"], used["update"], used.get("instruction", ""))
-    if all(slot in text for slot in used.values()):
-        pieces = _SLOT.split(text)
-    else:  # the chat template rewrote a slot: tokenize the whole text
-        pieces = [prompt_text(tokenizer, preset, original, update, instruction)]
+    return _encode_slotted(tokenizer, text, used, values,
+                           lambda: prompt_text(tokenizer, preset, original, update, instruction))
+
+
+def chat_text(tokenizer, messages: list[dict[str, str]]) -> str:
+    """Chat messages (``role``, ``content``) as prompt text, with the assistant's turn opened: through the
+    tokenizer's chat template when it has one, else the contents joined by blank lines (the answer
+    follows directly after them)."""
+    if getattr(tokenizer, "chat_template", None):
+        return tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+    return "".join(f"{message['content']}\n\n" for message in messages)
+
+
+def chat_ids(tokenizer, messages: list[dict[str, str]]) -> list[int]:
+    """Token ids of ``chat_text``: the template's text with its special tokens, each message's content
+    as plain text (see ``encode_text``); BOS as in ``prompt_ids``."""
+    values = {str(i): message["content"] for i, message in enumerate(messages)}
+    used = {name: _slot(name) for name in values}
+    text = chat_text(tokenizer, [{**message, "content": used[str(i)]} for i, message in enumerate(messages)])
+    return _encode_slotted(tokenizer, text, used, values, lambda: chat_text(tokenizer, messages))
+
+
+def _encode_slotted(tokenizer, text: str, used: dict[str, str], values: dict[str, str], whole) -> list[int]:
+    """Tokenize ``text`` whose ``used`` slots stand for ``values``: template pieces as tokens, values as
+    plain text. If the template rewrote a slot, ``whole()`` (the text with the values in) is tokenized."""
+    pieces = _SLOT.split(text) if all(slot in text for slot in used.values()) else [whole()]
     ids: list[int] = []
     for i, piece in enumerate(pieces):
         if i % 2:

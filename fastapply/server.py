@@ -1,0 +1,307 @@
+"""``fastapply serve``: one warm model behind an OpenAI-compatible HTTP API.
+
+Routes: ``POST /v1/chat/completions`` (``prediction`` is the draft; ``stream: true`` answers with
+server-sent events), ``POST /v1/apply`` (original + update in, new file out), ``GET /v1/models``,
+``GET /health``. One worker thread runs the model; requests wait their turn in a bounded queue and
+get 503 when it is full. A client that goes away has its work abandoned at the next forward pass.
+Bodies are size-limited (413) and checked strictly (400 for malformed JSON or unknown fields); when
+an API key is set every ``/v1`` route needs ``Authorization: Bearer KEY`` (401).
+This module does HTTP and scheduling only; ``chat.py`` and ``apply.py`` do the decoding. It imports
+FastAPI at once, so only the ``serve`` command imports it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import json
+import socket
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import asynccontextmanager, contextmanager
+from dataclasses import dataclass
+
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse, StreamingResponse
+from starlette.background import BackgroundTask
+from starlette.exceptions import HTTPException
+
+from fastapply.errors import FastapplyError
+from fastapply.serve_api import ApiError, ApplyRequest, ChatRequest, error_body, parse_body
+
+
+@dataclass(frozen=True)
+class ServeConfig:
+    host: str = "127.0.0.1"  # loopback only; other machines reach the server only when asked to
+    port: int = 8000
+    api_key: str | None = None  # when set, /v1 routes need "Authorization: Bearer <key>"
+    queue_size: int = 16  # requests that may wait behind the running one; more are answered 503
+    max_body_bytes: int = 8 * 1024 * 1024  # larger request bodies are answered 413
+    model_name: str = "fastapply"  # the id /v1/models reports and responses carry
+
+
+class Cancelled(Exception):
+    """The client went away; raised between forward passes to abandon its request."""
+
+
+class Ticket:
+    """One admitted request: its place in the queue and its cancel flag."""
+
+    def __init__(self, queue: ModelQueue):
+        self.queue = queue
+        self.cancel_event = threading.Event()
+        self._released = False
+
+    def check(self) -> None:
+        if self.cancel_event.is_set():
+            raise Cancelled
+
+    def release(self, cancel: bool = False) -> None:
+        """Give the place back (once); ``cancel`` also abandons the model work."""
+        if cancel:
+            self.cancel_event.set()
+        if not self._released:
+            self._released = True
+            self.queue.admitted -= 1
+
+
+class ModelQueue:
+    """Admission and the one model thread. ``admitted`` counts requests running or waiting; it is only
+    touched on the event loop, so it needs no lock."""
+
+    def __init__(self, queue_size: int):
+        self.capacity = queue_size + 1
+        self.admitted = 0
+        self.running = 0  # 0 or 1, set by the model thread
+        self.served = 0
+        self.executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="fastapply-model")
+
+    def admit(self) -> Ticket:
+        if self.admitted >= self.capacity:
+            raise ApiError(503, f"the server is busy: {self.admitted} requests are running or queued", "server_busy")
+        self.admitted += 1
+        return Ticket(self)
+
+    async def run(self, ticket: Ticket, work):
+        """Run ``work()`` on the model thread after the requests ahead of it."""
+        def guarded():
+            ticket.check()  # abandoned while it waited
+            self.running += 1
+            try:
+                return work()
+            finally:
+                self.running -= 1
+                self.served += 1
+
+        return await asyncio.get_running_loop().run_in_executor(self.executor, guarded)
+
+
+def create_app(model, tokenizer, config: ServeConfig = ServeConfig()):
+    """The FastAPI application serving ``model`` (loaded by ``target.load_model``)."""
+    from fastapply.target import stop_ids_of
+
+    queue = ModelQueue(config.queue_size)
+    stop_ids = stop_ids_of(model, tokenizer)
+
+    @asynccontextmanager
+    async def lifespan(app):
+        yield
+        queue.executor.shutdown(wait=False, cancel_futures=True)
+
+    app = FastAPI(title="fastapply", docs_url=None, redoc_url=None, openapi_url=None, lifespan=lifespan)
+
+    @app.exception_handler(ApiError)
+    async def api_error(request: Request, exc: ApiError):
+        headers = {"WWW-Authenticate": "Bearer"} if exc.status == 401 else {}
+        if exc.status == 503:
+            headers["Retry-After"] = "1"
+        return JSONResponse(error_body(exc.message, exc.kind), exc.status, headers)
+
+    @app.exception_handler(HTTPException)
+    async def http_error(request: Request, exc: HTTPException):
+        return JSONResponse(error_body(str(exc.detail), "invalid_request_error"), exc.status_code)
+
+    def authorize(request: Request) -> None:
+        if config.api_key is None:
+            return
+        scheme, _, key = request.headers.get("authorization", "").partition(" ")
+        if scheme.lower() != "bearer" or not hmac.compare_digest(key.strip().encode(), config.api_key.encode()):
+            raise ApiError(401, "a valid API key is needed: Authorization: Bearer <key>", "invalid_api_key")
+
+    @app.get("/health")
+    async def health():
+        return {"status": "ok", "model": config.model_name,
+                "running": queue.running,  # 1 while the model thread works on a request
+                "admitted": queue.admitted,  # requests holding a place: running or waiting
+                "capacity": queue.capacity, "served": queue.served}
+
+    @app.get("/v1/models")
+    async def models(request: Request):
+        authorize(request)
+        return {"object": "list", "data": [{"id": config.model_name, "object": "model", "created": 0,
+                                            "owned_by": "fastapply"}]}
+
+    @app.post("/v1/chat/completions")
+    async def chat_completions(request: Request):
+        from fastapply.chat import plan_chat, run_chat
+        from fastapply.target import HFTarget
+
+        authorize(request)
+        body = await parse_body(request, ChatRequest, config.max_body_bytes)
+        plan = _planned(lambda: plan_chat(model, tokenizer, body.message_dicts(), body.prediction_text(),
+                                          body.token_budget(), body.stop_list(), body.temperature, body.seed))
+        ticket = queue.admit()
+        created, request_id = int(time.time()), f"chatcmpl-{uuid.uuid4().hex}"
+        head = {"id": request_id, "created": created, "model": config.model_name}
+
+        def decode(on_text=None):
+            target = HFTarget(model, temperature=plan.temperature, seed=plan.seed)
+            return run_chat(target, tokenizer, plan, stop_ids, on_text, ticket.check)
+
+        if not body.stream:
+            result = await _unless_disconnected(request, ticket, queue.run(ticket, decode))
+            return {**head, "object": "chat.completion", "system_fingerprint": None,
+                    "choices": [{"index": 0, "message": {"role": "assistant", "content": result.text},
+                                 "logprobs": None, "finish_reason": result.finish_reason}],
+                    "usage": result.usage(), "fastapply": result.stats.as_dict()}
+
+        async def abandon() -> None:  # async, so it runs on the event loop like every other queue change
+            ticket.release(cancel=True)
+
+        include_usage = bool(body.stream_options and body.stream_options.include_usage)
+        # the background task frees the ticket even if the stream never started (client gone at once)
+        return StreamingResponse(_events(queue, ticket, decode, head, include_usage), media_type="text/event-stream",
+                                 headers={"Cache-Control": "no-cache"}, background=BackgroundTask(abandon))
+
+    @app.post("/v1/apply")
+    async def apply(request: Request):
+        from fastapply.apply import apply_edit
+        from fastapply.syntax import get_language
+
+        authorize(request)
+        body = await parse_body(request, ApplyRequest, config.max_body_bytes)
+        if body.language is not None:
+            _planned(lambda: get_language(body.language))
+        ticket = queue.admit()
+
+        def work():
+            return apply_edit(model, tokenizer, body.original, body.update, body.instruction, preset=body.preset,
+                              max_new_tokens=body.max_tokens, temperature=body.temperature, seed=body.seed,
+                              on_pass=lambda out, stats: ticket.check())
+
+        result = await _unless_disconnected(request, ticket, queue.run(ticket, work))
+        # Only the truncation check is made here; fastapply.validate's checks belong here once it exists.
+        reasons = [] if result.closed else ["truncated"]
+        return {"object": "fastapply.apply", "model": config.model_name, "text": result.text,
+                "changed": result.text != body.original, "closed": result.closed,
+                "validation": {"ok": not reasons, "reasons": reasons}, "stats": result.stats.as_dict()}
+
+    return app
+
+
+def _planned(make):
+    """``make()``, with fastapply's errors turned into 400 answers."""
+    try:
+        return make()
+    except FastapplyError as exc:
+        raise ApiError(400, str(exc)) from None
+
+
+async def _unless_disconnected(request, ticket: Ticket, work):
+    """Await the model ``work``; if the client disconnects first, abandon it and free the ticket."""
+    job = asyncio.ensure_future(work)
+    gone = asyncio.ensure_future(_disconnected(request))
+    try:
+        await asyncio.wait({job, gone}, return_when=asyncio.FIRST_COMPLETED)
+        if not job.done():
+            job.cancel()
+            raise ApiError(499, "the client closed the request", "client_closed")
+        try:
+            return job.result()
+        except FastapplyError as exc:
+            raise ApiError(400, str(exc)) from None
+    finally:
+        gone.cancel()
+        ticket.release(cancel=not job.done())
+
+
+async def _disconnected(request) -> None:
+    """Returns when the client has gone away (the body has been read already)."""
+    while (await request.receive())["type"] != "http.disconnect":
+        pass
+
+
+async def _events(queue: ModelQueue, ticket: Ticket, decode, head: dict, include_usage: bool):
+    """Server-sent events in OpenAI's ``chat.completion.chunk`` format, ending with ``data: [DONE]``."""
+    loop = asyncio.get_running_loop()
+    messages: asyncio.Queue = asyncio.Queue()
+
+    def chunk(delta: dict, finish_reason=None, **extra) -> str:
+        choices = [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish_reason}]
+        return f"data: {json.dumps({**head, 'object': 'chat.completion.chunk', 'choices': choices, **extra})}\n\n"
+
+    def on_text(text: str) -> None:
+        loop.call_soon_threadsafe(messages.put_nowait, text)
+
+    try:
+        yield chunk({"role": "assistant", "content": ""})
+        job = asyncio.ensure_future(queue.run(ticket, lambda: decode(on_text)))
+        # deltas are posted before the job's end is (both through the loop, in order), so None comes last
+        job.add_done_callback(lambda done: (messages.put_nowait(None), done.cancelled() or done.exception()))
+        while (text := await messages.get()) is not None:
+            yield chunk({"content": text})
+        try:
+            result = job.result()
+        except FastapplyError as exc:
+            yield f"data: {json.dumps(error_body(str(exc), 'invalid_request_error'))}\n\n"
+        else:
+            yield chunk({}, result.finish_reason, **({"usage": None} if include_usage else {}))
+            if include_usage:
+                usage = {**head, "object": "chat.completion.chunk", "choices": [], "usage": result.usage()}
+                yield f"data: {json.dumps(usage)}\n\n"
+        yield "data: [DONE]\n\n"
+    finally:
+        ticket.release(cancel=True)
+
+
+def serve(model_path: str, device: str = "auto", dtype: str = "auto", adapter: str | None = None,
+          config: ServeConfig = ServeConfig(), log_level: str = "info", threads: int | None = None) -> None:
+    """Load the model once and serve it until interrupted; ``threads`` caps torch's CPU threads."""
+    import torch
+    import uvicorn
+
+    from fastapply.target import load_model
+
+    if threads:
+        torch.set_num_threads(threads)
+    model, tokenizer = load_model(model_path, device, dtype, adapter)
+    app = create_app(model, tokenizer, config)
+    uvicorn.run(app, host=config.host, port=config.port, log_level=log_level, access_log=log_level == "debug")
+
+
+@contextmanager
+def running_server(app, host: str = "127.0.0.1") -> Iterator[str]:
+    """Serve ``app`` on a free port of ``host`` from a thread of this process; yields the base URL
+    (``http://host:port``). For tests and benchmarks; ``serve`` is the command's way."""
+    import uvicorn
+
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((host, 0))
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not server.started:
+        if not thread.is_alive() or time.monotonic() > deadline:
+            raise FastapplyError("the server did not start")
+        time.sleep(0.01)
+    try:
+        yield f"http://{host}:{sock.getsockname()[1]}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=30)
+        sock.close()

@@ -1,0 +1,92 @@
+"""``fastapply batch``: many edits with one model load or one server; failures reported, the rest go on."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from fastapply.batch import BatchItem, apply_item, read_items, run_batch
+from fastapply.cli import app
+from fastapply.errors import UsageError
+from tests.serving import (  # noqa: F401  (fixtures, used by name)
+    EXPECTED, ORIGINAL, UPDATE, _fixed_verify_cost, _private_cache, _session_cache, apply_checkpoint, apply_model)
+
+
+def test_read_items_keeps_order_and_marks_bad_lines():
+    items = read_items('{"file": "a.py", "edit": "x"}\n\nnot json\n{"file": 3, "edit": "y"}\n'
+                       '{"file": "b.py", "edit": "z", "instruction": "do it"}\n')
+    assert [(i.line, i.file, i.edit, i.instruction, bool(i.problem)) for i in items] == [
+        (1, "a.py", "x", "", False), (3, "", "", "", True), (4, "3", "", "", True), (5, "b.py", "z", "do it", False)]
+    assert "not JSON" in items[1].problem
+
+
+def test_apply_item_reports_each_outcome(tmp_path):
+    path = tmp_path / "a.py"
+    path.write_text(ORIGINAL)
+    echo = lambda original, update, instruction: (update, True, {"passes": 1})  # noqa: E731
+    cut = lambda original, update, instruction: (update, False, {})  # noqa: E731
+    assert apply_item(BatchItem(1, str(path), "new\n"), echo, in_place=False) == {
+        "line": 1, "file": str(path), "ok": True, "changed": True, "written": False, "text": "new\n",
+        "stats": {"passes": 1}}
+    refused = apply_item(BatchItem(2, str(path), "new\n"), cut, in_place=True)
+    assert refused["ok"] is False and refused["exit_code"] == 3 and path.read_text() == ORIGINAL
+    missing = apply_item(BatchItem(3, str(tmp_path / "nope.py"), "x"), echo, in_place=True)
+    assert missing["ok"] is False and "no such file" in missing["error"]
+    written = apply_item(BatchItem(4, str(path), "new\n"), echo, in_place=True)
+    assert written["written"] is True and "text" not in written and path.read_text() == "new\n"
+
+
+def test_concurrent_in_place_edits_of_one_file_are_refused(tmp_path):
+    items = [BatchItem(1, str(tmp_path / "a.py"), "x"), BatchItem(2, str(tmp_path / "." / "a.py"), "y")]
+    with pytest.raises(UsageError, match="only once"):
+        list(run_batch(items, lambda o, u, i: (u, True, {}), in_place=True, workers=2))
+
+
+def write_batch(tmp_path) -> tuple[str, list]:
+    files = [tmp_path / "a.py", tmp_path / "b.py"]
+    for path in files:
+        path.write_text(ORIGINAL)
+    lines = [json.dumps({"file": str(files[0]), "edit": UPDATE}),
+             json.dumps({"file": str(tmp_path / "missing.py"), "edit": UPDATE}),
+             "{broken",
+             json.dumps({"file": str(files[1]), "edit": UPDATE})]
+    edits = tmp_path / "edits.jsonl"
+    edits.write_text("\n".join(lines) + "\n")
+    return str(edits), files
+
+
+def check_records(records: list[dict]) -> None:
+    assert [r["line"] for r in records] == [1, 2, 3, 4]
+    assert [r["ok"] for r in records] == [True, False, False, True]
+    assert "no such file" in records[1]["error"] and "not JSON" in records[2]["error"]
+
+
+def test_batch_with_one_local_model_load(apply_checkpoint, tmp_path, monkeypatch):
+    monkeypatch.setenv("FASTAPPLY_MODEL", str(apply_checkpoint))
+    edits, files = write_batch(tmp_path)
+    result = CliRunner().invoke(app, ["batch", edits, "--device", "cpu"])
+    assert result.exit_code == 1  # two records failed
+    records = [json.loads(line) for line in result.stdout.splitlines()]
+    check_records(records)
+    assert records[0]["text"] == records[3]["text"] == EXPECTED
+    assert [p.read_text() for p in files] == [ORIGINAL, ORIGINAL]  # not --in-place
+    assert "2 of 4 edits failed" in result.stderr
+
+
+def test_batch_through_a_server_in_place(apply_model, tmp_path):
+    pytest.importorskip("fastapi")
+    from fastapply.server import create_app, running_server
+
+    edits, files = write_batch(tmp_path)
+    out = tmp_path / "results.jsonl"
+    with running_server(create_app(*apply_model)) as url:
+        result = CliRunner().invoke(app, ["batch", edits, "--server", url, "--workers", "3", "--in-place",
+                                          "--out", str(out)])
+    assert result.exit_code == 1 and result.stdout == ""
+    records = [json.loads(line) for line in out.read_text().splitlines()]
+    check_records(records)
+    assert records[0]["written"] is records[3]["written"] is True
+    assert records[0]["stats"]["accepted_prediction_tokens"] > 0
+    assert [p.read_text() for p in files] == [EXPECTED, EXPECTED]

@@ -1,0 +1,223 @@
+"""``fastapply serve`` over real HTTP on loopback: a server started in this process, a tiny model."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import httpx
+import pytest
+
+from tests.serving import (  # noqa: F401  (fixtures, used by name)
+    EXPECTED, ORIGINAL, UPDATE, _fixed_verify_cost, _private_cache, _session_cache, apply_checkpoint, apply_model,
+    prompt_messages)
+
+pytest.importorskip("fastapi")
+
+ANSWER = f"<updated-code>\n{EXPECTED}\n</updated-code>"
+PREDICTION = {"type": "content", "content": f"<updated-code>\n{ORIGINAL}\n</updated-code>"}
+
+
+@pytest.fixture(scope="module")
+def server(apply_model):
+    from fastapply.server import ServeConfig, create_app, running_server
+
+    model, tokenizer = apply_model
+    with running_server(create_app(model, tokenizer, ServeConfig(model_name="tiny", max_body_bytes=64 * 1024))) as url:
+        with httpx.Client(base_url=url, timeout=60) as client:
+            yield client
+
+
+def chat(client: httpx.Client, **body) -> dict:
+    response = client.post("/v1/chat/completions", json={"model": "tiny", "messages": prompt_messages(), **body})
+    assert response.status_code == 200, response.text
+    return response.json()
+
+
+def test_chat_completion_writes_the_edited_file_with_and_without_prediction(server, apply_model):
+    plain = chat(server, max_tokens=200)
+    predicted = chat(server, max_tokens=200, prediction=PREDICTION)
+    assert plain["choices"][0]["message"]["content"] == ANSWER
+    assert predicted["choices"][0]["message"]["content"] == ANSWER
+    assert plain["choices"][0]["finish_reason"] == predicted["choices"][0]["finish_reason"] == "stop"
+    details = predicted["usage"]["completion_tokens_details"]
+    prediction_tokens = len(apply_model[1](PREDICTION["content"], add_special_tokens=False)["input_ids"])
+    assert details["accepted_prediction_tokens"] > prediction_tokens // 2
+    assert details["accepted_prediction_tokens"] + details["rejected_prediction_tokens"] == prediction_tokens
+    assert plain["usage"]["completion_tokens_details"]["accepted_prediction_tokens"] == 0
+    assert predicted["usage"]["completion_tokens"] == plain["usage"]["completion_tokens"]
+    assert predicted["fastapply"]["passes"] < plain["fastapply"]["passes"]
+
+
+def test_streaming_reassembles_to_the_same_text(server):
+    body = {"model": "tiny", "messages": prompt_messages(), "max_tokens": 200, "prediction": PREDICTION,
+            "stream": True, "stream_options": {"include_usage": True}}
+    with server.stream("POST", "/v1/chat/completions", json=body) as response:
+        assert response.status_code == 200
+        assert response.headers["content-type"].startswith("text/event-stream")
+        events = [line.removeprefix("data: ") for line in response.iter_lines() if line]
+    assert events[-1] == "[DONE]"
+    chunks = [json.loads(e) for e in events[:-1]]
+    assert all(c["object"] == "chat.completion.chunk" for c in chunks)
+    assert chunks[0]["choices"][0]["delta"]["role"] == "assistant"
+    text = "".join(c["choices"][0]["delta"].get("content") or "" for c in chunks if c["choices"])
+    assert text == ANSWER
+    assert [c["choices"][0]["finish_reason"] for c in chunks if c["choices"]][-1] == "stop"
+    assert len([c for c in chunks if c["choices"] and c["choices"][0]["delta"].get("content")]) > 1
+    usage = chunks[-1]["usage"]
+    assert usage["completion_tokens_details"]["accepted_prediction_tokens"] > 0
+
+
+def test_stop_strings_end_the_text_before_them(server):
+    stopped = chat(server, max_tokens=200, stop=["greet(", "zzz"], prediction=PREDICTION)
+    assert stopped["choices"][0]["message"]["content"] == ANSWER[:ANSWER.index("greet(")]
+    assert stopped["choices"][0]["finish_reason"] == "stop"
+    with server.stream("POST", "/v1/chat/completions", json={
+            "messages": prompt_messages(), "max_tokens": 200, "stop": "greet(", "stream": True}) as response:
+        events = [line.removeprefix("data: ") for line in response.iter_lines() if line]
+    text = "".join(json.loads(e)["choices"][0]["delta"].get("content") or "" for e in events[:-1])
+    assert text == ANSWER[:ANSWER.index("greet(")]
+
+
+def test_max_tokens_cuts_the_answer(server):
+    cut = chat(server, max_tokens=5)
+    assert cut["choices"][0]["finish_reason"] == "length"
+    assert cut["usage"]["completion_tokens"] == 5
+    assert ANSWER.startswith(cut["choices"][0]["message"]["content"])
+
+
+def test_apply_route_returns_the_new_file(server, apply_model):
+    from fastapply.apply import apply_edit
+
+    response = server.post("/v1/apply", json={"original": ORIGINAL, "update": UPDATE, "language": "python"})
+    assert response.status_code == 200, response.text
+    result = response.json()
+    assert result["text"] == EXPECTED
+    assert result["changed"] is True and result["closed"] is True
+    assert result["validation"] == {"ok": True, "reasons": []}
+    local = apply_edit(*apply_model, ORIGINAL, UPDATE)
+    assert result["stats"]["passes"] == local.stats.passes
+    truncated = server.post("/v1/apply", json={"original": ORIGINAL, "update": UPDATE, "max_tokens": 10}).json()
+    assert truncated["closed"] is False and truncated["validation"] == {"ok": False, "reasons": ["truncated"]}
+
+
+def test_models_and_health(server):
+    assert [m["id"] for m in server.get("/v1/models").json()["data"]] == ["tiny"]
+    health = server.get("/health").json()
+    assert health["status"] == "ok" and health["running"] == 0 and health["admitted"] == 0
+
+
+def test_eight_concurrent_requests_match_sequential_ones(server):
+    bodies = [{"messages": prompt_messages(ORIGINAL + "#" * i), "max_tokens": 12 + i,
+               **({"prediction": PREDICTION} if i % 2 else {})} for i in range(7)]
+    bodies.append({"messages": prompt_messages(), "max_tokens": 200, "prediction": PREDICTION})
+    sequential = [chat(server, **body)["choices"][0]["message"]["content"] for body in bodies]
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        concurrent = list(pool.map(lambda body: chat(server, **body)["choices"][0]["message"]["content"], bodies))
+    assert concurrent == sequential
+    assert sequential[-1] == ANSWER
+
+
+@pytest.mark.parametrize("body, status, message", [
+    (b"{not json", 400, "not valid JSON"),
+    (b"[1, 2]", 400, "JSON object"),
+    (json.dumps({"messages": [{"role": "user", "content": "x"}], "tools": []}).encode(), 400, "unknown field 'tools'"),
+    (json.dumps({"model": "tiny"}).encode(), 400, "messages"),
+    (json.dumps({"messages": [{"role": "user", "content": "x"}], "n": 2}).encode(), 400, "n"),
+    (json.dumps({"messages": [{"role": "user", "content": "x" * 70_000}]}).encode(), 413, "limit"),
+])
+def test_bad_requests_are_refused_and_the_server_keeps_serving(server, body, status, message):
+    response = server.post("/v1/chat/completions", content=body, headers={"content-type": "application/json"})
+    assert response.status_code == status
+    assert message in response.json()["error"]["message"]
+    assert chat(server, max_tokens=200)["choices"][0]["message"]["content"] == ANSWER
+
+
+def test_unknown_language_on_apply_is_a_bad_request(server):
+    response = server.post("/v1/apply", json={"original": ORIGINAL, "update": UPDATE, "language": "cobol"})
+    assert response.status_code == 400 and "cobol" in response.json()["error"]["message"]
+    response = server.post("/v1/apply", json={"original": ORIGINAL})
+    assert response.status_code == 400 and "update" in response.json()["error"]["message"]
+
+
+def test_api_key_is_required_when_set(apply_model):
+    from fastapply.server import ServeConfig, create_app, running_server
+
+    with running_server(create_app(*apply_model, ServeConfig(api_key="s3cret"))) as url:
+        body = {"messages": prompt_messages(), "max_tokens": 200}
+        assert httpx.post(f"{url}/v1/chat/completions", json=body).status_code == 401
+        wrong = httpx.post(f"{url}/v1/chat/completions", json=body, headers={"Authorization": "Bearer nope"})
+        assert wrong.status_code == 401 and wrong.headers["www-authenticate"] == "Bearer"
+        assert httpx.get(f"{url}/v1/models").status_code == 401
+        assert httpx.get(f"{url}/health").status_code == 200
+        right = httpx.post(f"{url}/v1/chat/completions", json=body, headers={"Authorization": "Bearer s3cret"},
+                           timeout=60)
+        assert right.status_code == 200 and right.json()["choices"][0]["message"]["content"] == ANSWER
+
+
+def wait_for(condition, what: str, seconds: float = 30.0) -> None:
+    deadline = time.monotonic() + seconds
+    while not condition():
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out waiting for {what}")
+        time.sleep(0.02)
+
+
+def test_full_queue_answers_503_and_a_client_that_leaves_frees_its_slot(apply_model):
+    """Queue size 1. The model is held at its first forward pass (a gate), so one request runs, one
+    waits and the next is 503 without any timing. A client that disconnects gives its slot back at once
+    and its work stops at the next pass once the gate opens; the waiting requests are then served."""
+    from fastapply.server import ServeConfig, create_app, running_server
+
+    model, tokenizer = apply_model
+    gate = threading.Event()
+
+    def hold(module, args) -> None:
+        gate.wait(60)
+
+    hook = model.register_forward_pre_hook(hold)
+    body = {"messages": prompt_messages(), "max_tokens": 200}
+    answers: list = []
+
+    def send(request_body):
+        answers.append(client.post("/v1/chat/completions", json=request_body))
+
+    try:
+        with running_server(create_app(model, tokenizer, ServeConfig(queue_size=1))) as url, \
+                httpx.Client(base_url=url, timeout=60) as client:
+            health = lambda: client.get("/health").json()  # noqa: E731
+            with client.stream("POST", "/v1/chat/completions", json={**body, "stream": True}) as held:
+                assert held.status_code == 200
+                wait_for(lambda: health()["running"] == 1, "the streamed request to reach the model")
+                waiters = [threading.Thread(target=send, args=(body,))]
+                waiters[0].start()
+                wait_for(lambda: health()["admitted"] == 2, "the second request to be queued")
+                refused = client.post("/v1/chat/completions", json=body)
+                assert refused.status_code == 503
+                assert refused.headers["retry-after"] == "1" and "busy" in refused.json()["error"]["message"]
+                assert client.post("/v1/apply", json={"original": ORIGINAL, "update": UPDATE}).status_code == 503
+            # the streamed client has gone: its slot is free although the model is still held
+            wait_for(lambda: health()["admitted"] == 1, "the disconnected stream to give its slot back")
+            waiters.append(threading.Thread(target=send, args=({**body, "prediction": PREDICTION},)))
+            waiters[1].start()
+            wait_for(lambda: health()["admitted"] == 2, "a new request to take the freed slot")
+            gate.set()
+            for waiter in waiters:
+                waiter.join(timeout=60)
+            assert [a.status_code for a in answers] == [200, 200]
+            assert [a.json()["choices"][0]["message"]["content"] for a in answers] == [ANSWER, ANSWER]
+            wait_for(lambda: health()["running"] == 0 and health()["admitted"] == 0, "the queue to empty")
+
+            # a non-streamed client that gives up (read timeout) frees its slot too
+            gate.clear()
+            with pytest.raises(httpx.ReadTimeout):
+                client.post("/v1/chat/completions", json=body, timeout=httpx.Timeout(60, read=0.5))
+            wait_for(lambda: health()["admitted"] == 0, "the abandoned request to give its slot back")
+            gate.set()
+            wait_for(lambda: health()["running"] == 0, "the abandoned request to stop")
+            assert chat(client, max_tokens=200)["choices"][0]["message"]["content"] == ANSWER
+    finally:
+        gate.set()
+        hook.remove()
