@@ -150,6 +150,12 @@ def _place_by_lines(seg: Segment, index: int, orig: Original, lo: int, hi: int, 
         doubts.append(f"{where} starts with {leading[0].strip()!r}, which may be the original's or new")
     if seg.marker_after is not None and _maybe_context(trailing[-1:], orig.lines[end:min(hi, end + _NEAR)]):
         doubts.append(f"{where} ends with {trailing[-1].strip()!r}, which may be the original's or new")
+    if seg.marker_after is not None and any(line.strip() for line in trailing) and not seg.lines[
+            tail[1] + tail[2] - 1].strip() and trailing[-1].strip():
+        doubts.append(f"{where}: its new lines follow a blank line that may belong after them")
+    if seg.marker_before is not None and any(line.strip() for line in leading) and not seg.lines[head[1]].strip() \
+            and leading[0].strip():
+        doubts.append(f"{where}: its new lines come before a blank line that may belong before them")
     if seg.marker_before is None:
         start, doubt = 0, _edge_doubt(orig.lines[:head[0]], leading, f"{where} does not start with a marker", "first")
         doubts += doubt
@@ -185,23 +191,31 @@ def _anchors(orig: Original, key, skeys: list[str], lines: tuple[str, ...], lo: 
     n = len(skeys)
     heads = _runs(orig, key, skeys, lo, hi, forward=True)
     tails = _runs(orig, key, skeys, lo, hi, forward=False)
-    if not heads or not tails:
+    if not heads or not tails:  # new or common lines at an edge: anchor on the first (last) matching block
         matcher = difflib.SequenceMatcher(is_trivial, orig.keys(key)[lo:hi], skeys, autojunk=False)
-        blocks = [(a + lo, b, size) for a, b, size in matcher.get_matching_blocks()
+        blocks = [(b, size) for _, b, size in matcher.get_matching_blocks()
                   if size and not all(is_trivial(line) for line in lines[b:b + size])]
-        if not blocks:
-            return None
         if not heads:
-            a, b, size = blocks[0]
-            heads = [[p, b, size] for p in orig.occurrences(key, skeys[b:b + size], lo, hi)]
+            limit = min((t[1] for t in tails), default=n)
+            inside = [(b, size) for b, size in blocks if b + size <= limit]
+            if inside:
+                b, size = inside[0]
+                heads = [[p, b, size] for p in orig.occurrences(key, skeys[b:b + size], lo, hi)]
         if not tails:
-            a, b, size = blocks[-1]
-            tails = [[p, b, size] for p in orig.occurrences(key, skeys[b:b + size], lo, hi)]
+            limit = max((h[1] + h[2] for h in heads), default=0)
+            inside = [(b, size) for b, size in blocks if b >= limit]
+            if inside:
+                b, size = inside[-1]
+                tails = [[p, b, size] for p in orig.occurrences(key, skeys[b:b + size], lo, hi)]
+        if not heads and not tails:
+            return None
+        if not heads or not tails:  # one anchor run only: it is both the first and the last
+            runs = heads or tails
+            doubts = [] if len(runs) == 1 else [f"{where}: its anchor {lines[runs[0][1]].strip()!r} appears "
+                                                f"{len(runs)} times"]
+            return runs[0], runs[0], doubts
     if heads[0][1] == 0 and heads[0][2] == n:  # the whole segment is original code
-        # Unchanged code: also doubtful when its opening (closing) lines occur elsewhere, as the code
-        # between them there may be what the snippet deletes.
-        doubts = [] if len(heads) == len(tails) == 1 else [f"{where}: its lines appear in more than one place"]
-        return heads[0], heads[0], doubts
+        return heads[0], heads[0], _unchanged_doubts(orig, key, skeys, heads, lo, hi, where)
     # A first-anchor run is cut where the last anchor begins (in the snippet and in the original).
     pairs = [(h, t) for h in heads for t in tails if min(h[2], t[1] - h[1], t[0] - h[0]) >= 1]
     if not pairs:
@@ -226,6 +240,20 @@ def _anchors(orig: Original, key, skeys: list[str], lines: tuple[str, ...], lo: 
                                for run in (head, tail)):
         doubts.append(f"{where} deletes original lines {head[0] + head[2] + 1}-{tail[0]} on a one-line anchor")
     return head, tail, doubts
+
+
+def _unchanged_doubts(orig: Original, key, skeys: list[str], heads: list[list[int]], lo: int, hi: int,
+                      where: str) -> list[str]:
+    """Doubts about a segment that repeats the original unchanged: it may equally be its first lines
+    found earlier (its last lines later) with the code between them deleted."""
+    if len(heads) > 1:
+        return [f"{where}: its lines appear in more than one place"]
+    p, n = heads[0][0], len(skeys)
+    for i in range(1, n):
+        if any(q < p for q in orig.occurrences(key, skeys[:i], lo, hi)) or any(
+                q > p + i for q in orig.occurrences(key, skeys[i:], lo, hi)):
+            return [f"{where} repeats the original unchanged, and its lines also fit around a deletion"]
+    return []
 
 
 def _runs(orig: Original, key, skeys: list[str], lo: int, hi: int, forward: bool) -> list[list[int]]:
@@ -285,6 +313,7 @@ def _place_closers(seg: Segment, index: int, orig: Original, lo: int, hi: int, s
     closers = 0
     while closers < len(body) and is_closer(body[-1 - closers]):
         closers += 1
+    closers = min(closers, _unclosed(body))
     if closers:
         own = [i for i in range(lo, limit) if orig.lines[i].strip()][-closers:]
         if [exact_key(orig.lines[i]) for i in own] != [exact_key(line) for line in body[-closers:]]:
@@ -299,6 +328,23 @@ def _place_closers(seg: Segment, index: int, orig: Original, lo: int, hi: int, s
         limit -= 1  # before the block's own closing line
     return Placement(limit, limit, seg.lines, (f"segment {index + 1} anchors nowhere; it was added at the end of "
                                                f"the block {orig.lines[scope].strip()!r}",))
+
+
+def _unclosed(lines: list[str]) -> int:
+    """How many more blocks the lines close than they open, counting brackets and Ruby's ``end``
+    (strings and comments are not told apart; this only bounds how many closing lines are the block's)."""
+    depth = deepest = 0
+    for line in lines:
+        for char in line:
+            if char in "([{":
+                depth += 1
+            elif char in ")]}":
+                depth -= 1
+                deepest = min(deepest, depth)
+        if line.strip() == "end":
+            depth -= 1
+            deepest = min(deepest, depth)
+    return -deepest
 
 
 def is_closer(line: str) -> bool:
