@@ -19,7 +19,7 @@ from __future__ import annotations
 import difflib
 from dataclasses import dataclass, field
 
-from fastapply.defs import Definition, definitions
+from fastapply.defs import CONTAINERS, Definition, definitions
 from fastapply.markers import indent_width
 from fastapply.syntax import count_errors
 
@@ -369,6 +369,16 @@ def _edge_doubt(removed: list[str], added: tuple[str, ...], what: str, which: st
     return []
 
 
+def _similar_doubt(new_line: str, neighbours: list[str], where: str) -> list[str]:
+    """New lines inserted next to an original line much like them may have been meant to replace it."""
+    neighbour = next((line for line in neighbours if line.strip()), None)
+    if neighbour is None or not new_line.strip():
+        return []
+    if difflib.SequenceMatcher(None, new_line.strip(), neighbour.strip()).ratio() >= 0.6:
+        return [f"{where} adds {new_line.strip()!r} next to the similar {neighbour.strip()!r}; it may replace it"]
+    return []
+
+
 def _innermost(orig: Original, line: int, lo: int, header_counts: bool = False) -> Definition | None:
     inside = [d for d in orig.defs() if (d.header <= line if header_counts else d.header < line) and line < d.end
               and d.start >= lo]
@@ -381,9 +391,12 @@ def _reopened_definition(orig: Original, start: int, leading: tuple[str, ...], l
     new = [line for line in leading if line.strip()]
     if not new:
         return start, []
+    decorated = [d for d in orig.defs() if d.header == start and lo <= d.start < start]
+    if decorated:  # the snippet shows the definition's decorators (comments): they replace the original's
+        return decorated[0].start, []
     enclosing = _innermost(orig, start, lo)
     if enclosing is None or min(indent_width(line) for line in new) > indent_width(orig.lines[enclosing.header]):
-        return start, []
+        return start, _similar_doubt(new[-1], orig.lines[lo:start][::-1], where)
     doubts = []
     if orig.language in _INDENT_LANGUAGES:
         doubts.append(f"{where} rewrites the start of {enclosing.name!r}; its layout alone says so")
@@ -394,17 +407,15 @@ def _closed_definition(orig: Original, end: int, trailing: tuple[str, ...], mark
     """A segment whose last anchor is inside a definition that it then closes (new lines at the
     definition's indentation, or a marker left of its body) replaces the rest of that definition."""
     enclosing = _innermost(orig, end - 1, 0, header_counts=True)
-    if enclosing is None or enclosing.end > hi or not any(line.strip() for line in orig.lines[end:enclosing.end]):
-        return end, []
-    width = indent_width(orig.lines[enclosing.header])
     new = [line for line in trailing if line.strip()]
+    if enclosing is None or enclosing.end > hi or not any(line.strip() for line in orig.lines[end:enclosing.end]):
+        return end, _similar_doubt(new[0], orig.lines[end:hi], where) if new else []
+    width = indent_width(orig.lines[enclosing.header])
     closes_with_code = any(indent_width(line) <= width for line in new)
     if not closes_with_code and not (new and marker_indent <= width):
-        if marker_indent <= width and orig.language in _INDENT_LANGUAGES:
-            return end, [f"{where} ends inside {enclosing.name!r} but its marker is outside it"]
-        return end, []
+        return end, _similar_doubt(new[0], orig.lines[end:hi], where) if new else []
     doubts = []
-    if orig.language in _INDENT_LANGUAGES:
+    if orig.language in _INDENT_LANGUAGES and (closes_with_code or enclosing.kind in CONTAINERS):
         doubts.append(f"{where} rewrites the end of {enclosing.name!r}; its layout alone says so")
     return enclosing.end, doubts
 
@@ -417,9 +428,10 @@ def place_by_definitions(seg: Segment, index: int, orig: Original, lo: int, hi: 
     if any(m is not None and m > width for m in (seg.marker_before, seg.marker_after)):
         return None  # the markers are inside the segment's definitions: they are not whole
     text = "".join(_dedent(seg.lines, width))
-    if count_errors(text, orig.language):
-        return None
-    top = [d for d in definitions(text, orig.language) if not d.scope]
+    if count_errors(text, orig.language) or (orig.language in _INDENT_LANGUAGES and text.rstrip().endswith(":")):
+        return None  # not whole definitions (tree-sitter accepts an empty Python block; Python does not)
+    found = definitions(text, orig.language)
+    top = [d for d in found if not d.scope]
     covered = {line for d in top for line in range(d.start, d.end)}
     if not top or any(line.strip() and i not in covered for i, line in enumerate(seg.lines)):
         return None
@@ -433,6 +445,9 @@ def place_by_definitions(seg: Segment, index: int, orig: Original, lo: int, hi: 
             doubts.append(f"{where}: {d.name!r} is defined {len(same)} times in the original")
         if same:
             pairs.append((d, same[0]))
+            missing = _members(orig.defs(), same[0]) - _members(found, d)
+            if missing:
+                doubts.append(f"{where} shows {d.name!r} without {', '.join(sorted(missing))}, which would be deleted")
     if not pairs:
         return None
     if len(pairs) < len(top):
@@ -451,6 +466,12 @@ def place_by_definitions(seg: Segment, index: int, orig: Original, lo: int, hi: 
     if seg.marker_after is None and any(line.strip() for line in orig.lines[end:]):
         doubts.append(f"{where} does not end with a marker, yet the original has code after it")
     return Placement(start, end, seg.lines, tuple(doubts))
+
+
+def _members(defs: list[Definition], parent: Definition) -> set[str]:
+    """Names of the definitions directly inside ``parent``."""
+    scope = parent.scope + (parent.name,)
+    return {d.name for d in defs if d.scope == scope and parent.start <= d.start and d.end <= parent.end}
 
 
 def _dedent(lines: tuple[str, ...], width: int) -> list[str]:

@@ -128,7 +128,7 @@ def _unmarked(orig: Original, snippet: list[str]) -> tuple[list[Placement] | Non
     if original_top <= snippet_top and kept >= 0.5 and count_errors(text, orig.language) <= count_errors(
             "".join(orig.lines), orig.language):
         return [Placement(0, len(orig.lines), whole.lines)], []
-    by_defs = place_by_definitions(whole, 0, orig, 0, len(orig.lines))
+    by_defs = place_by_definitions(Segment(whole.lines, 0, 0), 0, orig, 0, len(orig.lines))
     if by_defs is not None:
         return [by_defs], list(by_defs.doubts)
     guess = place(Segment(tuple(snippet), 0, 0), 0, orig, 0, None)
