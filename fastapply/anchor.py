@@ -216,30 +216,51 @@ def _anchors(orig: Original, key, skeys: list[str], lines: tuple[str, ...], lo: 
             return runs[0], runs[0], doubts
     if heads[0][1] == 0 and heads[0][2] == n:  # the whole segment is original code
         return heads[0], heads[0], _unchanged_doubts(orig, key, skeys, heads, lo, hi, where)
-    # A first-anchor run is cut where the last anchor begins (in the snippet and in the original).
-    pairs = [(h, t) for h in heads for t in tails if min(h[2], t[1] - h[1], t[0] - h[0]) >= 1]
-    if not pairs:
+    # A reading is a (first, last) pair of candidates in order; runs may be cut short, as the lines
+    # where they meet may be new code that merely looks like the original (a copied function).
+    fits = [(h, t, fit) for h in heads for t in tails for fit in [_fit(lines, h, t)] if fit is not None]
+    if not fits:
         return None
+    readings = {(h[0], t[0] + t[2]) for h, t, _ in fits}
     # Of several readings, the one replacing the fewest lines is taken when every other encloses it:
     # the others would delete a copy of an anchor with all the code between. Not when that reading
-    # changes nothing, though: then the snippet may well mean the deletion.
-    head, tail = min(pairs, key=lambda pair: pair[1][0] - pair[0][0])
-    head = [head[0], head[1], min(head[2], tail[1] - head[1], tail[0] - head[0])]
+    # changes nothing, though (the snippet may well mean the deletion), nor on short anchors.
+    h, t, (k, m) = min(fits, key=lambda fit: (fit[1][0] + fit[1][2] - fit[0][0], -fit[0][2] - fit[1][2]))
+    head, tail = [h[0], h[1], k], [t[0] + t[2] - m, t[1] + t[2] - m, m]
+    start, end = head[0], tail[0] + tail[2]
     doubts = []
-    longest = (max(h[2] for h, _ in pairs), max(t[2] for _, t in pairs))
-    enclosed = all(h[0] <= head[0] and t[0] >= tail[0] for h, t in pairs) and (head[2], tail[2]) == longest and min(
-        _solid(lines, head), _solid(lines, tail)) >= 2
-    no_op = orig.keys(key)[head[0]:tail[0] + tail[2]] == skeys[head[1]:tail[1] + tail[2]]
-    if len(pairs) > 1 and (not enclosed or no_op):
-        which = "first" if len({id(h) for h, _ in pairs}) > 1 else "last"
-        run = head if which == "first" else tail
-        doubts.append(f"{where}: its {which} anchor {lines[run[1]].strip()!r} appears more than once")
+    if len(readings) > 1:
+        longest = (max(f[0][2] for f in fits), max(f[1][2] for f in fits))
+        enclosed = all(s <= start and e >= end for s, e in readings) and (h[2], t[2]) == longest and min(
+            _solid(lines, head), _solid(lines, tail)) >= 2
+        no_op = orig.keys(key)[start:end] == skeys[head[1]:tail[1] + tail[2]]
+        if not enclosed or no_op:
+            which = "first" if len({s for s, _ in readings}) > 1 else "last"
+            run = head if which == "first" else tail
+            doubts.append(f"{where}: its {which} anchor {lines[run[1]].strip()!r} appears more than once")
     removed = tail[0] - head[0] - head[2]
     added = tail[1] - head[1] - head[2]
     if removed > added and any(_solid(lines, run) < 2 and not _unique_line(orig, key, lines, run)
                                for run in (head, tail)):
         doubts.append(f"{where} deletes original lines {head[0] + head[2] + 1}-{tail[0]} on a one-line anchor")
     return head, tail, doubts
+
+
+def _fit(lines: tuple[str, ...], head: list[int], tail: list[int]) -> tuple[int, int] | None:
+    """The longest (first run, last run) lengths that keep ``head`` before ``tail`` in both the snippet
+    and the original, each keeping at least one non-trivial line; None when they cannot be in order."""
+    p, b, k = head
+    q, c, size = tail
+    need_head = next((i + 1 for i in range(k) if not is_trivial(lines[b + i])), None)
+    need_tail = next((i + 1 for i in range(size) if not is_trivial(lines[c + size - 1 - i])), None)
+    if need_head is None or need_tail is None:
+        return None
+    snippet_room, original_room = c + size - b, q + size - p
+    first = min(k, snippet_room - need_tail, original_room - need_tail)
+    if first < need_head:
+        return None
+    last = min(size, snippet_room - first, original_room - first)
+    return (first, last) if last >= need_tail else None
 
 
 def _unchanged_doubts(orig: Original, key, skeys: list[str], heads: list[list[int]], lo: int, hi: int,
