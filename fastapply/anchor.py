@@ -233,7 +233,8 @@ def _anchors(orig: Original, key, skeys: list[str], lines: tuple[str, ...], lo: 
         longest = (max(f[0][2] for f in fits), max(f[1][2] for f in fits))
         enclosed = all(s <= start and e >= end for s, e in readings) and (h[2], t[2]) == longest and min(
             _solid(lines, head), _solid(lines, tail)) >= 2
-        no_op = orig.keys(key)[start:end] == skeys[head[1]:tail[1] + tail[2]]
+        no_op = [k for k in orig.keys(key)[start:end] if k.strip()] == [  # at most blank lines change
+            k for k in skeys[head[1]:tail[1] + tail[2]] if k.strip()]
         if not enclosed or no_op:
             which = "first" if len({s for s, _ in readings}) > 1 else "last"
             run = head if which == "first" else tail
@@ -339,7 +340,12 @@ def _place_closers(seg: Segment, index: int, orig: Original, lo: int, hi: int, s
         own = [i for i in range(lo, limit) if orig.lines[i].strip()][-closers:]
         if [exact_key(orig.lines[i]) for i in own] != [exact_key(line) for line in body[-closers:]]:
             return None
-        return Placement(own[0], limit, seg.lines)
+        doubts = ()
+        if closers == len(body) and (seg.marker_before or 0) <= indent_width(body[0]):
+            # only closing lines, after a marker that is not inside their block: they fit after any block,
+            # and the snippet may as well mean that the code before them is deleted
+            doubts = (f"segment {index + 1} only repeats closing lines",)
+        return Placement(own[0], limit, seg.lines, doubts)
     if scope is None:
         return Placement(limit, limit, seg.lines, (f"segment {index + 1} anchors nowhere; it was added at the end",))
     if seg.marker_after is not None and seg.marker_after > indent_width(orig.lines[scope]):
