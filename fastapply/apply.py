@@ -1,0 +1,108 @@
+"""One edit applied by a model: build the prompt and the drafts, decode, parse the answer.
+
+This is the model path shared by the CLI, ``bench``, ``eval`` and the server. It does not read or
+write files, validate the result or print; the callers do.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Sequence
+from dataclasses import dataclass, replace
+
+from fastapply.decode import DecodeStats, speculative_generate
+from fastapply.draft import DraftContext, make_drafter
+from fastapply.errors import FastapplyError
+from fastapply.prompt import Preset, answer_ids, get_preset, parse_answer, prompt_ids
+
+
+@dataclass(frozen=True)
+class EditPlan:
+    """The token-level form of one request: what to prompt with and what to draft from."""
+
+    preset: Preset
+    prompt_ids: list[int]
+    context: DraftContext
+    stop_sequences: tuple[tuple[int, ...], ...]  # the closing tag, unless the file itself contains it
+
+    @property
+    def default_max_new_tokens(self) -> int:
+        """Room for the answer to double the original's length, which no apply edit should exceed."""
+        return 2 * len(self.context.prediction_ids) + 256
+
+
+@dataclass(frozen=True)
+class ApplyResult:
+    text: str  # the new file, LF line endings
+    closed: bool  # the answer's closing tag (or EOS) was reached; False means it was cut off
+    answer: str  # the model's whole answer
+    token_ids: list[int]
+    stats: DecodeStats
+
+
+def plan_edit(tokenizer, original: str, update: str, instruction: str = "", preset: str | Preset = "default",
+              merged: str | None = None) -> EditPlan:
+    """Tokenize one request. ``merged`` is a merge-engine candidate for the new file, drafted first."""
+    preset = get_preset(preset) if isinstance(preset, str) else preset
+    prediction = answer_ids(tokenizer, preset, original)
+    merged_ids = answer_ids(tokenizer, preset, merged) if merged is not None else None
+    snippet = tokenizer(update, add_special_tokens=False)["input_ids"]
+    pieces = set(prediction) | set(snippet) | set(merged_ids or ())
+    context = DraftContext(
+        prompt_ids=prompt_ids(tokenizer, preset, original, update, instruction),
+        prediction_ids=prediction,
+        snippet_ids=snippet,
+        merged_ids=merged_ids,
+        newline_ids=frozenset(i for i in pieces if "\n" in tokenizer.decode([i])),
+    )
+    stops: tuple[tuple[int, ...], ...] = ()
+    close_tag = preset.answer_close.strip()
+    if close_tag not in original:
+        stops = (_closing_tokens(tokenizer, prediction, close_tag),)
+    return EditPlan(preset=preset, prompt_ids=context.prompt_ids, context=context, stop_sequences=stops)
+
+
+def _closing_tokens(tokenizer, prediction: Sequence[int], close_tag: str) -> tuple[int, ...]:
+    """The shortest tail of the prediction (before EOS) whose text contains the closing tag."""
+    body = list(prediction[:-1]) if tokenizer.eos_token_id is not None else list(prediction)
+    for width in range(1, len(body) + 1):
+        if close_tag in tokenizer.decode(body[-width:]):
+            return tuple(body[-width:])
+    return ()
+
+
+def run_plan(target, tokenizer, plan: EditPlan, policy: str = "fastapply", max_new_tokens: int | None = None,
+             stop_ids: Collection[int] = (), on_pass: Callable | None = None) -> ApplyResult:
+    """Decode one planned request on ``target`` with the draft ``policy`` and parse the answer."""
+    budget = max_new_tokens or plan.default_max_new_tokens
+    drafter = make_drafter(policy, plan.context)
+    stops = set(stop_ids) | ({tokenizer.eos_token_id} if tokenizer.eos_token_id is not None else set())
+    tokens, stats = speculative_generate(target, drafter, plan.prompt_ids, budget, stops, plan.stop_sequences,
+                                         on_pass)
+    ended = bool(tokens) and (tokens[-1] in stops or any(
+        seq and tuple(tokens[-len(seq):]) == seq for seq in plan.stop_sequences))
+    answer = tokenizer.decode(tokens, skip_special_tokens=True)
+    parsed = parse_answer(plan.preset, answer)
+    return ApplyResult(text=parsed.file, closed=parsed.closed and ended, answer=answer, token_ids=tokens,
+                       stats=replace(stats, chars=len(parsed.file)))
+
+
+def apply_edit(model, tokenizer, original: str, update: str, instruction: str = "", *,
+               preset: str = "default", policy: str = "fastapply", merged: str | None = None,
+               max_new_tokens: int | None = None, temperature: float = 0.0, seed: int | None = None,
+               on_pass: Callable | None = None) -> ApplyResult:
+    """Apply ``update`` to ``original`` with a loaded transformers model (see ``target.load_model``)."""
+    from fastapply.target import HFTarget, stop_ids_of
+
+    plan = plan_edit(tokenizer, original, update, instruction, preset, merged)
+    context_size = getattr(model.config, "max_position_embeddings", None)
+    budget = max_new_tokens or plan.default_max_new_tokens
+    if context_size is not None:
+        room = context_size - len(plan.prompt_ids)
+        if room < len(plan.context.prediction_ids):
+            raise FastapplyError(
+                f"the file is too long for this model: the prompt is {len(plan.prompt_ids)} tokens and the "
+                f"answer needs about {len(plan.context.prediction_ids)} more, but the model's context is {context_size}"
+            )
+        budget = min(budget, room)
+    target = HFTarget(model, temperature=temperature, seed=seed)
+    return run_plan(target, tokenizer, plan, policy, budget, stop_ids_of(model, tokenizer), on_pass)

@@ -1,0 +1,294 @@
+"""The ``fastapply`` command: parse, call the library, render. Thin by design.
+
+``fastapply FILE --edit TEXT`` applies an edit (the ``apply`` command is the default); ``fastapply
+bench`` compares decoding methods. stdout carries only the result; messages go to stderr, with colour
+and progress only when stderr is a terminal. Exit codes: 0 success, 1 error, 2 usage, 3 refused.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import logging
+import sys
+from enum import Enum
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.console import Console
+from typer.core import TyperGroup
+
+from fastapply import __version__
+from fastapply.errors import FastapplyError, RefusedError, UsageError
+
+stderr = Console(stderr=True, highlight=False)
+
+
+class _ApplyByDefault(TyperGroup):
+    """``fastapply FILE ...`` means ``fastapply apply FILE ...``; subcommands and ``--help`` keep their names."""
+
+    def parse_args(self, ctx, args):
+        if args and args[0] not in self.commands and args[0] not in ("--help", "-h", "--version"):
+            args = ["apply", *args]
+        return super().parse_args(ctx, args)
+
+
+app = typer.Typer(cls=_ApplyByDefault, add_completion=False, no_args_is_help=True, rich_markup_mode=None,
+                  help="Apply code edits with a language model, made fast by speculative edits.")
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"fastapply {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
+                                                help="Show the version and exit.")] = False) -> None:
+    pass
+
+
+class Policy(str, Enum):
+    fastapply = "fastapply"
+    none = "none"
+    pld = "pld"
+    ngram = "ngram"
+
+
+ModelOpt = Annotated[Optional[str], typer.Option("--model", "-m", envvar="FASTAPPLY_MODEL",
+                                                 help="Checkpoint directory or hub id.")]
+DeviceOpt = Annotated[str, typer.Option(envvar="FASTAPPLY_DEVICE", help="auto, cpu, cuda or mps.")]
+DtypeOpt = Annotated[str, typer.Option(envvar="FASTAPPLY_DTYPE", help="auto (float32 on CPU, bfloat16 on GPU), "
+                                                                     "float32, bfloat16 or float16.")]
+PresetOpt = Annotated[str, typer.Option(envvar="FASTAPPLY_PRESET", help="Prompt preset: default or open-fastapply.")]
+MaxTokensOpt = Annotated[Optional[int], typer.Option(
+    "--max-new-tokens", min=1, help="Most tokens the model may write (default: twice the file, plus 256).")]
+VerboseOpt = Annotated[bool, typer.Option("--verbose", "-v", help="Log what happens to stderr.")]
+
+
+@app.command("apply")
+def apply_command(
+    file: Annotated[str, typer.Argument(help="The file to edit; - reads it from stdin.")],
+    edit: Annotated[Optional[str], typer.Option("--edit", "-e", help="The update snippet or instruction; - reads stdin.")] = None,
+    edit_file: Annotated[Optional[Path], typer.Option("--edit-file", help="Read the edit from this file.")] = None,
+    instruction: Annotated[str, typer.Option(help="A natural-language instruction beside the snippet.")] = "",
+    model: ModelOpt = None,
+    adapter: Annotated[Optional[str], typer.Option(envvar="FASTAPPLY_ADAPTER", help="LoRA adapter directory on top of --model.")] = None,
+    device: DeviceOpt = "auto",
+    dtype: DtypeOpt = "auto",
+    draft: Annotated[Policy, typer.Option(envvar="FASTAPPLY_DRAFT", help="Draft policy.")] = Policy.fastapply,
+    preset: PresetOpt = "default",
+    max_new_tokens: MaxTokensOpt = None,
+    temperature: Annotated[float, typer.Option(min=0.0, help="0 is greedy; above 0 samples (losslessly).")] = 0.0,
+    seed: Annotated[Optional[int], typer.Option(help="Seed for sampling.")] = None,
+    in_place: Annotated[bool, typer.Option("--in-place", "-i", help="Replace FILE atomically.")] = False,
+    output: Annotated[Optional[Path], typer.Option("--output", "-o", help="Write the result to this path.")] = None,
+    diff: Annotated[bool, typer.Option("--diff", help="Print a unified diff instead of the file.")] = False,
+    check: Annotated[bool, typer.Option("--check", help="Exit 0 if the edit leaves the file unchanged, 1 if it would change it.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the result and stats as JSON.")] = False,
+    stats: Annotated[bool, typer.Option("--stats", help="Show decoding stats on stderr.")] = False,
+    verbose: VerboseOpt = False,
+) -> None:
+    """Apply an edit to FILE and print the new file (or write it with --in-place / -o)."""
+    _setup_logging(verbose)
+    with _errors():
+        from fastapply import fileio
+
+        if sum([in_place, output is not None, diff, check, as_json]) > 1:
+            raise UsageError("choose one of --in-place, --output, --diff, --check and --json")
+        if in_place and file == fileio.STDIN:
+            raise UsageError("--in-place needs a file, not stdin")
+        update = _read_edit(edit, edit_file, file)
+        original, fmt = fileio.read_text(file)
+        if not model:
+            raise UsageError("no model: pass --model PATH_OR_HUB_ID or set FASTAPPLY_MODEL")
+        result = _run_model(original, update, instruction, model, adapter, device, dtype, draft.value, preset,
+                            max_new_tokens, temperature, seed)
+        if not result.closed:
+            raise RefusedError("the model's answer was cut off before its end (raise --max-new-tokens?); "
+                               "nothing was written", ("truncated",))
+        new_text = result.text
+        if stats:
+            _print_stats(result.stats)
+        changed = new_text != original
+        if check:
+            raise typer.Exit(1 if changed else 0)
+        if as_json:
+            typer.echo(json.dumps({"path": file, "changed": changed, "text": new_text, "model": model,
+                                   "draft": draft.value, "stats": result.stats.as_dict()}, indent=1))
+        elif diff:
+            name = "stdin" if file == fileio.STDIN else file
+            sys.stdout.write("".join(difflib.unified_diff(
+                original.splitlines(keepends=True), new_text.splitlines(keepends=True), f"a/{name}", f"b/{name}")))
+        elif in_place or output is not None:
+            fileio.write_atomic(file if in_place else output, fileio.encode(new_text, fmt))
+            if stderr.is_terminal:
+                stderr.print(f"wrote {file if in_place else output}")
+        else:
+            sys.stdout.buffer.write(fileio.encode(new_text, fmt))
+            sys.stdout.flush()
+
+
+def _read_edit(edit: str | None, edit_file: Path | None, file: str) -> str:
+    from fastapply import fileio
+
+    if edit is not None and edit_file is not None:
+        raise UsageError("pass the edit once: --edit or --edit-file")
+    if edit == fileio.STDIN:
+        if file == fileio.STDIN:
+            raise UsageError("the file and the edit cannot both come from stdin")
+        text = fileio.decode(fileio.read_bytes(fileio.STDIN), "stdin")[0]
+    elif edit_file is not None:
+        text = fileio.read_text(str(edit_file))[0]
+    else:
+        text = edit or ""
+    if not text.strip():
+        raise UsageError("the edit is empty: pass --edit TEXT, --edit-file PATH or --edit - (stdin)")
+    return text
+
+
+def _run_model(original, update, instruction, model, adapter, device, dtype, policy, preset, max_new_tokens,
+               temperature, seed):
+    from fastapply.apply import apply_edit
+    from fastapply.target import load_model
+
+    with _progress() as on_pass:
+        lm, tokenizer = load_model(model, device, dtype, adapter)
+        return apply_edit(lm, tokenizer, original, update, instruction, preset=preset, policy=policy,
+                          max_new_tokens=max_new_tokens, temperature=temperature, seed=seed, on_pass=on_pass)
+
+
+class _progress:
+    """A live status line on stderr while the model writes, only when stderr is a terminal."""
+
+    def __enter__(self):
+        self.status = stderr.status("loading model...") if stderr.is_terminal else None
+        if self.status is not None:
+            self.status.start()
+        return self.update if self.status is not None else None
+
+    def update(self, out, stats) -> None:
+        self.status.update(f"{stats.tokens} tokens, {stats.tokens_per_s:.0f} tok/s, "
+                           f"{stats.tokens_per_pass:.1f} tokens per pass")
+
+    def __exit__(self, *exc) -> None:
+        if self.status is not None:
+            self.status.stop()
+
+
+def _print_stats(stats) -> None:
+    from rich.table import Table
+
+    table = Table(title="decoding", show_header=False)
+    d = stats.as_dict()
+    for key in ("passes", "tokens", "tokens_per_pass", "acceptance", "prefill_s", "decode_s", "tokens_per_s",
+                "chars_per_s"):
+        table.add_row(key.replace("_", " "), str(d[key]))
+    table.add_row("accepted by source", ", ".join(f"{k} {v}" for k, v in d["accepted_by_source"].items()) or "-")
+    stderr.print(table)
+
+
+class _errors:
+    """Turn fastapply's errors into one line on stderr and their exit status; Ctrl-C into status 130."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, kind, exc, tb):
+        if isinstance(exc, FastapplyError):
+            stderr.print(f"fastapply: {'refused' if isinstance(exc, RefusedError) else 'error'}: {exc}",
+                         markup=False, soft_wrap=True)
+            raise typer.Exit(exc.exit_code)
+        if isinstance(exc, KeyboardInterrupt):
+            stderr.print("fastapply: interrupted; nothing was written", markup=False)
+            raise typer.Exit(130)
+        return False
+
+
+def _setup_logging(verbose: bool) -> None:
+    if verbose:
+        from rich.logging import RichHandler
+
+        logging.basicConfig(level=logging.INFO, handlers=[RichHandler(console=stderr)], format="%(message)s")
+
+
+@app.command("bench")
+def bench_command(
+    model: ModelOpt = None,
+    file: Annotated[Optional[Path], typer.Option("--file", help="The file of a single case.")] = None,
+    edit_file: Annotated[Optional[Path], typer.Option("--edit-file", help="The edit of a single case.")] = None,
+    expected: Annotated[Optional[Path], typer.Option("--expected", help="The reference result of a single case.")] = None,
+    tasks: Annotated[Optional[Path], typer.Option("--tasks", help="Cases from a JSONL file in the eval-task schema.")] = None,
+    limit: Annotated[Optional[int], typer.Option(min=1, help="Use at most this many tasks.")] = None,
+    acceptance: Annotated[str, typer.Option(help="model: the model's own choices; replay: real forward passes, "
+                                                 "choices from the expected file.")] = "model",
+    methods: Annotated[str, typer.Option(help="Comma-separated: plain, prompt-lookup, ngram, fastapply.")] =
+    "plain,prompt-lookup,ngram,fastapply",
+    device: DeviceOpt = "auto",
+    dtype: DtypeOpt = "auto",
+    preset: PresetOpt = "default",
+    max_new_tokens: MaxTokensOpt = None,
+    out: Annotated[Optional[Path], typer.Option("--out", help="Write the rows as JSON here.")] = None,
+) -> None:
+    """Compare plain decoding, prompt lookup, n-gram and speculative edits on one model in one run."""
+    with _errors():
+        from fastapply.bench import BenchCase, run_bench
+        from fastapply.target import load_model
+
+        if not model:
+            raise UsageError("no model: pass --model PATH_OR_HUB_ID or set FASTAPPLY_MODEL")
+        cases = _bench_cases(file, edit_file, expected, tasks, limit)
+        lm, tokenizer = load_model(model, device, dtype)
+        rows = run_bench(lm, tokenizer, cases, acceptance, preset, max_new_tokens,
+                         tuple(m.strip() for m in methods.split(",") if m.strip()))
+        _print_bench(rows, model, acceptance)
+        if out is not None:
+            import platform
+
+            import torch
+
+            out.parent.mkdir(parents=True, exist_ok=True)
+            out.write_text(json.dumps({
+                "model": model, "acceptance": acceptance, "device": str(lm.device), "dtype": str(lm.dtype),
+                "machine": f"{platform.machine()}, {torch.get_num_threads()} threads, {platform.processor() or platform.system()}",
+                "parameters": sum(p.numel() for p in lm.parameters()),
+                "rows": [row.as_dict() for row in rows]}, indent=1))
+
+
+def _bench_cases(file, edit_file, expected, tasks, limit):
+    from fastapply import fileio
+    from fastapply.bench import BenchCase
+
+    if tasks is not None:
+        cases = []
+        with open(tasks, encoding="utf-8") as handle:
+            for line in handle:
+                if line.strip():
+                    t = json.loads(line)
+                    cases.append(BenchCase(t["id"], t["original"], t["update"], t.get("instruction", ""),
+                                           t.get("expected")))
+        return cases[:limit] if limit else cases
+    if file is None or edit_file is None:
+        raise UsageError("give a case with --file and --edit-file (and --expected), or --tasks FILE.jsonl")
+    return [BenchCase(file.name, fileio.read_text(str(file))[0], fileio.read_text(str(edit_file))[0], "",
+                      fileio.read_text(str(expected))[0] if expected else None)]
+
+
+def _print_bench(rows, model: str, acceptance: str) -> None:
+    from rich.table import Table
+
+    table = Table(title=f"fastapply bench: {model} (acceptance: {acceptance})")
+    for col in ("case", "method", "passes", "tokens/pass", "tok/s", "chars/s", "seconds", "vs plain",
+                "vs prompt lookup", "same as plain"):
+        table.add_column(col, justify="left" if col in ("case", "method") else "right")
+    for r in rows:
+        table.add_row(r.case, r.method, str(r.passes), f"{r.tokens_per_pass:.2f}", f"{r.tokens_per_s:.1f}",
+                      f"{r.chars_per_s:.0f}", f"{r.seconds:.2f}", f"{r.speedup_plain:.2f}x",
+                      f"{r.speedup_prompt_lookup:.2f}x", "yes" if r.same_as_plain else "NO")
+    Console(width=160).print(table)
+
+
+def main() -> None:
+    app()

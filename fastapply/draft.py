@@ -1,0 +1,272 @@
+"""Draft sources: what the model is asked to verify next.
+
+fastapply's own policy (``fastapply``) keeps a pointer into token sequences the answer is likely to
+repeat (the merged-file prediction when there is one, the original-file prediction, the update
+snippet) and re-synchronises a lost pointer on the longest suffix of the output found in the
+sequence, nearest at or after where the pointer was; failing those, it looks up the output's own
+history. The baselines are the published rules of the peers: ``none`` (one token per pass), ``pld``
+(transformers' prompt lookup) and ``ngram`` (vLLM's n-gram proposer). This module does not run the
+model or choose the draft length; ``decode.py`` does.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from fastapply.errors import UsageError
+
+
+class Drafter(Protocol):
+    source: str  # where the last proposal came from ("prediction", "snippet", ...); "" when none
+
+    def propose(self, out: Sequence[int], k: int) -> list[int]:
+        """Up to ``k`` tokens that may follow ``out``."""
+
+    def update(self, out: Sequence[int], n_accepted: int) -> None:
+        """``out`` grew by a pass that accepted ``n_accepted`` draft tokens (plus the model's own)."""
+
+
+@dataclass(frozen=True)
+class DraftContext:
+    """Everything a draft policy may draw on for one request (token ids)."""
+
+    prompt_ids: Sequence[int]
+    prediction_ids: Sequence[int]  # the answer with the original file inside, then EOS
+    snippet_ids: Sequence[int] = ()  # the update snippet alone
+    merged_ids: Sequence[int] | None = None  # the answer with a merged candidate inside, then EOS
+    newline_ids: frozenset[int] = frozenset()  # ids whose text contains a line break
+
+
+MIN_MATCH = 3  # tokens a re-sync match needs, unless it ends at a line break
+MAX_MATCH = 64  # longer suffix matches are not told apart
+
+
+class PointerSource:
+    """A token sequence with a pointer to the token expected next in the output.
+
+    Example: tokens=[5, 6, 7, 8, 5, 6, 7, 9], pointer lost, output ends [.., 5, 6, 7] and the pointer
+    was at 4 -> both occurrences match 3 tokens; the one ending at or after 4 wins, so the pointer is 7
+    and the proposal starts [9].
+    """
+
+    def __init__(self, name: str, tokens: Sequence[int], newline_ids: frozenset[int] = frozenset()):
+        self.name = name
+        self.tokens = list(tokens)
+        self.newline_ids = newline_ids
+        self.pointer: int | None = 0  # None: lost
+        self.run = 0  # length of the current matched run ending at the pointer
+        self._trigrams: dict[tuple[int, int, int], list[int]] = defaultdict(list)
+        self._newlines: dict[int, list[int]] = defaultdict(list)
+        for i in range(len(self.tokens)):
+            if i + MIN_MATCH <= len(self.tokens):
+                self._trigrams[tuple(self.tokens[i:i + MIN_MATCH])].append(i)
+            if self.tokens[i] in newline_ids:
+                self._newlines[self.tokens[i]].append(i)
+        self._last_pointer = 0
+
+    def follow(self, new: Sequence[int], out: Sequence[int]) -> None:
+        """Advance over ``new`` output tokens while they match; re-synchronise when they do not."""
+        p = self.pointer
+        if p is not None and self.tokens[p:p + len(new)] == list(new):
+            self.pointer = p + len(new)
+            self.run += len(new)
+        else:
+            self.resync(out)
+        if self.pointer is not None:
+            self._last_pointer = self.pointer
+
+    def resync(self, out: Sequence[int]) -> None:
+        """Point after the longest suffix of ``out`` found in the tokens, nearest at or after the old pointer."""
+        candidates: list[int] = []  # start positions of a match of the last MIN_MATCH tokens (or 1 newline)
+        width = 0
+        if len(out) >= MIN_MATCH:
+            candidates = self._trigrams.get(tuple(out[-MIN_MATCH:]), [])
+            width = MIN_MATCH
+        if not candidates and out and out[-1] in self.newline_ids:
+            candidates = self._newlines.get(out[-1], [])
+            width = 1
+        best_end, best_len = None, 0
+        for start in candidates:
+            end = start + width
+            if end >= len(self.tokens):
+                continue  # nothing left to propose after it
+            length = width
+            while (length < MAX_MATCH and start - (length - width) > 0 and length < len(out)
+                   and self.tokens[start - (length - width) - 1] == out[-length - 1]):
+                length += 1
+            if best_end is None or length > best_len or (
+                    length == best_len and _nearer(end, best_end, self._last_pointer)):
+                best_end, best_len = end, length
+        self.pointer = best_end
+        self.run = best_len
+
+    def propose(self, k: int) -> list[int]:
+        if self.pointer is None:
+            return []
+        return self.tokens[self.pointer:self.pointer + k]
+
+
+def _nearer(end: int, other: int, pointer: int) -> bool:
+    """Whether ``end`` is a better re-sync point than ``other``: at or after the pointer and closest to
+    it, else (both before it) the later one."""
+    if (end >= pointer) != (other >= pointer):
+        return end >= pointer
+    return end < other if end >= pointer else end > other
+
+
+class SpecEditsDrafter:
+    """fastapply's policy: pointer sources (merged prediction, original prediction, snippet), the one with
+    the longest current matched run proposing (ties in that order), then the output's own history."""
+
+    def __init__(self, context: DraftContext):
+        sources = []
+        if context.merged_ids is not None and list(context.merged_ids) != list(context.prediction_ids):
+            sources.append(PointerSource("merged", context.merged_ids, context.newline_ids))
+        sources.append(PointerSource("prediction", context.prediction_ids, context.newline_ids))
+        if context.snippet_ids:
+            sources.append(PointerSource("snippet", context.snippet_ids, context.newline_ids))
+            sources[-1].pointer = None  # the snippet is only reached by re-sync
+        self.sources = sources
+        self.history = HistoryLookup()
+        self.source = ""
+        self._seen = 0
+
+    def propose(self, out: Sequence[int], k: int) -> list[int]:
+        live = [s for s in self.sources if s.pointer is not None and s.pointer < len(s.tokens)]
+        if live:
+            best = max(live, key=lambda s: s.run)  # max() keeps the first of equal runs: source order
+            self.source = best.name
+            return best.propose(k)
+        draft = self.history.propose(out, k)
+        self.source = "history" if draft else ""
+        return draft
+
+    def update(self, out: Sequence[int], n_accepted: int) -> None:
+        new = out[self._seen:]
+        self._seen = len(out)
+        for source in self.sources:
+            source.follow(new, out)
+
+
+class HistoryLookup:
+    """n-gram lookup in the output itself: the most recent earlier occurrence of its last 3 tokens."""
+
+    source = "history"
+
+    def propose(self, out: Sequence[int], k: int) -> list[int]:
+        if len(out) <= MIN_MATCH:
+            return []
+        suffix = list(out[-MIN_MATCH:])
+        for start in range(len(out) - MIN_MATCH - 1, -1, -1):
+            if list(out[start:start + MIN_MATCH]) == suffix:
+                return list(out[start + MIN_MATCH:start + MIN_MATCH + k])
+        return []
+
+    def update(self, out: Sequence[int], n_accepted: int) -> None:
+        pass
+
+
+class NoDrafter:
+    """Plain decoding: nothing is drafted, each pass gives one token."""
+
+    source = ""
+
+    def propose(self, out: Sequence[int], k: int) -> list[int]:
+        return []
+
+    def update(self, out: Sequence[int], n_accepted: int) -> None:
+        pass
+
+
+class _ContextIndex:
+    """Positions of every n-gram (n = 1..max_n) in prompt + output, kept up to date as the output grows."""
+
+    def __init__(self, prompt_ids: Sequence[int], max_n: int):
+        self.tokens: list[int] = []
+        self.max_n = max_n
+        self.positions: dict[tuple[int, ...], list[int]] = defaultdict(list)
+        self.extend(prompt_ids)
+        self._prompt_len = len(self.tokens)
+
+    def extend(self, ids: Sequence[int]) -> None:
+        for token in ids:
+            self.tokens.append(token)
+            end = len(self.tokens)
+            for n in range(1, self.max_n + 1):
+                if end - n >= 0:
+                    self.positions[tuple(self.tokens[end - n:end])].append(end - n)
+
+    def sync(self, out: Sequence[int]) -> None:
+        self.extend(out[len(self.tokens) - self._prompt_len:])
+
+    def earliest_continuation(self, n: int, k: int) -> list[int]:
+        """The ``k`` tokens after the earliest occurrence of the last ``n`` tokens that has any after it."""
+        starts = self.positions.get(tuple(self.tokens[-n:])) if len(self.tokens) >= n else None
+        if not starts or starts[0] + n >= len(self.tokens):
+            return []  # no occurrence, or the only one is the suffix itself
+        return self.tokens[starts[0] + n:starts[0] + n + k]
+
+
+class PromptLookupDrafter:
+    """transformers' prompt lookup: the leftmost match of the last 2 (else 1) tokens in prompt + output,
+    and the ``num_tokens`` after it."""
+
+    source = "pld"
+
+    def __init__(self, context: DraftContext, max_ngram: int = 2, num_tokens: int = 10):
+        self.index = _ContextIndex(context.prompt_ids, max_ngram)
+        self.max_ngram = max_ngram
+        self.num_tokens = num_tokens
+
+    def propose(self, out: Sequence[int], k: int) -> list[int]:
+        self.index.sync(out)
+        for n in range(self.max_ngram, 0, -1):
+            draft = self.index.earliest_continuation(n, self.num_tokens)
+            if draft:
+                return draft
+        return []
+
+    def update(self, out: Sequence[int], n_accepted: int) -> None:
+        pass
+
+
+class NgramDrafter:
+    """vLLM's n-gram proposer: the longest match (``max_n`` down to ``min_n`` tokens) of the output's
+    suffix in prompt + output, ties to the earliest; it proposes as many tokens as the loop asks for."""
+
+    source = "ngram"
+
+    def __init__(self, context: DraftContext, min_n: int = 1, max_n: int = 4):
+        self.index = _ContextIndex(context.prompt_ids, max_n)
+        self.min_n, self.max_n = min_n, max_n
+
+    def propose(self, out: Sequence[int], k: int) -> list[int]:
+        self.index.sync(out)
+        for n in range(self.max_n, self.min_n - 1, -1):
+            draft = self.index.earliest_continuation(n, k)
+            if draft:
+                return draft
+        return []
+
+    def update(self, out: Sequence[int], n_accepted: int) -> None:
+        pass
+
+
+POLICIES = {
+    "fastapply": SpecEditsDrafter,
+    "none": lambda context: NoDrafter(),
+    "pld": PromptLookupDrafter,
+    "ngram": NgramDrafter,
+}
+
+
+def make_drafter(policy: str, context: DraftContext) -> Drafter:
+    """The drafter registered under ``policy`` for one request."""
+    try:
+        factory = POLICIES[policy]
+    except KeyError:
+        raise UsageError(f"unknown draft policy {policy!r}; choose one of: {', '.join(POLICIES)}") from None
+    return factory(context)

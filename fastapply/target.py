@@ -1,0 +1,322 @@
+"""The model being decoded, behind the ``Target`` protocol.
+
+``HFTarget`` runs a transformers causal LM with its own KV cache: ``verify`` feeds the last accepted
+token plus a draft in one forward pass and returns the model's choice at every position; ``accept``
+keeps part of the draft and rolls the cache back past the rest. ``ReplayTarget`` knows the reference
+output and "chooses" it at every position, so the number of passes depends on the draft policy alone.
+This module does not choose drafts or loop; ``decode.py`` does.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+from fastapply.errors import FastapplyError, UsageError
+
+DTYPES = ("auto", "float32", "bfloat16", "float16")
+DEVICES = ("auto", "cpu", "cuda", "mps")
+
+
+class Target(Protocol):
+    def prefill(self, ids: list[int]) -> int:
+        """Run the prompt; return the model's next token (not yet in the cache)."""
+
+    def verify(self, draft: list[int]) -> list[int]:
+        """Feed [last token] + draft in one pass; return the model's choice at each of len(draft)+1 positions."""
+
+    def accept(self, n: int) -> None:
+        """Keep the first ``n`` draft tokens of the last ``verify``; drop the rest from the cache."""
+
+    def cost(self, k: int) -> float:
+        """Seconds (or relative units) that verifying a draft of ``k`` tokens costs."""
+
+
+def resolve_device(device: str) -> str:
+    import torch
+
+    if device not in DEVICES:
+        raise UsageError(f"unknown device {device!r}; choose one of: {', '.join(DEVICES)}")
+    if device == "auto":
+        if torch.cuda.is_available():
+            return "cuda"
+        if torch.backends.mps.is_available():
+            return "mps"
+        return "cpu"
+    if device == "cuda" and not torch.cuda.is_available():
+        raise FastapplyError("--device cuda was asked for but no CUDA device is available")
+    if device == "mps" and not torch.backends.mps.is_available():
+        raise FastapplyError("--device mps was asked for but MPS is not available")
+    return device
+
+
+def resolve_dtype(dtype: str, device: str):
+    import torch
+
+    if dtype not in DTYPES:
+        raise UsageError(f"unknown dtype {dtype!r}; choose one of: {', '.join(DTYPES)}")
+    if dtype == "auto":
+        return torch.float32 if device == "cpu" else torch.bfloat16
+    return getattr(torch, dtype)
+
+
+def load_model(model: str, device: str = "auto", dtype: str = "auto", adapter: str | None = None):
+    """Load (model, tokenizer) from a local checkpoint directory or a hub id, ready for decoding.
+
+    ``adapter`` is a LoRA adapter directory (peft) applied on top of the base without merging.
+    """
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.set_verbosity_error()
+    hf_logging.disable_progress_bar()
+    looks_local = model.startswith((".", "/", "~")) or Path(model).exists()
+    if looks_local and not Path(model).expanduser().exists():
+        raise FastapplyError(f"model path {model} does not exist")
+    if looks_local:
+        model = str(Path(model).expanduser())
+    device = resolve_device(device)
+    torch_dtype = resolve_dtype(dtype, device)
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(model)
+        lm = AutoModelForCausalLM.from_pretrained(model, dtype=torch_dtype)
+    except (OSError, ValueError) as exc:
+        first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise FastapplyError(f"cannot load model {model}: {first_line}") from None
+    if adapter is not None:
+        lm = _with_adapter(lm, adapter)
+    lm.to(device).eval()
+    return lm, tokenizer
+
+
+def _with_adapter(lm, adapter: str):
+    try:
+        from peft import PeftModel
+    except ImportError:
+        raise FastapplyError("--adapter needs peft: pip install 'fastapply[train]'") from None
+    if not Path(adapter).exists():
+        raise FastapplyError(f"adapter path {adapter} does not exist")
+    return PeftModel.from_pretrained(lm, adapter)
+
+
+def stop_ids_of(model, tokenizer) -> set[int]:
+    """Token ids that end generation: the tokenizer's EOS and the model's generation-config EOS ids."""
+    ids: set[int] = set()
+    if tokenizer.eos_token_id is not None:
+        ids.add(tokenizer.eos_token_id)
+    configured = getattr(getattr(model, "generation_config", None), "eos_token_id", None)
+    if isinstance(configured, int):
+        ids.add(configured)
+    elif configured:
+        ids.update(configured)
+    return ids
+
+
+@dataclass(frozen=True)
+class CostModel:
+    """Measured seconds per verify of ``k`` draft tokens, linearly interpolated between measured sizes."""
+
+    points: tuple[tuple[int, float], ...]  # (k, seconds), sorted by k
+
+    def __call__(self, k: int) -> float:
+        pts = self.points
+        if k <= pts[0][0]:
+            return pts[0][1]
+        for (k0, s0), (k1, s1) in zip(pts, pts[1:]):
+            if k <= k1:
+                return s0 + (s1 - s0) * (k - k0) / (k1 - k0)
+        (k0, s0), (k1, s1) = pts[-2], pts[-1]
+        return s1 + (s1 - s0) * (k - k1) / (k1 - k0)
+
+
+CALIBRATION_SIZES = (0, 8, 32, 128, 256)
+
+
+def cache_dir() -> Path:
+    return Path(os.environ.get("FASTAPPLY_CACHE_DIR", Path.home() / ".cache" / "fastapply"))
+
+
+class HFTarget:
+    """A transformers causal LM with a KV cache that rolls back by cropping.
+
+    Greedy when ``temperature == 0``; otherwise every verified position is sampled from the model's
+    distribution at that temperature (the decode loop keeps the draft while it equals the samples).
+    """
+
+    def __init__(self, model, temperature: float = 0.0, seed: int | None = None, prefill_chunk: int = 1024,
+                 model_key: str | None = None):
+        import torch
+
+        self.model = model
+        self.temperature = temperature
+        self.prefill_chunk = prefill_chunk
+        self.device = next(model.parameters()).device
+        self.generator = torch.Generator(device=self.device)
+        if seed is not None:
+            self.generator.manual_seed(seed)
+        self.model_key = model_key or getattr(model.config, "_name_or_path", "") or type(model).__name__
+        self.cache = None
+        self.pending: int | None = None  # the model's last choice, not yet fed to the cache
+        self.choices: list[int] = []  # the model's choices from the last verify
+        self._cost: CostModel | None = None
+
+    # -- the protocol ------------------------------------------------------------------------
+    def prefill(self, ids: list[int]) -> int:
+        import torch
+        from transformers import DynamicCache
+
+        if not ids:
+            raise FastapplyError("the prompt is empty")
+        self.cache = DynamicCache(config=self.model.config)
+        logits = None
+        with torch.inference_mode():
+            for start in range(0, len(ids), self.prefill_chunk):
+                chunk = torch.tensor([ids[start:start + self.prefill_chunk]], device=self.device)  # [1, S]
+                logits = self.model(input_ids=chunk, past_key_values=self.cache, use_cache=True,
+                                    logits_to_keep=1).logits  # [1, 1, V]
+        self.pending = self._choose(logits[0])[0]
+        return self.pending
+
+    def verify(self, draft: list[int]) -> list[int]:
+        import torch
+
+        fed = [self.pending, *draft]
+        with torch.inference_mode():
+            x = torch.tensor([fed], device=self.device)  # [1, k+1]
+            logits = self.model(input_ids=x, past_key_values=self.cache, use_cache=True,
+                                logits_to_keep=len(fed)).logits  # [1, k+1, V]
+        self.choices = self._choose(logits[0])
+        return self.choices
+
+    def accept(self, n: int) -> None:
+        fed = len(self.choices)  # pending + draft
+        keep = 1 + n
+        if keep < fed:
+            self.cache.crop(-(fed - keep))
+        self.pending = self.choices[n]
+
+    def cost(self, k: int) -> float:
+        if self._cost is None:
+            self._cost = self._load_or_calibrate()
+        return self._cost(k)
+
+    # -- helpers -----------------------------------------------------------------------------
+    def _choose(self, logits) -> list[int]:
+        """The model's token at each position of ``logits`` [S, V]: argmax, or a sample at the temperature."""
+        import torch
+
+        if self.temperature <= 0:
+            return logits.argmax(dim=-1).tolist()
+        probs = torch.softmax(logits.float() / self.temperature, dim=-1)
+        return torch.multinomial(probs, 1, generator=self.generator).squeeze(-1).tolist()
+
+    def _load_or_calibrate(self) -> CostModel:
+        import torch
+
+        key = f"{self.model_key}|{self.device}|{next(self.model.parameters()).dtype}|torch {torch.__version__}"
+        path = cache_dir() / "verify-costs.json"
+        try:
+            table = json.loads(path.read_text())
+        except (OSError, ValueError):
+            table = {}
+        if key in table:
+            return CostModel(tuple((int(k), float(s)) for k, s in table[key]))
+        model = CostModel(tuple(self._measure(k) for k in CALIBRATION_SIZES))
+        table[key] = [list(p) for p in model.points]
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(json.dumps(table, indent=1))
+        except OSError:
+            pass  # an unwritable cache only costs a re-measurement next time
+        return model
+
+    def _measure(self, k: int, repeats: int = 3) -> tuple[int, float]:
+        """Time a verify of ``k`` draft tokens on the live cache, then roll it back."""
+        import torch
+
+        if self.cache is None:
+            raise FastapplyError("cost() needs a prefilled target")
+        draft = [self.pending] * k
+        saved_choices, saved_pending = self.choices, self.pending
+        times = []
+        for _ in range(repeats + 1):
+            self._sync()
+            start = time.perf_counter()
+            self.verify(draft)
+            self._sync()
+            times.append(time.perf_counter() - start)
+            self.cache.crop(-(k + 1))
+        self.choices, self.pending = saved_choices, saved_pending
+        return k, min(times[1:])
+
+    def _sync(self) -> None:
+        import torch
+
+        if self.device.type == "cuda":
+            torch.cuda.synchronize(self.device)
+
+
+class ReplayTarget:
+    """A target whose choice at every position is the reference output; it does no model work.
+
+    The decode loop's passes then measure the draft policy alone. ``cost`` is a relative per-pass
+    cost shaped like a GPU's (a pass of k tokens costs ``1 + per_token * k``).
+    """
+
+    def __init__(self, reference: Sequence[int], stop_id: int, per_token: float = 0.002):
+        self.reference = list(reference)
+        self.stop_id = stop_id
+        self.per_token = per_token
+        self.position = 0  # index in reference of the pending token
+        self.choices: list[int] = []
+
+    def _at(self, i: int) -> int:
+        return self.reference[i] if i < len(self.reference) else self.stop_id
+
+    def prefill(self, ids: list[int]) -> int:
+        self.position = 0
+        return self._at(0)
+
+    def verify(self, draft: list[int]) -> list[int]:
+        self.choices = [self._at(self.position + 1 + i) for i in range(len(draft) + 1)]
+        return self.choices
+
+    def accept(self, n: int) -> None:
+        self.position += n + 1
+
+    def cost(self, k: int) -> float:
+        return 1.0 + self.per_token * k
+
+
+
+class ReplayedHFTarget(HFTarget):
+    """Real forward passes of a transformers model, so every pass costs what it really costs, whose
+    choices are nevertheless the reference output (as ``ReplayTarget``).
+
+    Used by ``fastapply bench --acceptance replay`` to time decoding on a model whose weights cannot
+    perform the task (random or untrained) as if it produced the reference answer.
+    """
+
+    def __init__(self, model, reference: Sequence[int], stop_id: int, **kwargs):
+        super().__init__(model, **kwargs)
+        self.replay = ReplayTarget(reference, stop_id)
+
+    def prefill(self, ids: list[int]) -> int:
+        super().prefill(ids)
+        self.pending = self.replay.prefill(ids)
+        return self.pending
+
+    def verify(self, draft: list[int]) -> list[int]:
+        super().verify(draft)
+        self.choices = self.replay.verify(draft)
+        return self.choices
+
+    def accept(self, n: int) -> None:
+        super().accept(n)
+        self.replay.accept(n)
