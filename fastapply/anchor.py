@@ -5,7 +5,7 @@ first and last runs of repeated lines (anchors) fix the range of the original it
 before the first anchor or after the last are inserted there, original lines between anchors that the
 segment leaves out are deleted. Lines are compared exactly (trailing whitespace aside), then ignoring
 all whitespace; a segment whose lines anchor nowhere, or ambiguously, is placed by the definitions it
-contains (``def foo`` replaces the original ``def foo``, see ``defs.py``).
+contains (``def foo`` replaces the original ``def foo``, see ``defplace.py``).
 
 Every reason to doubt a placement (an anchor that appears twice, a deletion hanging on one line...)
 is returned as a one-line ``doubt``; the merge is only certain when no segment has one. This module
@@ -17,95 +17,10 @@ Example: original ``a b c d e``, segment ``b X d`` -> replaces ``b c d`` (lines 
 from __future__ import annotations
 
 import difflib
-from dataclasses import dataclass, field
 
-from fastapply.defs import CONTAINERS, Definition, definitions
+from fastapply.defplace import closed_definition, place_by_definitions, reopened_definition
 from fastapply.markers import indent_width
-from fastapply.syntax import count_errors
-
-_CLOSERS = {"}", "};", "},", ")", ");", "),", "]", "];", "],", "end", "fi", "done", "})", "});", "pass", "else:",
-            "else", "} else {", "try:", "return", "return;", "break", "break;", "continue", "continue;"}
-_NEAR = 30  # lines around a segment's edge searched for a common line it may repeat
-# Indentation alone (no closing token) delimits blocks in these languages, so a misplaced block edge
-# still parses; placements that depend on it are never certain.
-_INDENT_LANGUAGES = {"python"}
-
-
-def exact_key(line: str) -> str:
-    return line.rstrip()
-
-
-def loose_key(line: str) -> str:
-    return "".join(line.split())
-
-
-def is_trivial(line: str) -> bool:
-    """Lines too common to anchor on: blank lines, lone brackets, ``end``, ``pass``..."""
-    stripped = line.strip()
-    return len(stripped) <= 2 or stripped in _CLOSERS
-
-
-@dataclass(frozen=True)
-class Segment:
-    lines: tuple[str, ...]  # LF-terminated
-    marker_before: int | None  # indent width of the marker before it; None: the snippet starts here
-    marker_after: int | None  # likewise after it; None: the snippet ends here
-
-
-@dataclass(frozen=True)
-class Placement:
-    start: int  # original[start:end] is replaced by lines
-    end: int
-    lines: tuple[str, ...]
-    doubts: tuple[str, ...] = ()
-    matched: tuple[tuple[int, int], ...] = ()  # (snippet indent width, original line) of anchored lines
-
-
-@dataclass
-class Original:
-    """The original file as lines, with the indexes placements need (built once per merge)."""
-
-    lines: list[str]
-    language: str | None
-    _keys: dict = field(default_factory=dict)
-    _positions: dict = field(default_factory=dict)
-    _defs: list[Definition] | None = None
-
-    def keys(self, key) -> list[str]:
-        if key not in self._keys:
-            self._keys[key] = [key(line) for line in self.lines]
-            positions: dict[str, list[int]] = {}
-            for i, k in enumerate(self._keys[key]):
-                positions.setdefault(k, []).append(i)
-            self._positions[key] = positions
-        return self._keys[key]
-
-    def occurrences(self, key, run: list[str], lo: int, hi: int) -> list[int]:
-        """Where the lines ``run`` (as keys) occur consecutively in lines[lo:hi]."""
-        keys = self.keys(key)
-        n = len(run)
-        return [p for p in self.positions(key, run[0]) if lo <= p <= hi - n and keys[p:p + n] == run]
-
-    def positions(self, key, line_key: str) -> list[int]:
-        """The lines whose key is ``line_key``."""
-        self.keys(key)
-        return self._positions[key].get(line_key, [])
-
-    def defs(self) -> list[Definition]:
-        if self._defs is None:
-            self._defs = definitions("".join(self.lines), self.language) if self.language else []
-        return self._defs
-
-    def block_end(self, line: int) -> int:
-        """One past the indentation block headed by ``line`` (its closing ``}``/``end`` included)."""
-        width = indent_width(self.lines[line])
-        j = line + 1
-        while j < len(self.lines) and (not self.lines[j].strip() or indent_width(self.lines[j]) > width):
-            j += 1
-        if j < len(self.lines) and indent_width(self.lines[j]) == width and self.lines[j].strip()[:1] in ")]}" \
-                or j < len(self.lines) and self.lines[j].strip() == "end":
-            j += 1
-        return j
+from fastapply.segments import NEAR, Original, Placement, Segment, exact_key, is_closer, is_trivial, loose_key
 
 
 def place(seg: Segment, index: int, orig: Original, lo: int, scope: int | None) -> Placement | None:
@@ -146,9 +61,9 @@ def _place_by_lines(seg: Segment, index: int, orig: Original, lo: int, hi: int, 
         doubts.append(f"{where} matches the original only when whitespace is ignored")
     start, end = head[0], tail[0] + tail[2]
     leading, trailing = seg.lines[:head[1]], seg.lines[tail[1] + tail[2]:]
-    if seg.marker_before is not None and _maybe_context(leading[:1], orig.lines[max(lo, start - _NEAR):start]):
+    if seg.marker_before is not None and _maybe_context(leading[:1], orig.lines[max(lo, start - NEAR):start]):
         doubts.append(f"{where} starts with {leading[0].strip()!r}, which may be the original's or new")
-    if seg.marker_after is not None and _maybe_context(trailing[-1:], orig.lines[end:min(hi, end + _NEAR)]):
+    if seg.marker_after is not None and _maybe_context(trailing[-1:], orig.lines[end:min(hi, end + NEAR)]):
         doubts.append(f"{where} ends with {trailing[-1].strip()!r}, which may be the original's or new")
     if seg.marker_after is not None and any(line.strip() for line in trailing) and not seg.lines[
             tail[1] + tail[2] - 1].strip() and trailing[-1].strip():
@@ -160,14 +75,14 @@ def _place_by_lines(seg: Segment, index: int, orig: Original, lo: int, hi: int, 
         start, doubt = 0, _edge_doubt(orig.lines[:head[0]], leading, f"{where} does not start with a marker", "first")
         doubts += doubt
     else:
-        start, doubt = _reopened_definition(orig, start, leading, lo, where)
+        start, doubt = reopened_definition(orig, start, leading, lo, where)
         doubts += doubt
     if seg.marker_after is None:
         end, doubt = len(orig.lines), _edge_doubt(orig.lines[end:], trailing, f"{where} does not end with a marker",
                                                    "last")
         doubts += doubt
     else:
-        end, doubt = _closed_definition(orig, end, trailing, seg.marker_after, hi, where)
+        end, doubt = closed_definition(orig, end, trailing, seg.marker_after, hi, where)
         doubts += doubt
     lines = list(seg.lines)
     matched = []
@@ -374,12 +289,6 @@ def _unclosed(lines: list[str]) -> int:
     return -deepest
 
 
-def is_closer(line: str) -> bool:
-    """A line that only closes blocks: ``}``, ``});``, ``end``..."""
-    stripped = line.strip()
-    return stripped == "end" or (0 < len(stripped) <= 3 and stripped[0] in ")]}")
-
-
 def _maybe_context(edge: tuple[str, ...], nearby: list[str]) -> bool:
     """Whether a segment's unanchored first (last) line is a common line that the original has close
     by: it may be context replacing what lies between, or a new line inserted."""
@@ -394,116 +303,3 @@ def _edge_doubt(removed: list[str], added: tuple[str, ...], what: str, which: st
     if lost > sum(1 for line in added if line.strip()):
         return [f"{what}; the {which} {lost} non-blank original lines would be deleted"]
     return []
-
-
-def _similar_doubt(new_line: str, neighbours: list[str], where: str) -> list[str]:
-    """New lines inserted next to an original line much like them may have been meant to replace it."""
-    neighbour = next((line for line in neighbours if line.strip()), None)
-    if neighbour is None or not new_line.strip():
-        return []
-    if difflib.SequenceMatcher(None, new_line.strip(), neighbour.strip()).ratio() >= 0.6:
-        return [f"{where} adds {new_line.strip()!r} next to the similar {neighbour.strip()!r}; it may replace it"]
-    return []
-
-
-def _innermost(orig: Original, line: int, lo: int, header_counts: bool = False) -> Definition | None:
-    inside = [d for d in orig.defs() if (d.header <= line if header_counts else d.header < line) and line < d.end
-              and d.start >= lo]
-    return max(inside, key=lambda d: d.header) if inside else None
-
-
-def _reopened_definition(orig: Original, start: int, leading: tuple[str, ...], lo: int, where: str):
-    """New lines before the first anchor that sit at (or left of) the indentation of the definition
-    enclosing that anchor rewrite its header: the placement then starts at the definition."""
-    new = [line for line in leading if line.strip()]
-    if not new:
-        return start, []
-    decorated = [d for d in orig.defs() if d.header == start and lo <= d.start < start]
-    if decorated:  # the snippet shows the definition's decorators (comments): they replace the original's
-        return decorated[0].start, []
-    enclosing = _innermost(orig, start, lo)
-    if enclosing is None or min(indent_width(line) for line in new) > indent_width(orig.lines[enclosing.header]):
-        return start, _similar_doubt(new[-1], orig.lines[lo:start][::-1], where)
-    doubts = []
-    if orig.language in _INDENT_LANGUAGES:
-        doubts.append(f"{where} rewrites the start of {enclosing.name!r}; its layout alone says so")
-    return enclosing.start, doubts
-
-
-def _closed_definition(orig: Original, end: int, trailing: tuple[str, ...], marker_indent: int, hi: int, where: str):
-    """A segment whose last anchor is inside a definition that it then closes (new lines at the
-    definition's indentation, or a marker left of its body) replaces the rest of that definition."""
-    enclosing = _innermost(orig, end - 1, 0, header_counts=True)
-    new = [line for line in trailing if line.strip()]
-    if enclosing is None or enclosing.end > hi or not any(line.strip() for line in orig.lines[end:enclosing.end]):
-        return end, _similar_doubt(new[0], orig.lines[end:hi], where) if new else []
-    width = indent_width(orig.lines[enclosing.header])
-    closes_with_code = any(indent_width(line) <= width for line in new)
-    if not closes_with_code and not (new and marker_indent <= width):
-        return end, _similar_doubt(new[0], orig.lines[end:hi], where) if new else []
-    doubts = []
-    if orig.language in _INDENT_LANGUAGES and (closes_with_code or enclosing.kind in CONTAINERS):
-        doubts.append(f"{where} rewrites the end of {enclosing.name!r}; its layout alone says so")
-    return enclosing.end, doubts
-
-
-def place_by_definitions(seg: Segment, index: int, orig: Original, lo: int, hi: int) -> Placement | None:
-    """Place a segment made of whole definitions on the original definitions of the same kind and name."""
-    if orig.language is None:
-        return None
-    width = min(indent_width(line) for line in seg.lines if line.strip())
-    if any(m is not None and m > width for m in (seg.marker_before, seg.marker_after)):
-        return None  # the markers are inside the segment's definitions: they are not whole
-    text = "".join(_dedent(seg.lines, width))
-    if count_errors(text, orig.language) or (orig.language in _INDENT_LANGUAGES and text.rstrip().endswith(":")):
-        return None  # not whole definitions (tree-sitter accepts an empty Python block; Python does not)
-    found = definitions(text, orig.language)
-    top = [d for d in found if not d.scope]
-    covered = {line for d in top for line in range(d.start, d.end)}
-    if not top or any(line.strip() and i not in covered for i, line in enumerate(seg.lines)):
-        return None
-    where = f"segment {index + 1}"
-    pairs: list[tuple[Definition, Definition]] = []  # (the snippet's, the original's)
-    doubts = []
-    for d in top:
-        same = [o for o in orig.defs() if o.kind == d.kind and o.name == d.name and lo <= o.start and o.end <= hi
-                and indent_width(orig.lines[o.header]) == width]
-        if len(same) > 1:
-            doubts.append(f"{where}: {d.name!r} is defined {len(same)} times in the original")
-        if same:
-            pairs.append((d, same[0]))
-            missing = _members(orig.defs(), same[0]) - _members(found, d)
-            if missing:
-                doubts.append(f"{where} shows {d.name!r} without {', '.join(sorted(missing))}, which would be deleted")
-    if not pairs:
-        return None
-    if len(pairs) < len(top):
-        doubts.append(f"{where} adds definitions whose place the original does not fix")
-    if any(b.start < a.end for (_, a), (_, b) in zip(pairs, pairs[1:])):
-        return None
-    # Decorators and comments above a definition are replaced only when the snippet shows some.
-    (first_new, first), (_, last) = pairs[0], pairs[-1]
-    start = first.start if first_new.start < first_new.header else first.header
-    end = last.end
-    between = [line for line in orig.lines[start:end] if line.strip()]
-    if len(between) > sum(o.end - o.start for _, o in pairs):
-        doubts.append(f"{where} leaves out original code between the definitions it replaces")
-    if seg.marker_before is None and any(line.strip() for line in orig.lines[:start]):
-        doubts.append(f"{where} does not start with a marker, yet the original has code before it")
-    if seg.marker_after is None and any(line.strip() for line in orig.lines[end:]):
-        doubts.append(f"{where} does not end with a marker, yet the original has code after it")
-    return Placement(start, end, seg.lines, tuple(doubts))
-
-
-def _members(defs: list[Definition], parent: Definition) -> set[str]:
-    """Names of the definitions directly inside ``parent``."""
-    scope = parent.scope + (parent.name,)
-    return {d.name for d in defs if d.scope == scope and parent.start <= d.start and d.end <= parent.end}
-
-
-def _dedent(lines: tuple[str, ...], width: int) -> list[str]:
-    out = []
-    for line in lines:
-        expanded = line.expandtabs(8)
-        out.append(expanded[width:] if line.strip() else line)
-    return out

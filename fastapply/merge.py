@@ -18,9 +18,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from fastapply.anchor import Original, Placement, Segment, is_trivial, place, place_by_definitions
+from fastapply.anchor import place
+from fastapply.defplace import place_by_definitions
 from fastapply.defs import definitions
 from fastapply.markers import has_inline_marker, indent_width, marker_lines
+from fastapply.segments import Original, Placement, Segment, is_trivial
 from fastapply.syntax import count_errors, get_language
 
 _LINE = re.compile(r"[^\n]*\n|[^\n]+$")
