@@ -47,12 +47,20 @@ def validate(original: str, output: str, update: str, language: str | None, clos
         before, after = count_errors(original, language), count_errors(output, language)
         if after > before:
             problems.append(Problem("syntax-errors", f"the output has {after} syntax error(s), the original {before}"))
-    deleted = unrelated_deletions(original, output, update, language)
+    deleted = unrelated_deletions(original, output, update, language) if not _merges_to(original, update, language,
+                                                                                        output) else []
     if deleted:
         first, last = deleted[0], deleted[-1]
         problems.append(Problem("unrelated-deletion", f"the output deletes {len(deleted)} original line(s) far from "
                                                       f"the edit (lines {first + 1}-{last + 1})"))
     return tuple(problems)
+
+
+def _merges_to(original: str, update: str, language: str | None, output: str) -> bool:
+    """Whether the merge engine reads the update as exactly this output (then it asked for every deletion)."""
+    from fastapply.merge import merge
+
+    return merge(original, update, language).text == output
 
 
 def _ends_mid_construct(text: str, language: str) -> bool:
@@ -94,12 +102,22 @@ def unrelated_deletions(original: str, output: str, update: str, language: str |
         named = asks_deletion and re.search(rf"\b{re.escape(d.name)}\b", update)
         if (inside and d.end - d.start <= 200 and not _contains_other_defs(d, defs, anchors)) or named:
             touched.update(range(d.start, d.end))
+    shown = [line.strip() for line in update.split("\n") if line.strip()]
+    neighbours = set(zip(shown, shown[1:]))
     far = []
     matcher = difflib.SequenceMatcher(None, old, new, autojunk=False)
     for tag, i1, i2, _, _ in matcher.get_opcodes():
-        if tag in ("delete", "replace"):
+        if tag in ("delete", "replace") and not _left_out(old, i1, i2, neighbours):
             far.extend(i for i in range(i1, i2) if old[i].strip() and i not in touched)
     return far
+
+
+def _left_out(old: list[str], i1: int, i2: int, neighbours: set[tuple[str, str]]) -> bool:
+    """Whether the update shows the lines around original[i1:i2] next to each other: it deletes them by
+    leaving them out (``a`` / ``c`` in the update, ``a`` / ``b`` / ``c`` in the original)."""
+    before = next((line.strip() for line in reversed(old[:i1]) if line.strip()), None)
+    after = next((line.strip() for line in old[i2:] if line.strip()), None)
+    return (before, after) in neighbours
 
 
 def _contains_other_defs(d, defs, anchors) -> bool:
@@ -107,3 +125,4 @@ def _contains_other_defs(d, defs, anchors) -> bool:
     children = [c for c in defs if d.start <= c.start and c.end <= d.end and c is not d]
     return bool(children) and not any(d.start <= i < d.end and not any(c.start <= i < c.end for c in children)
                                       for i in anchors)
+

@@ -82,3 +82,13 @@ def test_deletion_the_update_asks_for_is_fine():
 def test_unknown_language_checks_markers_and_truncation_only():
     assert validate("a: 1\n", "a: 2\n", "a: 2", None) == ()
     assert names(validate("a: 1\n", "a: 2\n# ...\n", "a: 2", None)) == ["markers-left"]
+
+
+def test_deletion_by_omission_between_shown_lines_is_fine():
+    original = "def a():\n    return 1\n\n\n" + "".join(f"def f{i}():\n    return {i}\n\n\n" for i in range(8)) + \
+        "def z():\n    return 26\n"
+    output = "def a():\n    return 1\n\n\ndef z():\n    return 26\n"
+    update = "def a():\n    return 1\n\n\ndef z():\n    return 26\n"
+    assert validate(original, output, update, "python") == ()
+    assert names(validate(original, output, "# ... existing code ...\ndef z():\n    return 26\n", "python")) == [
+        "unrelated-deletion"]
