@@ -27,8 +27,10 @@ def place(seg: Segment, index: int, orig: Original, lo: int, scope: int | None) 
     """Where segment number ``index`` goes in the original after line ``lo``; None when it cannot be placed.
 
     ``scope`` is the original line heading the block the snippet shows the segment in (``class A:``
-    above an indented marker), or None. The block only settles anchors that are ambiguous in the rest
-    of the file: a marker's indentation says where the elided code starts, not where it ends.
+    above an indented marker), or None. The block only settles which of several same-named
+    definitions is meant, and where a segment of new code closing the block goes; lines are anchored
+    in the whole rest of the file, as a marker's indentation says where the elided code starts, not
+    where it ends.
     """
     windows = [len(orig.lines)]
     if scope is not None and orig.block_end(scope) < len(orig.lines):
@@ -37,12 +39,11 @@ def place(seg: Segment, index: int, orig: Original, lo: int, scope: int | None) 
         return _place_closers(seg, index, orig, lo, windows[-1], scope)
     first = None
     for key in (exact_key, loose_key):
-        for hi in windows:
-            placement = _place_by_lines(seg, index, orig, lo, hi, key)
-            if placement is not None and not placement.doubts:
-                return placement
-            first = first or placement
-    for hi in windows:
+        placement = _place_by_lines(seg, index, orig, lo, len(orig.lines), key)
+        if placement is not None and not placement.doubts:
+            return placement
+        first = first or placement
+    for hi in windows:  # definitions are matched by name, so the block may settle which one
         by_defs = place_by_definitions(seg, index, orig, lo, hi)
         if by_defs is not None and not by_defs.doubts:
             return by_defs
