@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 from fastapply.decode import DecodeStats, speculative_generate
 from fastapply.draft import DraftContext, make_drafter
 from fastapply.errors import FastapplyError
-from fastapply.prompt import Preset, answer_ids, get_preset, parse_answer, prompt_ids
+from fastapply.prompt import Preset, answer_ids, encode_text, get_preset, parse_answer, prompt_ids
 
 
 @dataclass(frozen=True)
@@ -26,8 +26,9 @@ class EditPlan:
 
     @property
     def default_max_new_tokens(self) -> int:
-        """Room for the answer to double the original's length, which no apply edit should exceed."""
-        return 2 * len(self.context.prediction_ids) + 256
+        """Room for the answer to double the original's length and add the update twice over: an apply
+        edit writes the original's code and the snippet's new code, not much else."""
+        return 2 * (len(self.context.prediction_ids) + len(self.context.snippet_ids)) + 256
 
 
 @dataclass(frozen=True)
@@ -45,7 +46,7 @@ def plan_edit(tokenizer, original: str, update: str, instruction: str = "", pres
     preset = get_preset(preset) if isinstance(preset, str) else preset
     prediction = answer_ids(tokenizer, preset, original)
     merged_ids = answer_ids(tokenizer, preset, merged) if merged is not None else None
-    snippet = tokenizer(update, add_special_tokens=False)["input_ids"]
+    snippet = encode_text(tokenizer, update)
     pieces = set(prediction) | set(snippet) | set(merged_ids or ())
     context = DraftContext(
         prompt_ids=prompt_ids(tokenizer, preset, original, update, instruction),
@@ -78,9 +79,15 @@ def run_plan(target, tokenizer, plan: EditPlan, policy: str = "fastapply", max_n
     stops = set(stop_ids) | ({tokenizer.eos_token_id} if tokenizer.eos_token_id is not None else set())
     tokens, stats = speculative_generate(target, drafter, plan.prompt_ids, budget, stops, plan.stop_sequences,
                                          on_pass)
+    return finish(tokenizer, plan, tokens, stats, stops)
+
+
+def finish(tokenizer, plan: EditPlan, tokens: list[int], stats: DecodeStats, stops: Collection[int]) -> ApplyResult:
+    """Parse the answer ``tokens`` (however they were decoded) into an ``ApplyResult``."""
     ended = bool(tokens) and (tokens[-1] in stops or any(
         seq and tuple(tokens[-len(seq):]) == seq for seq in plan.stop_sequences))
-    answer = tokenizer.decode(tokens, skip_special_tokens=True)
+    body = tokens[:-1] if tokens and tokens[-1] in stops else tokens
+    answer = tokenizer.decode(body, skip_special_tokens=False)
     parsed = parse_answer(plan.preset, answer)
     return ApplyResult(text=parsed.file, closed=parsed.closed and ended, answer=answer, token_ids=tokens,
                        stats=replace(stats, chars=len(parsed.file)))
@@ -94,6 +101,14 @@ def apply_edit(model, tokenizer, original: str, update: str, instruction: str = 
     from fastapply.target import HFTarget, stop_ids_of
 
     plan = plan_edit(tokenizer, original, update, instruction, preset, merged)
+    budget = token_budget(model, plan, max_new_tokens)
+    target = HFTarget(model, temperature=temperature, seed=seed)
+    return run_plan(target, tokenizer, plan, policy, budget, stop_ids_of(model, tokenizer), on_pass)
+
+
+def token_budget(model, plan: EditPlan, max_new_tokens: int | None = None) -> int:
+    """Most tokens the model may write for ``plan``: the asked-for (or default) budget, within the
+    model's context; ``FastapplyError`` when even the unchanged file would not fit."""
     context_size = getattr(model.config, "max_position_embeddings", None)
     budget = max_new_tokens or plan.default_max_new_tokens
     if context_size is not None:
@@ -104,5 +119,4 @@ def apply_edit(model, tokenizer, original: str, update: str, instruction: str = 
                 f"answer needs about {len(plan.context.prediction_ids)} more, but the model's context is {context_size}"
             )
         budget = min(budget, room)
-    target = HFTarget(model, temperature=temperature, seed=seed)
-    return run_plan(target, tokenizer, plan, policy, budget, stop_ids_of(model, tokenizer), on_pass)
+    return budget

@@ -14,7 +14,8 @@ from __future__ import annotations
 import time
 from dataclasses import asdict, dataclass
 
-from fastapply.apply import ApplyResult, plan_edit, run_plan
+from fastapply.apply import ApplyResult, EditPlan, finish, plan_edit, run_plan
+from fastapply.decode import DecodeStats
 from fastapply.errors import UsageError
 from fastapply.prompt import answer_ids
 
@@ -104,7 +105,8 @@ def _run(model, tokenizer, case: BenchCase, method: str, acceptance: str, preset
         return _from_result(result)
     if method in ("ngram", "fastapply"):
         return _from_result(run_plan(HFTarget(model), tokenizer, plan, method, budget, stops))
-    return _generate(model, tokenizer, plan, budget, stops, prompt_lookup=method == "prompt-lookup")
+    return _from_result(generate_baseline(model, tokenizer, plan, budget, stops,
+                                          prompt_lookup=method == "prompt-lookup"))
 
 
 def _from_result(result: ApplyResult) -> tuple[list[int], float, float, int, int]:
@@ -112,11 +114,11 @@ def _from_result(result: ApplyResult) -> tuple[list[int], float, float, int, int
     return result.token_ids, s.seconds, s.prefill_s, s.passes, s.chars
 
 
-def _generate(model, tokenizer, plan, budget: int, stops: set[int], prompt_lookup: bool):
-    """transformers' own ``generate``, greedy, optionally with its prompt lookup; forward passes counted."""
+def generate_baseline(model, tokenizer, plan: EditPlan, budget: int, stops: set[int],
+                      prompt_lookup: bool = False) -> ApplyResult:
+    """transformers' own ``generate``, greedy, optionally with its prompt lookup (10 tokens); forward
+    passes counted by a hook, so the stats compare with fastapply's loop."""
     import torch
-
-    from fastapply.prompt import parse_answer
 
     calls = []
     hook = model.register_forward_pre_hook(lambda module, args: calls.append(time.perf_counter()))
@@ -135,5 +137,6 @@ def _generate(model, tokenizer, plan, budget: int, stops: set[int], prompt_looku
         hook.remove()
     tokens = out[0, len(plan.prompt_ids):].tolist()
     prefill_s = calls[1] - start if len(calls) > 1 else seconds
-    chars = len(parse_answer(plan.preset, tokenizer.decode(tokens, skip_special_tokens=True)).file)
-    return tokens, seconds, prefill_s, max(len(calls) - 1, 0), chars
+    stats = DecodeStats(passes=max(len(calls) - 1, 0), tokens=len(tokens), accepted=(), proposed=(),
+                        prefill_s=prefill_s, decode_s=seconds - prefill_s)
+    return finish(tokenizer, plan, tokens, stats, stops)

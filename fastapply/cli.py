@@ -70,7 +70,7 @@ DtypeOpt = Annotated[str, typer.Option(envvar="FASTAPPLY_DTYPE", help="auto (flo
                                                                      "float32, bfloat16 or float16.")]
 PresetOpt = Annotated[str, typer.Option(envvar="FASTAPPLY_PRESET", help="Prompt preset: default or open-fastapply.")]
 MaxTokensOpt = Annotated[Optional[int], typer.Option(
-    "--max-new-tokens", min=1, help="Most tokens the model may write (default: twice the file, plus 256).")]
+    "--max-new-tokens", min=1, help="Most tokens the model may write (default: twice the file and the edit, plus 256).")]
 VerboseOpt = Annotated[bool, typer.Option("--verbose", "-v", help="Log what happens to stderr.")]
 
 
@@ -318,6 +318,101 @@ def _print_bench(rows, model: str, acceptance: str) -> None:
                       f"{r.chars_per_s:.0f}", f"{r.seconds:.2f}", f"{r.speedup_plain:.2f}x",
                       f"{r.speedup_prompt_lookup:.2f}x", "yes" if r.same_as_plain else "NO")
     Console(width=160).print(table)
+
+
+class Engine(str, Enum):
+    merge = "merge"
+    model = "model"
+    replay = "replay"
+
+
+@app.command("eval")
+def eval_command(
+    tasks: Annotated[Optional[Path], typer.Option("--tasks", help="Tasks in the eval schema (.jsonl or .jsonl.gz); "
+                                                                  "default: the repository's 450-task suite.")] = None,
+    engine: Annotated[Engine, typer.Option(envvar="FASTAPPLY_ENGINE", help="merge: the merge engine; model: "
+                                           "a model with each draft policy; replay: the reference answer stands "
+                                           "in for the model (draft policies compared, no weights needed).")] = Engine.model,
+    model: ModelOpt = None,
+    tokenizer: Annotated[Optional[str], typer.Option(help="Tokenizer for --engine replay (default: the model's).")] = None,
+    adapter: Annotated[Optional[str], typer.Option(envvar="FASTAPPLY_ADAPTER", help="LoRA adapter directory on top of --model.")] = None,
+    draft: Annotated[Optional[str], typer.Option(help="Comma-separated policies: fastapply, ngram, pld, none; with "
+                                                      "--engine model also plain and prompt-lookup (model.generate). "
+                                                      "Default: all of them.")] = None,
+    merge_draft: Annotated[bool, typer.Option(help="Let the fastapply policy draft the merge engine's candidate.")] = True,
+    limit: Annotated[Optional[int], typer.Option(min=1, help="Run the first N tasks only.")] = None,
+    workers: Annotated[int, typer.Option(min=1, help="Parallel processes (merge and replay engines).")] = 1,
+    out: Annotated[Optional[Path], typer.Option("--out", help="Results directory (default: runs/eval-ENGINE); "
+                                                             "a re-run resumes it.")] = None,
+    device: DeviceOpt = "auto",
+    dtype: DtypeOpt = "auto",
+    preset: PresetOpt = "default",
+    max_new_tokens: Annotated[Optional[int], typer.Option(
+        "--max-new-tokens", min=1, help="Most tokens per answer (default: twice the file and the edit plus 256, or the "
+                                        "reference answer plus 256 when that is longer).")] = None,
+    judge_url: Annotated[Optional[str], typer.Option(envvar="FASTAPPLY_JUDGE_URL", help="OpenAI-compatible endpoint "
+                                                     "of an LLM judge (e.g. http://host/v1); none: no judge score.")] = None,
+    judge_model: Annotated[Optional[str], typer.Option(envvar="FASTAPPLY_JUDGE_MODEL", help="The judge's model name.")] = None,
+    judge_key: Annotated[Optional[str], typer.Option(envvar="FASTAPPLY_JUDGE_KEY", help="The judge's API key.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON instead of the table.")] = False,
+) -> None:
+    """Run the eval suite: accuracy and speed of an engine and draft policies, with a report and plots."""
+    with _errors():
+        from fastapply.evaluate import EvalConfig, default_tasks_path, run_eval, run_meta
+        from fastapply.judge import JudgeConfig
+        from fastapply.report import summarize, table, write_report
+        from fastapply.tasks import load_tasks
+
+        if (judge_url is None) != (judge_model is None):
+            raise UsageError("an LLM judge needs both --judge-url and --judge-model")
+        config = EvalConfig(
+            engine=engine.value, policies=tuple(p.strip() for p in (draft or "").split(",") if p.strip()),
+            model=model, tokenizer=tokenizer, adapter=adapter, device=device, dtype=dtype, preset=preset,
+            max_new_tokens=max_new_tokens, merge_draft=merge_draft,
+            judge=JudgeConfig(judge_url, judge_model, judge_key) if judge_url else None,
+        ).resolved()
+        tasks = tasks or default_tasks_path()
+        task_list = load_tasks(tasks)[:limit]
+        if not task_list:
+            raise UsageError(f"no tasks in {tasks}")
+        out = out or Path("runs") / f"eval-{engine.value}"
+        with _task_progress(len(task_list)) as on_task:
+            run = run_eval(task_list, config, out, workers, on_task)
+        summary = summarize(run.records, run_meta(config, run, tasks, limit, out))
+        write_report(out, summary)
+        if as_json:
+            typer.echo(json.dumps({k: v for k, v in summary.items() if k != "per_task"}, indent=1))
+        else:
+            Console(width=max(Console().width, 140)).print(table(summary))
+        if stderr.is_terminal:
+            stderr.print(f"{run.ran} results computed, {run.resumed} kept from an earlier run; "
+                         f"report in {out}/report.md")
+
+
+class _task_progress:
+    """A progress bar over tasks on stderr, only when stderr is a terminal."""
+
+    def __init__(self, total: int):
+        self.total = total
+        self.progress = None
+
+    def __enter__(self):
+        if not stderr.is_terminal:
+            return None
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+        self.progress = Progress(TextColumn("eval"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+                                 console=stderr, transient=True)
+        self.progress.start()
+        self.bar = self.progress.add_task("tasks", total=self.total)
+        return self.update
+
+    def update(self, done: int, total: int) -> None:
+        self.progress.update(self.bar, completed=done, total=total)
+
+    def __exit__(self, *exc) -> None:
+        if self.progress is not None:
+            self.progress.stop()
 
 
 def main() -> None:

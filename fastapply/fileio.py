@@ -143,11 +143,13 @@ def write_atomic(path: str | Path, data: bytes) -> None:
             os.fsync(tmp.fileno())
         os.chmod(tmp_name, mode)
         os.replace(tmp_name, target)
-    except BaseException:
+    except BaseException as exc:
         try:
             os.unlink(tmp_name)
         except FileNotFoundError:
             pass
+        if isinstance(exc, OSError):
+            raise FastapplyError(f"cannot write {path}: {exc.strerror or exc}; the file is unchanged") from None
         raise
     _fsync_directory(directory)
 

@@ -7,6 +7,7 @@ A preset is a template only; it does not tokenize the draft or decode anything. 
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from fastapply.errors import UsageError
@@ -80,12 +81,32 @@ def prompt_text(tokenizer, preset: Preset, original: str, update: str, instructi
     return f"{preset.system}\n\n{user}\n\n"
 
 
+def encode_text(tokenizer, text: str) -> list[int]:
+    """Token ids of user text (a file, a snippet): text that looks like a special token (``</s>``,
+    ``<|im_end|>``) stays plain text, so a file can never end the answer or hide a BOS."""
+    return tokenizer(text, add_special_tokens=False, split_special_tokens=True)["input_ids"]
+
+
+_SLOT = re.compile("\x00fastapply-(original|update|instruction)\x00")
+
+
 def prompt_ids(tokenizer, preset: Preset, original: str, update: str, instruction: str = "") -> list[int]:
-    """Token ids of the prompt; BOS is added only when no chat template put it in the text already."""
-    text = prompt_text(tokenizer, preset, original, update, instruction)
-    templated = bool(getattr(tokenizer, "chat_template", None))
-    ids = tokenizer(text, add_special_tokens=False)["input_ids"]
-    if not templated and tokenizer.bos_token_id is not None:
+    """Token ids of the prompt: the template's own text with its special tokens, the user's text as
+    plain text (see ``encode_text``). BOS is added only when no chat template put it in already."""
+    values = {"original": original, "update": update, "instruction": instruction}
+    used = {name: f"\x00fastapply-{name}\x00" for name, value in values.items() if name != "instruction" or value.strip()}
+    text = prompt_text(tokenizer, preset, used["original"], used["update"], used.get("instruction", ""))
+    if all(slot in text for slot in used.values()):
+        pieces = _SLOT.split(text)
+    else:  # the chat template rewrote a slot: tokenize the whole text
+        pieces = [prompt_text(tokenizer, preset, original, update, instruction)]
+    ids: list[int] = []
+    for i, piece in enumerate(pieces):
+        if i % 2:
+            ids += encode_text(tokenizer, values[piece])
+        elif piece:
+            ids += tokenizer(piece, add_special_tokens=False)["input_ids"]
+    if not getattr(tokenizer, "chat_template", None) and tokenizer.bos_token_id is not None:
         ids = [tokenizer.bos_token_id, *ids]
     return ids
 
@@ -93,9 +114,11 @@ def prompt_ids(tokenizer, preset: Preset, original: str, update: str, instructio
 def answer_ids(tokenizer, preset: Preset, file_text: str) -> list[int]:
     """Token ids of the answer for ``file_text`` followed by EOS: the draft when ``file_text`` is the
     original (or a merged candidate), and the training target when it is the expected file."""
-    ids = tokenizer(preset.answer(file_text), add_special_tokens=False)["input_ids"]
+    ids = [*tokenizer(preset.answer_open, add_special_tokens=False)["input_ids"],
+           *encode_text(tokenizer, file_text),
+           *tokenizer(preset.answer_close, add_special_tokens=False)["input_ids"]]
     if tokenizer.eos_token_id is not None:
-        ids = [*ids, tokenizer.eos_token_id]
+        ids.append(tokenizer.eos_token_id)
     return ids
 
 

@@ -42,61 +42,29 @@ def tiny_model(tiny_checkpoint):
     return load_model(str(tiny_checkpoint), device="cpu", dtype="float32")
 
 
-SAMPLE_PY = '''\
-import os
-import sys
+@pytest.fixture(scope="session")
+def sample_model(tmp_path_factory, tokenizer):
+    """(model, tokenizer, path): a tiny Llama trained in seconds on edits of ``samples.SMALL_PY``, so
+    that it writes that file back (a model that copies) and closes its answers."""
+    import random
 
+    from fastapply.prompt import answer_ids, get_preset, prompt_ids
+    from fastapply.snippet import make_snippet
+    from fastapply.target import load_model
+    from finetune.echo import Example, edit_window, train
+    from tests.samples import SMALL_PY
 
-def read_config(path):
-    """Read a key=value config file."""
-    config = {}
-    with open(path) as handle:
-        for line in handle:
-            line = line.strip()
-            if not line or line.startswith("#"):
-                continue
-            key, _, value = line.partition("=")
-            config[key.strip()] = value.strip()
-    return config
-
-
-def main(argv):
-    if len(argv) < 2:
-        print("usage: tool CONFIG")
-        return 2
-    config = read_config(argv[1])
-    for key in sorted(config):
-        print(key, config[key])
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv))
-'''
-
-SAMPLE_UPDATE = '''\
-# ... existing code ...
-def main(argv):
-    if len(argv) < 2:
-        print("usage: tool CONFIG", file=sys.stderr)
-        return 2
-    config = read_config(argv[1])
-    verbose = os.environ.get("TOOL_VERBOSE") == "1"
-    for key in sorted(config):
-        if verbose:
-            print("reading", key)
-        print(key, config[key])
-    return 0
-# ... existing code ...
-'''
-
-SAMPLE_EXPECTED = SAMPLE_PY.replace('''        print("usage: tool CONFIG")
-''', '''        print("usage: tool CONFIG", file=sys.stderr)
-''').replace('''    config = read_config(argv[1])
-    for key in sorted(config):
-''', '''    config = read_config(argv[1])
-    verbose = os.environ.get("TOOL_VERBOSE") == "1"
-    for key in sorted(config):
-        if verbose:
-            print("reading", key)
-''')
+    rng = random.Random(1)
+    preset = get_preset("default")
+    lines = SMALL_PY.splitlines(keepends=True)
+    examples = []
+    for _ in range(64):
+        edited = edit_window(lines, rng, rng.choice(["    pass\n", "    return None\n", "# note\n"]))
+        update = make_snippet(SMALL_PY, edited, "python", context=2)
+        examples.append(Example(prompt_ids(tokenizer, preset, SMALL_PY, update),
+                                answer_ids(tokenizer, preset, edited)))
+    model = new_llama(len(tokenizer), "tiny", seed=1)
+    train(model, examples, steps=200, batch_size=4, lr=1e-2)
+    path = save_checkpoint(model, tokenizer, tmp_path_factory.mktemp("sample-llama"))
+    lm, tok = load_model(str(path), device="cpu", dtype="float32")
+    return lm, tok, path

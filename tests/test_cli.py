@@ -1,0 +1,119 @@
+"""The command line, driven through typer's CliRunner with a real (tiny, copy-trained) model."""
+
+import json
+import os
+
+import pytest
+from typer.testing import CliRunner
+
+from fastapply.cli import app
+from tests.samples import SMALL_PY
+
+UPDATE = '''\
+def read_config(path):
+    """Read a key=value config file."""
+    config = dict()
+# ... existing code ...
+'''
+
+
+@pytest.fixture()
+def env(sample_model, tmp_path, monkeypatch):
+    _, _, checkpoint = sample_model
+    monkeypatch.setenv("FASTAPPLY_MODEL", str(checkpoint))
+    monkeypatch.setenv("FASTAPPLY_DEVICE", "cpu")
+    path = tmp_path / "config.py"
+    path.write_text(SMALL_PY)
+    return path
+
+
+def invoke(*args, input=None):
+    return CliRunner().invoke(app, [str(a) for a in args], input=input)
+
+
+def test_stdout_stdin_and_json_agree(env):
+    direct = invoke(env, "--edit", UPDATE)
+    assert direct.exit_code == 0, direct.output
+    piped = invoke("-", "--edit", UPDATE, input=SMALL_PY)
+    assert piped.exit_code == 0 and piped.stdout == direct.stdout
+    as_json = invoke(env, "--edit", UPDATE, "--json")
+    data = json.loads(as_json.stdout)
+    assert data["text"] == direct.stdout
+    assert data["changed"] == (direct.stdout != SMALL_PY)
+    for field in ("passes", "tokens", "tokens_per_pass", "tokens_per_s", "chars_per_s", "accepted_histogram"):
+        assert field in data["stats"]
+    assert data["stats"]["tokens_per_pass"] > 2  # the copy-trained model accepts long drafts
+
+
+def test_check_and_diff_agree_with_the_result(env):
+    result = invoke(env, "--edit", UPDATE).stdout
+    changed = result != SMALL_PY
+    assert invoke(env, "--edit", UPDATE, "--check").exit_code == (1 if changed else 0)
+    diff = invoke(env, "--edit", UPDATE, "--diff")
+    assert diff.exit_code == 0
+    assert diff.stdout.startswith("--- a/") == changed
+    assert env.read_text() == SMALL_PY  # none of these touched the file
+
+
+def test_in_place_writes_what_stdout_shows_and_keeps_the_mode(env):
+    expected = invoke(env, "--edit", UPDATE).stdout
+    env.chmod(0o640)
+    result = invoke(env, "--edit", UPDATE, "--in-place")
+    assert result.exit_code == 0 and result.stdout == ""
+    assert env.read_text() == expected
+    assert env.stat().st_mode & 0o777 == 0o640
+
+
+def test_in_place_failure_mid_write_leaves_the_file_whole(env, monkeypatch):
+    def broken_replace(src, dst):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "replace", broken_replace)
+    result = invoke(env, "--edit", UPDATE, "--in-place")
+    assert result.exit_code == 1
+    assert "No space left on device" in result.stderr and len(result.stderr.strip().splitlines()) == 1
+    assert env.read_text() == SMALL_PY
+    assert [p.name for p in env.parent.iterdir()] == ["config.py"]  # no temp file left behind
+
+
+def test_crlf_file_keeps_its_line_endings(env):
+    env.write_bytes(SMALL_PY.replace("\n", "\r\n").encode())
+    result = invoke(env, "--edit", UPDATE, "--in-place")
+    assert result.exit_code == 0
+    data = env.read_bytes()
+    assert b"\r\n" in data and data.count(b"\n") == data.count(b"\r\n")
+
+
+@pytest.mark.parametrize("case", ["missing-model", "missing-file", "directory", "binary", "empty-edit",
+                                  "both-stdin"])
+def test_bad_input_is_one_clear_line_and_a_nonzero_exit(env, tmp_path, case, monkeypatch):
+    before = env.read_bytes()
+    args, code, words = [env, "--edit", UPDATE], 1, ""
+    if case == "missing-model":
+        monkeypatch.setenv("FASTAPPLY_MODEL", str(tmp_path / "no-such-model"))
+        words = "does not exist"
+    elif case == "missing-file":
+        args[0], words = tmp_path / "nope.py", "no such file"
+    elif case == "directory":
+        args[0], words = tmp_path, "directory"
+    elif case == "binary":
+        env.write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00")
+        before, words = env.read_bytes(), "binary"
+    elif case == "empty-edit":
+        args[2], code, words = "  ", 2, "edit is empty"
+    elif case == "both-stdin":
+        args, code, words = ["-", "--edit", "-"], 2, "both come from stdin"
+    result = invoke(*args, input="")
+    assert result.exit_code == code
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("fastapply: ") and words in lines[0]
+    assert result.stdout == ""
+    assert env.read_bytes() == before
+
+
+def test_no_model_without_merge_is_a_usage_error(tmp_path, monkeypatch):
+    monkeypatch.delenv("FASTAPPLY_MODEL", raising=False)
+    path = tmp_path / "a.py"
+    path.write_text("x = 1\n")
+    result = invoke(path, "--edit", "y = 2\n", "--engine", "model")
+    assert result.exit_code == 2 and "no model" in result.stderr

@@ -1,0 +1,244 @@
+"""The speculative loop is lossless: token for token what plain greedy decoding gives, and for
+sampling the model's own distribution."""
+
+import itertools
+import math
+import sysconfig
+from pathlib import Path
+
+import pytest
+import torch
+
+from fastapply.apply import plan_edit, run_plan
+from fastapply.decode import choose_draft_length, speculative_generate
+from fastapply.draft import POLICIES, DraftContext, make_drafter
+from fastapply.prompt import answer_ids
+from fastapply.snippet import make_snippet
+from fastapply.target import HFTarget, ReplayTarget
+from finetune.scratch import new_llama
+from tests.samples import SAMPLE_EXPECTED, SAMPLE_PY, SAMPLE_UPDATE, SMALL_PY
+
+JS_FILE = """\
+export function total(items) {
+  let sum = 0;
+  for (const item of items) {
+    sum += item.price * item.count;
+  }
+  return sum;
+}
+
+export function label(item) {
+  return `${item.name} (${item.count})`;
+}
+"""
+JS_UPDATE = """\
+// ... existing code ...
+export function label(item) {
+  const name = item.name.trim();
+  return `${name} (${item.count})`;
+}
+"""
+CASES = [
+    (SAMPLE_PY, SAMPLE_UPDATE, ""),
+    (JS_FILE, JS_UPDATE, "Trim the name."),
+    ("x = 1\n", "x = 2\n", ""),
+]
+
+
+def greedy_reference(model, tokenizer, prompt_ids, max_new_tokens):
+    out = model.generate(torch.tensor([prompt_ids]), attention_mask=torch.ones(1, len(prompt_ids), dtype=torch.long),
+                         max_new_tokens=max_new_tokens, do_sample=False, eos_token_id=tokenizer.eos_token_id,
+                         pad_token_id=tokenizer.pad_token_id)
+    return out[0, len(prompt_ids):].tolist()
+
+
+@pytest.mark.parametrize("policy", sorted(POLICIES))
+@pytest.mark.parametrize("case", range(len(CASES)))
+def test_speculative_greedy_equals_generate(tiny_model, policy, case):
+    model, tokenizer = tiny_model
+    original, update, instruction = CASES[case]
+    plan = plan_edit(tokenizer, original, update, instruction)
+    expected = greedy_reference(model, tokenizer, plan.prompt_ids, 96)
+    result = run_plan(HFTarget(model), tokenizer, plan, policy, 96, {tokenizer.eos_token_id})
+    assert result.token_ids == expected
+
+
+def test_speculative_greedy_equals_generate_when_the_draft_is_right(sample_model):
+    """With a model that copies, long drafts are accepted: the output must still equal generate's."""
+    model, tokenizer, _ = sample_model
+    plan = plan_edit(tokenizer, SMALL_PY, SMALL_PY.replace("config = {}", "config = dict()"))
+    expected = greedy_reference(model, tokenizer, plan.prompt_ids, 400)
+    result = run_plan(HFTarget(model), tokenizer, plan, "fastapply", 400, {tokenizer.eos_token_id})
+    assert result.token_ids == expected[:len(result.token_ids)]
+    assert len(result.token_ids) == len(expected) or result.token_ids[-len(plan.stop_sequences[0]):] == list(
+        plan.stop_sequences[0])
+    assert result.stats.tokens_per_pass > 2
+
+
+class FixedDraft:
+    """Always proposes the same tokens: a deterministic draft for the sampling test."""
+
+    source = "fixed"
+
+    def __init__(self, tokens):
+        self.tokens = tokens
+
+    def propose(self, out, k):
+        return self.tokens[:k]
+
+    def update(self, out, n):
+        pass
+
+
+class GreedyDraftTarget(HFTarget):
+    """A WRONG acceptance rule: keeps a draft token whenever the model gives it probability >= 0.2."""
+
+    _last_fed = [None]  # the prefill has no draft
+
+    def _choose(self, logits):
+        chosen = super()._choose(logits)
+        probs = torch.softmax(logits.float() / self.temperature, dim=-1)
+        draft = self._last_fed[1:] + [None]
+        return [d if d is not None and probs[i, d] >= 0.2 else c for i, (c, d) in enumerate(zip(chosen, draft))]
+
+    def verify(self, draft):
+        self._last_fed = [self.pending, *draft]
+        return super().verify(draft)
+
+
+VOCAB = 4
+LENGTH = 4  # tokens sampled per run: outcomes are VOCAB ** LENGTH sequences
+
+
+@pytest.fixture(scope="module")
+def peaky_model():
+    """A tiny Llama over 4 tokens with sharp, position-dependent distributions."""
+    model = new_llama(VOCAB, "tiny", seed=3)
+    with torch.no_grad():
+        model.lm_head.weight.mul_(8.0)
+    return model
+
+
+def exact_distribution(model, prompt):
+    """P(sequence) for every sequence of LENGTH tokens, from the model's own conditionals."""
+    probs = {}
+    with torch.no_grad():
+        for seq in itertools.product(range(VOCAB), repeat=LENGTH):
+            ids = torch.tensor([prompt + list(seq)])
+            logp = torch.log_softmax(model(ids).logits[0].float(), -1)
+            probs[seq] = math.exp(sum(logp[len(prompt) - 1 + i, t].item() for i, t in enumerate(seq)))
+    return probs
+
+
+def sample_counts(model, prompt, target_cls, runs):
+    counts = {}
+    for seed in range(runs):
+        target = target_cls(model, temperature=1.0, seed=seed)
+        out, _ = speculative_generate(target, FixedDraft([2, 1, 3]), prompt, LENGTH)
+        counts[tuple(out)] = counts.get(tuple(out), 0) + 1
+    return counts
+
+
+def chi_square_p(counts, probs, runs):
+    """p-value of Pearson's chi-square test, cells with small expectation pooled."""
+    from scipy.stats import chi2
+
+    stat, pooled_obs, pooled_exp, cells = 0.0, 0, 0.0, 0
+    for seq, p in probs.items():
+        expected, observed = p * runs, counts.get(seq, 0)
+        if expected < 5:
+            pooled_obs += observed
+            pooled_exp += expected
+            continue
+        stat += (observed - expected) ** 2 / expected
+        cells += 1
+    if pooled_exp > 0:
+        stat += (pooled_obs - pooled_exp) ** 2 / pooled_exp
+        cells += 1
+    return chi2.sf(stat, cells - 1)
+
+
+def test_speculative_sampling_keeps_the_model_distribution(peaky_model):
+    prompt = [0, 1]
+    probs = exact_distribution(peaky_model, prompt)
+    runs = 1500
+    assert chi_square_p(sample_counts(peaky_model, prompt, HFTarget, runs), probs, runs) > 1e-3
+    # the same test rejects a wrong acceptance rule: it has the power to catch one
+    assert chi_square_p(sample_counts(peaky_model, prompt, GreedyDraftTarget, runs), probs, runs) < 1e-3
+
+
+def stdlib_file(name, lines):
+    text = (Path(sysconfig.get_paths()["stdlib"]) / name).read_text()
+    return "".join(text.splitlines(keepends=True)[:lines])
+
+
+def test_pointer_drafter_needs_three_times_fewer_passes_than_prompt_lookup(tokenizer):
+    original = stdlib_file("argparse.py", 300)
+    lines = original.splitlines(keepends=True)
+    edited = "".join(lines[:150] + ["    # parsing starts here\n"] + lines[150:])
+    plan = plan_edit(tokenizer, original, make_snippet(original, edited, "python"))
+    reference = answer_ids(tokenizer, plan.preset, edited)
+    passes = {}
+    for policy in ("fastapply", "pld", "ngram", "none"):
+        result = run_plan(ReplayTarget(reference, tokenizer.eos_token_id), tokenizer, plan, policy)
+        assert result.text == edited and result.closed
+        passes[policy] = result.stats.passes
+    assert passes["none"] == len(reference) - 1
+    assert passes["fastapply"] * 3 <= passes["pld"]
+    assert passes["fastapply"] < passes["ngram"]
+
+
+def test_budget_is_never_exceeded(tiny_model):
+    model, tokenizer = tiny_model
+    plan = plan_edit(tokenizer, SAMPLE_PY, SAMPLE_UPDATE)
+    for budget in (1, 2, 7):
+        result = run_plan(HFTarget(model), tokenizer, plan, "fastapply", budget)
+        assert len(result.token_ids) <= budget and not result.closed
+
+
+def test_draft_length_grows_with_acceptance_and_cheap_passes():
+    flat = lambda k: 1.0 + 0.001 * k  # noqa: E731  a GPU-like cost
+    steep = lambda k: 1.0 + 0.2 * k  # noqa: E731  every token costs
+    assert choose_draft_length(flat, 0.99, 512) >= 256
+    assert choose_draft_length(flat, 0.5, 512) <= 16
+    assert choose_draft_length(steep, 0.99, 512) < choose_draft_length(flat, 0.99, 512)
+    assert choose_draft_length(flat, 0.99, 37) == 37
+
+
+def test_stop_sequence_ends_the_answer(tokenizer):
+    plan = plan_edit(tokenizer, SAMPLE_PY, SAMPLE_UPDATE)
+    # the reference keeps going after the closing tag: decoding must stop at the tag
+    reference = answer_ids(tokenizer, plan.preset, SAMPLE_EXPECTED)[:-1] + [5, 6, 7, 8]
+    result = run_plan(ReplayTarget(reference, tokenizer.eos_token_id), tokenizer, plan, "fastapply")
+    assert result.closed and result.text == SAMPLE_EXPECTED
+    assert tuple(result.token_ids[-len(plan.stop_sequences[0]):]) == plan.stop_sequences[0]
+
+
+def test_closing_tag_inside_the_file_does_not_stop_decoding(tokenizer):
+    original = 'TEMPLATE = "</updated-code>"\nx = 1\n'
+    edited = original.replace("x = 1", "x = 2")
+    plan = plan_edit(tokenizer, original, "x = 2\n")
+    assert plan.stop_sequences == ()
+    reference = answer_ids(tokenizer, plan.preset, edited)
+    result = run_plan(ReplayTarget(reference, tokenizer.eos_token_id), tokenizer, plan, "fastapply")
+    assert result.closed and result.text == edited
+
+
+def test_drafter_context_holds_the_snippet_and_line_breaks(tokenizer):
+    plan = plan_edit(tokenizer, SAMPLE_PY, SAMPLE_UPDATE, merged=SAMPLE_EXPECTED)
+    assert isinstance(plan.context, DraftContext)
+    assert plan.context.snippet_ids and plan.context.merged_ids
+    assert all("\n" in tokenizer.decode([i]) for i in plan.context.newline_ids)
+    assert make_drafter("fastapply", plan.context).sources[0].name == "merged"
+
+
+def test_a_model_that_copies_accepts_most_of_the_draft(sample_model):
+    """HFTarget with a model trained to copy: on a copy-heavy edit most drafted tokens are accepted."""
+    model, tokenizer, _ = sample_model
+    edited = SMALL_PY.replace("    config = {}\n", "    config = {}  # parsed values\n")
+    update = make_snippet(SMALL_PY, edited, "python", context=2)
+    plan = plan_edit(tokenizer, SMALL_PY, update)
+    result = run_plan(HFTarget(model), tokenizer, plan, "fastapply", 400, {tokenizer.eos_token_id})
+    assert result.closed
+    assert result.stats.acceptance > 0.5
+    assert result.stats.passes * 3 < result.stats.tokens
