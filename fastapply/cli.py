@@ -50,7 +50,7 @@ def _root(version: Annotated[bool, typer.Option("--version", callback=_version, 
     pass
 
 
-class Engine(str, Enum):
+class ApplyEngine(str, Enum):
     auto = "auto"
     merge = "merge"
     model = "model"
@@ -86,9 +86,9 @@ def apply_command(
     dtype: DtypeOpt = "auto",
     draft: Annotated[Policy, typer.Option(envvar="FASTAPPLY_DRAFT", help="Draft policy.")] = Policy.fastapply,
     preset: PresetOpt = "default",
-    engine: Annotated[Engine, typer.Option(envvar="FASTAPPLY_ENGINE", help="merge: the merge engine only (no model); "
+    engine: Annotated[ApplyEngine, typer.Option(envvar="FASTAPPLY_ENGINE", help="merge: the merge engine only (no model); "
                                            "model: the model only; auto: a certain merge without a model, the model "
-                                           "drafting from the merge with one.")] = Engine.auto,
+                                           "drafting from the merge with one.")] = ApplyEngine.auto,
     force: Annotated[bool, typer.Option("--force", help="Write model output even when it fails validation.")] = False,
     language: Annotated[Optional[str], typer.Option(help="The file's language (default: from its extension).")] = None,
     max_new_tokens: MaxTokensOpt = None,

@@ -41,7 +41,7 @@ def resolve_edit(original: str, update: str, language: str | None, engine: str =
         raise UsageError(f"unknown engine {engine!r}; choose one of: {', '.join(ENGINES)}")
     if engine == "model":
         if run_model is None:
-            raise UsageError("--engine model needs a model: pass --model PATH_OR_HUB_ID or set FASTAPPLY_MODEL")
+            raise UsageError("no model for --engine model: pass --model PATH_OR_HUB_ID or set FASTAPPLY_MODEL")
         return _checked(original, update, language, run_model(None), None, force)
     if engine == "merge" and instruction:
         raise UsageError("the merge engine applies update snippets; an --instruction needs a model")

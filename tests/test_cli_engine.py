@@ -7,7 +7,7 @@ import sys
 from typer.testing import CliRunner
 
 from fastapply.cli import app
-from tests.conftest import SAMPLE_EXPECTED, SAMPLE_PY, SAMPLE_UPDATE
+from tests.samples import SAMPLE_EXPECTED, SAMPLE_PY, SAMPLE_UPDATE
 
 runner = CliRunner()
 UNCERTAIN = "# ... existing code ...\n    return 0\n# ... existing code ...\n"  # `return 0` fits nowhere for sure

@@ -87,8 +87,9 @@ def _leftovers(directory):
     return [p.name for p in directory.iterdir() if p.name.endswith(".fastapply-tmp")]
 
 
-@pytest.mark.parametrize("failure", [OSError("disk full"), KeyboardInterrupt()])
-def test_failure_before_replace_leaves_the_file_whole(tmp_path, monkeypatch, failure):
+@pytest.mark.parametrize("failure, raised", [(OSError("disk full"), FastapplyError),
+                                             (KeyboardInterrupt(), KeyboardInterrupt)])
+def test_failure_before_replace_leaves_the_file_whole(tmp_path, monkeypatch, failure, raised):
     path = tmp_path / "code.py"
     path.write_bytes(b"original = True\n")
     os.chmod(path, 0o644)
@@ -98,7 +99,7 @@ def test_failure_before_replace_leaves_the_file_whole(tmp_path, monkeypatch, fai
         raise failure
 
     monkeypatch.setattr(os, "replace", broken_replace)
-    with pytest.raises(type(failure)):
+    with pytest.raises(raised):
         write_atomic(path, b"original = False\n" * 1000)
     assert path.read_bytes() == b"original = True\n"
     assert stat.S_IMODE(path.stat().st_mode) == 0o644
