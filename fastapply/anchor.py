@@ -20,7 +20,8 @@ import difflib
 
 from fastapply.defplace import closed_definition, place_by_definitions, reopened_definition
 from fastapply.markers import indent_width
-from fastapply.segments import NEAR, Original, Placement, Segment, exact_key, is_closer, is_trivial, loose_key
+from fastapply.segments import (NEAR, Original, Placement, Segment, absorb_blank_edges, exact_key, is_closer,
+                                is_trivial, loose_key)
 
 
 def place(seg: Segment, index: int, orig: Original, lo: int, scope: int | None) -> Placement | None:
@@ -66,25 +67,28 @@ def _place_by_lines(seg: Segment, index: int, orig: Original, lo: int, hi: int, 
         doubts.append(f"{where} starts with {leading[0].strip()!r}, which may be the original's or new")
     if seg.marker_after is not None and _maybe_context(trailing[-1:], orig.lines[end:min(hi, end + NEAR)]):
         doubts.append(f"{where} ends with {trailing[-1].strip()!r}, which may be the original's or new")
-    if seg.marker_after is not None and any(line.strip() for line in trailing) and not seg.lines[
-            tail[1] + tail[2] - 1].strip() and trailing[-1].strip():
-        doubts.append(f"{where}: its new lines follow a blank line that may belong after them")
-    if seg.marker_before is not None and any(line.strip() for line in leading) and not seg.lines[head[1]].strip() \
-            and leading[0].strip():
-        doubts.append(f"{where}: its new lines come before a blank line that may belong before them")
     if seg.marker_before is None:
         start, doubt = 0, _edge_doubt(orig.lines[:head[0]], leading, f"{where} does not start with a marker", "first")
         doubts += doubt
     else:
         start, doubt = reopened_definition(orig, start, leading, lo, where)
         doubts += doubt
+        if start == head[0] and any(line.strip() for line in leading):
+            doubts.append(f"{where} has new lines before its first anchor, which may replace the code there")
     if seg.marker_after is None:
         end, doubt = len(orig.lines), _edge_doubt(orig.lines[end:], trailing, f"{where} does not end with a marker",
                                                    "last")
         doubts += doubt
     else:
+        unextended = end
         end, doubt = closed_definition(orig, end, trailing, seg.marker_after, hi, where)
         doubts += doubt
+        if end == unextended and any(line.strip() for line in trailing):
+            doubts.append(f"{where} has new lines after its last anchor, which may replace the code there")
+    matched_edges = (head[1] == 0 and seg.marker_before is not None and start == head[0],
+                     tail[1] + tail[2] == len(seg.lines) and end == tail[0] + tail[2])
+    start, end, doubt = absorb_blank_edges(orig, seg, (start, end), matched_edges, (lo, hi), where)
+    doubts += doubt
     lines = list(seg.lines)
     matched = []
     for a, b, size in ([head] if head is tail else [head, tail]):
@@ -148,7 +152,7 @@ def _anchors(orig: Original, key, skeys: list[str], lines: tuple[str, ...], lo: 
     if len(readings) > 1:
         longest = (max(f[0][2] for f in fits), max(f[1][2] for f in fits))
         enclosed = all(s <= start and e >= end for s, e in readings) and (h[2], t[2]) == longest and min(
-            _solid(lines, head), _solid(lines, tail)) >= 2
+            _solid(lines, head), _solid(lines, tail)) >= 2 and not _repeats(skeys, head) and not _repeats(skeys, tail)
         no_op = [k for k in orig.keys(key)[start:end] if k.strip()] == [  # at most blank lines change
             k for k in skeys[head[1]:tail[1] + tail[2]] if k.strip()]
         if not enclosed or no_op:
@@ -228,6 +232,13 @@ def _unique_line(orig: Original, key, lines: tuple[str, ...], run: list[int]) ->
     """Whether an anchor run has a non-trivial line found only once in the whole original."""
     return any(not is_trivial(line) and len(orig.positions(key, key(line))) == 1
                for line in lines[run[1]:run[1] + run[2]])
+
+
+def _repeats(skeys: list[str], run: list[int]) -> bool:
+    """Whether an anchor run's lines occur again elsewhere in the segment (repeated code: then the
+    original's copies may be what the segment rewrites)."""
+    lines, size = skeys[run[1]:run[1] + run[2]], run[2]
+    return any(skeys[i:i + size] == lines for i in range(len(skeys) - size + 1) if i != run[1])
 
 
 def _solid(lines: tuple[str, ...], run: list[int]) -> int:

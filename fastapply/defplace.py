@@ -8,11 +8,10 @@ segment whose new lines at an edge rewrite the start or the end of the definitio
 
 from __future__ import annotations
 
-import difflib
 
 from fastapply.defs import CONTAINERS, Definition, definitions
 from fastapply.markers import indent_width
-from fastapply.segments import INDENT_LANGUAGES, Original, Placement, Segment
+from fastapply.segments import INDENT_LANGUAGES, Original, Placement, Segment, absorb_blank_edges
 from fastapply.syntax import count_errors
 
 def _innermost(orig: Original, line: int, lo: int, header_counts: bool = False) -> Definition | None:
@@ -32,7 +31,7 @@ def reopened_definition(orig: Original, start: int, leading: tuple[str, ...], lo
         return decorated[0].start, []
     enclosing = _innermost(orig, start, lo)
     if enclosing is None or min(indent_width(line) for line in new) > indent_width(orig.lines[enclosing.header]):
-        return start, _similar_doubt(new[-1], orig.lines[lo:start][::-1], where)
+        return start, []
     doubts = []
     if orig.language in INDENT_LANGUAGES:
         doubts.append(f"{where} rewrites the start of {enclosing.name!r}; its layout alone says so")
@@ -45,25 +44,15 @@ def closed_definition(orig: Original, end: int, trailing: tuple[str, ...], marke
     enclosing = _innermost(orig, end - 1, 0, header_counts=True)
     new = [line for line in trailing if line.strip()]
     if enclosing is None or enclosing.end > hi or not any(line.strip() for line in orig.lines[end:enclosing.end]):
-        return end, _similar_doubt(new[0], orig.lines[end:hi], where) if new else []
+        return end, []
     width = indent_width(orig.lines[enclosing.header])
     closes_with_code = any(indent_width(line) <= width for line in new)
     if not closes_with_code and not (new and marker_indent <= width):
-        return end, _similar_doubt(new[0], orig.lines[end:hi], where) if new else []
+        return end, []
     doubts = []
     if orig.language in INDENT_LANGUAGES and (closes_with_code or enclosing.kind in CONTAINERS):
         doubts.append(f"{where} rewrites the end of {enclosing.name!r}; its layout alone says so")
     return enclosing.end, doubts
-
-
-def _similar_doubt(new_line: str, neighbours: list[str], where: str) -> list[str]:
-    """New lines inserted next to an original line much like them may have been meant to replace it."""
-    neighbour = next((line for line in neighbours if line.strip()), None)
-    if neighbour is None or not new_line.strip():
-        return []
-    if difflib.SequenceMatcher(None, new_line.strip(), neighbour.strip()).ratio() >= 0.6:
-        return [f"{where} adds {new_line.strip()!r} next to the similar {neighbour.strip()!r}; it may replace it"]
-    return []
 
 
 def place_by_definitions(seg: Segment, index: int, orig: Original, lo: int, hi: int) -> Placement | None:
@@ -111,7 +100,8 @@ def place_by_definitions(seg: Segment, index: int, orig: Original, lo: int, hi: 
         doubts.append(f"{where} does not start with a marker, yet the original has code before it")
     if seg.marker_after is None and any(line.strip() for line in orig.lines[end:]):
         doubts.append(f"{where} does not end with a marker, yet the original has code after it")
-    return Placement(start, end, seg.lines, tuple(doubts))
+    start, end, doubt = absorb_blank_edges(orig, seg, (start, end), (False, False), (lo, hi), where)
+    return Placement(start, end, seg.lines, tuple(doubts + doubt))
 
 
 def _members(defs: list[Definition], parent: Definition) -> set[str]:

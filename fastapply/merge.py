@@ -113,7 +113,7 @@ def _scope(orig: Original, matched: list[tuple[int, int]], marker_indent: int | 
         return None
     for width, line in reversed(matched):
         if width < marker_indent and not is_trivial(orig.lines[line]):
-            return line
+            return line if orig.block_end(line) > line + 1 else None  # a header with a block under it
     return None
 
 

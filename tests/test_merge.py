@@ -89,6 +89,9 @@ CERTAIN = [
     ("py-two-segments", "python", PY, d('''
         import os
         import sys
+
+
+        class Reader:
         # ... existing code ...
             reader.open("a.txt")
             print("done", file=sys.stderr)
@@ -606,6 +609,7 @@ UNCERTAIN = [
      "# ... existing code ...\n    x = 1\n    y = 2\n    return x\n# ... existing code ...\n"),
     ("same-method-two-classes-no-scope", "python", PY,
      "# ... existing code ...\n    def close(self):\n        self.flush()\n# ... existing code ...\n"),
+    ("new-lines-at-a-segment-edge", "python", PY, "import os\nimport sys\n# ... existing code ...\n"),
     ("anchors-nowhere", "python", PY, "# ... existing code ...\nx = compute()\ny = more()\n# ... existing code ...\n"),
     ("class-end-by-layout-only", "python", PY,
      "# ... existing code ...\nclass Writer:\n    def flush(self):\n        pass\n# ... existing code ...\n"),
