@@ -15,7 +15,6 @@ from pathlib import Path
 
 NEW_LINES = [
     "result = compute(value, strict=True)",
-    "if result is None:",
     "logger.debug('retrying %s', name)",
     "total += len(items)",
     "return result",
@@ -25,8 +24,6 @@ NEW_LINES = [
 ]
 NEW_JS_LINES = [
     "const result = compute(value, { strict: true });",
-    "if (result === undefined) {",
-    "}",
     "log.verbose('retrying', name);",
     "total += items.length;",
     "return result;",

@@ -5,7 +5,7 @@ first and last runs of repeated lines (anchors) fix the range of the original it
 before the first anchor or after the last are inserted there, original lines between anchors that the
 segment leaves out are deleted. Lines are compared exactly (trailing whitespace aside), then ignoring
 all whitespace; a segment whose lines anchor nowhere, or ambiguously, is placed by the definitions it
-contains (``def foo`` replaces the original ``def foo``, see ``defs.py``).
+contains (``def foo`` replaces the original ``def foo``, see ``defplace.py``).
 
 Every reason to doubt a placement (an anchor that appears twice, a deletion hanging on one line...)
 is returned as a one-line ``doubt``; the merge is only certain when no segment has one. This module
@@ -17,103 +17,21 @@ Example: original ``a b c d e``, segment ``b X d`` -> replaces ``b c d`` (lines 
 from __future__ import annotations
 
 import difflib
-from dataclasses import dataclass, field
 
-from fastapply.defs import Definition, definitions
+from fastapply.defplace import closed_definition, place_by_definitions, reopened_definition
 from fastapply.markers import indent_width
-from fastapply.syntax import count_errors
-
-_CLOSERS = {"}", "};", "},", ")", ");", "),", "]", "];", "],", "end", "fi", "done", "})", "});", "pass", "else:",
-            "else", "} else {", "try:", "return", "return;", "break", "break;", "continue", "continue;"}
-_NEAR = 30  # lines around a segment's edge searched for a common line it may repeat
-# Indentation alone (no closing token) delimits blocks in these languages, so a misplaced block edge
-# still parses; placements that depend on it are never certain.
-_INDENT_LANGUAGES = {"python"}
-
-
-def exact_key(line: str) -> str:
-    return line.rstrip()
-
-
-def loose_key(line: str) -> str:
-    return "".join(line.split())
-
-
-def is_trivial(line: str) -> bool:
-    """Lines too common to anchor on: blank lines, lone brackets, ``end``, ``pass``..."""
-    stripped = line.strip()
-    return len(stripped) <= 2 or stripped in _CLOSERS
-
-
-@dataclass(frozen=True)
-class Segment:
-    lines: tuple[str, ...]  # LF-terminated
-    marker_before: int | None  # indent width of the marker before it; None: the snippet starts here
-    marker_after: int | None  # likewise after it; None: the snippet ends here
-
-
-@dataclass(frozen=True)
-class Placement:
-    start: int  # original[start:end] is replaced by lines
-    end: int
-    lines: tuple[str, ...]
-    doubts: tuple[str, ...] = ()
-    matched: tuple[tuple[int, int], ...] = ()  # (snippet indent width, original line) of anchored lines
-
-
-@dataclass
-class Original:
-    """The original file as lines, with the indexes placements need (built once per merge)."""
-
-    lines: list[str]
-    language: str | None
-    _keys: dict = field(default_factory=dict)
-    _positions: dict = field(default_factory=dict)
-    _defs: list[Definition] | None = None
-
-    def keys(self, key) -> list[str]:
-        if key not in self._keys:
-            self._keys[key] = [key(line) for line in self.lines]
-            positions: dict[str, list[int]] = {}
-            for i, k in enumerate(self._keys[key]):
-                positions.setdefault(k, []).append(i)
-            self._positions[key] = positions
-        return self._keys[key]
-
-    def occurrences(self, key, run: list[str], lo: int, hi: int) -> list[int]:
-        """Where the lines ``run`` (as keys) occur consecutively in lines[lo:hi]."""
-        keys = self.keys(key)
-        n = len(run)
-        return [p for p in self.positions(key, run[0]) if lo <= p <= hi - n and keys[p:p + n] == run]
-
-    def positions(self, key, line_key: str) -> list[int]:
-        """The lines whose key is ``line_key``."""
-        self.keys(key)
-        return self._positions[key].get(line_key, [])
-
-    def defs(self) -> list[Definition]:
-        if self._defs is None:
-            self._defs = definitions("".join(self.lines), self.language) if self.language else []
-        return self._defs
-
-    def block_end(self, line: int) -> int:
-        """One past the indentation block headed by ``line`` (its closing ``}``/``end`` included)."""
-        width = indent_width(self.lines[line])
-        j = line + 1
-        while j < len(self.lines) and (not self.lines[j].strip() or indent_width(self.lines[j]) > width):
-            j += 1
-        if j < len(self.lines) and indent_width(self.lines[j]) == width and self.lines[j].strip()[:1] in ")]}" \
-                or j < len(self.lines) and self.lines[j].strip() == "end":
-            j += 1
-        return j
+from fastapply.segments import (NEAR, Original, Placement, Segment, absorb_blank_edges, exact_key, is_closer,
+                                is_trivial, loose_key)
 
 
 def place(seg: Segment, index: int, orig: Original, lo: int, scope: int | None) -> Placement | None:
     """Where segment number ``index`` goes in the original after line ``lo``; None when it cannot be placed.
 
     ``scope`` is the original line heading the block the snippet shows the segment in (``class A:``
-    above an indented marker), or None. The block only settles anchors that are ambiguous in the rest
-    of the file: a marker's indentation says where the elided code starts, not where it ends.
+    above an indented marker), or None. The block only settles which of several same-named
+    definitions is meant, and where a segment of new code closing the block goes; lines are anchored
+    in the whole rest of the file, as a marker's indentation says where the elided code starts, not
+    where it ends.
     """
     windows = [len(orig.lines)]
     if scope is not None and orig.block_end(scope) < len(orig.lines):
@@ -122,12 +40,11 @@ def place(seg: Segment, index: int, orig: Original, lo: int, scope: int | None) 
         return _place_closers(seg, index, orig, lo, windows[-1], scope)
     first = None
     for key in (exact_key, loose_key):
-        for hi in windows:
-            placement = _place_by_lines(seg, index, orig, lo, hi, key)
-            if placement is not None and not placement.doubts:
-                return placement
-            first = first or placement
-    for hi in windows:
+        placement = _place_by_lines(seg, index, orig, lo, len(orig.lines), key)
+        if placement is not None and not placement.doubts:
+            return placement
+        first = first or placement
+    for hi in windows:  # definitions are matched by name, so the block may settle which one
         by_defs = place_by_definitions(seg, index, orig, lo, hi)
         if by_defs is not None and not by_defs.doubts:
             return by_defs
@@ -146,23 +63,32 @@ def _place_by_lines(seg: Segment, index: int, orig: Original, lo: int, hi: int, 
         doubts.append(f"{where} matches the original only when whitespace is ignored")
     start, end = head[0], tail[0] + tail[2]
     leading, trailing = seg.lines[:head[1]], seg.lines[tail[1] + tail[2]:]
-    if seg.marker_before is not None and _maybe_context(leading[:1], orig.lines[max(lo, start - _NEAR):start]):
+    if seg.marker_before is not None and _maybe_context(leading[:1], orig.lines[max(lo, start - NEAR):start]):
         doubts.append(f"{where} starts with {leading[0].strip()!r}, which may be the original's or new")
-    if seg.marker_after is not None and _maybe_context(trailing[-1:], orig.lines[end:min(hi, end + _NEAR)]):
+    if seg.marker_after is not None and _maybe_context(trailing[-1:], orig.lines[end:min(hi, end + NEAR)]):
         doubts.append(f"{where} ends with {trailing[-1].strip()!r}, which may be the original's or new")
     if seg.marker_before is None:
         start, doubt = 0, _edge_doubt(orig.lines[:head[0]], leading, f"{where} does not start with a marker", "first")
         doubts += doubt
     else:
-        start, doubt = _reopened_definition(orig, start, leading, lo, where)
+        start, doubt = reopened_definition(orig, start, leading, lo, where)
         doubts += doubt
+        if start == head[0] and any(line.strip() for line in leading):
+            doubts.append(f"{where} has new lines before its first anchor, which may replace the code there")
     if seg.marker_after is None:
         end, doubt = len(orig.lines), _edge_doubt(orig.lines[end:], trailing, f"{where} does not end with a marker",
                                                    "last")
         doubts += doubt
     else:
-        end, doubt = _closed_definition(orig, end, trailing, seg.marker_after, hi, where)
+        unextended = end
+        end, doubt = closed_definition(orig, end, trailing, seg.marker_after, hi, where)
         doubts += doubt
+        if end == unextended and any(line.strip() for line in trailing):
+            doubts.append(f"{where} has new lines after its last anchor, which may replace the code there")
+    matched_edges = (head[1] == 0 and seg.marker_before is not None and start == head[0],
+                     tail[1] + tail[2] == len(seg.lines) and end == tail[0] + tail[2])
+    start, end, doubt = absorb_blank_edges(orig, seg, (start, end), matched_edges, (lo, hi), where)
+    doubts += doubt
     lines = list(seg.lines)
     matched = []
     for a, b, size in ([head] if head is tail else [head, tail]):
@@ -185,47 +111,91 @@ def _anchors(orig: Original, key, skeys: list[str], lines: tuple[str, ...], lo: 
     n = len(skeys)
     heads = _runs(orig, key, skeys, lo, hi, forward=True)
     tails = _runs(orig, key, skeys, lo, hi, forward=False)
-    if not heads or not tails:
+    if not heads or not tails:  # new or common lines at an edge: anchor on the first (last) matching block
         matcher = difflib.SequenceMatcher(is_trivial, orig.keys(key)[lo:hi], skeys, autojunk=False)
-        blocks = [(a + lo, b, size) for a, b, size in matcher.get_matching_blocks()
+        blocks = [(b, size) for _, b, size in matcher.get_matching_blocks()
                   if size and not all(is_trivial(line) for line in lines[b:b + size])]
-        if not blocks:
-            return None
         if not heads:
-            a, b, size = blocks[0]
-            heads = [[p, b, size] for p in orig.occurrences(key, skeys[b:b + size], lo, hi)]
+            limit = min((t[1] for t in tails), default=n)
+            inside = [(b, size) for b, size in blocks if b + size <= limit]
+            if inside:
+                b, size = inside[0]
+                heads = [[p, b, size] for p in orig.occurrences(key, skeys[b:b + size], lo, hi)]
         if not tails:
-            a, b, size = blocks[-1]
-            tails = [[p, b, size] for p in orig.occurrences(key, skeys[b:b + size], lo, hi)]
+            limit = max((h[1] + h[2] for h in heads), default=0)
+            inside = [(b, size) for b, size in blocks if b >= limit]
+            if inside:
+                b, size = inside[-1]
+                tails = [[p, b, size] for p in orig.occurrences(key, skeys[b:b + size], lo, hi)]
+        if not heads and not tails:
+            return None
+        if not heads or not tails:  # one anchor run only: it is both the first and the last
+            runs = heads or tails
+            doubts = [] if len(runs) == 1 else [f"{where}: its anchor {lines[runs[0][1]].strip()!r} appears "
+                                                f"{len(runs)} times"]
+            return runs[0], runs[0], doubts
     if heads[0][1] == 0 and heads[0][2] == n:  # the whole segment is original code
-        # Unchanged code: also doubtful when its opening (closing) lines occur elsewhere, as the code
-        # between them there may be what the snippet deletes.
-        doubts = [] if len(heads) == len(tails) == 1 else [f"{where}: its lines appear in more than one place"]
-        return heads[0], heads[0], doubts
-    # A first-anchor run is cut where the last anchor begins (in the snippet and in the original).
-    pairs = [(h, t) for h in heads for t in tails if min(h[2], t[1] - h[1], t[0] - h[0]) >= 1]
-    if not pairs:
+        return heads[0], heads[0], _unchanged_doubts(orig, key, skeys, heads, lo, hi, where)
+    # A reading is a (first, last) pair of candidates in order; runs may be cut short, as the lines
+    # where they meet may be new code that merely looks like the original (a copied function).
+    fits = [(h, t, fit) for h in heads for t in tails for fit in [_fit(lines, h, t)] if fit is not None]
+    if not fits:
         return None
+    readings = {(h[0], t[0] + t[2]) for h, t, _ in fits}
     # Of several readings, the one replacing the fewest lines is taken when every other encloses it:
     # the others would delete a copy of an anchor with all the code between. Not when that reading
-    # changes nothing, though: then the snippet may well mean the deletion.
-    head, tail = min(pairs, key=lambda pair: pair[1][0] - pair[0][0])
-    head = [head[0], head[1], min(head[2], tail[1] - head[1], tail[0] - head[0])]
+    # changes nothing, though (the snippet may well mean the deletion), nor on short anchors.
+    h, t, (k, m) = min(fits, key=lambda fit: (fit[1][0] + fit[1][2] - fit[0][0], -fit[0][2] - fit[1][2]))
+    head, tail = [h[0], h[1], k], [t[0] + t[2] - m, t[1] + t[2] - m, m]
+    start, end = head[0], tail[0] + tail[2]
     doubts = []
-    longest = (max(h[2] for h, _ in pairs), max(t[2] for _, t in pairs))
-    enclosed = all(h[0] <= head[0] and t[0] >= tail[0] for h, t in pairs) and (head[2], tail[2]) == longest and min(
-        _solid(lines, head), _solid(lines, tail)) >= 2
-    no_op = orig.keys(key)[head[0]:tail[0] + tail[2]] == skeys[head[1]:tail[1] + tail[2]]
-    if len(pairs) > 1 and (not enclosed or no_op):
-        which = "first" if len({id(h) for h, _ in pairs}) > 1 else "last"
-        run = head if which == "first" else tail
-        doubts.append(f"{where}: its {which} anchor {lines[run[1]].strip()!r} appears more than once")
+    if len(readings) > 1:
+        longest = (max(f[0][2] for f in fits), max(f[1][2] for f in fits))
+        enclosed = all(s <= start and e >= end for s, e in readings) and (h[2], t[2]) == longest and min(
+            _solid(lines, head), _solid(lines, tail)) >= 2 and not _repeats(skeys, head) and not _repeats(skeys, tail)
+        no_op = [k for k in orig.keys(key)[start:end] if k.strip()] == [  # at most blank lines change
+            k for k in skeys[head[1]:tail[1] + tail[2]] if k.strip()]
+        if not enclosed or no_op:
+            which = "first" if len({s for s, _ in readings}) > 1 else "last"
+            run = head if which == "first" else tail
+            doubts.append(f"{where}: its {which} anchor {lines[run[1]].strip()!r} appears more than once")
     removed = tail[0] - head[0] - head[2]
     added = tail[1] - head[1] - head[2]
     if removed > added and any(_solid(lines, run) < 2 and not _unique_line(orig, key, lines, run)
                                for run in (head, tail)):
         doubts.append(f"{where} deletes original lines {head[0] + head[2] + 1}-{tail[0]} on a one-line anchor")
     return head, tail, doubts
+
+
+def _fit(lines: tuple[str, ...], head: list[int], tail: list[int]) -> tuple[int, int] | None:
+    """The longest (first run, last run) lengths that keep ``head`` before ``tail`` in both the snippet
+    and the original, each keeping at least one non-trivial line; None when they cannot be in order."""
+    p, b, k = head
+    q, c, size = tail
+    need_head = next((i + 1 for i in range(k) if not is_trivial(lines[b + i])), None)
+    need_tail = next((i + 1 for i in range(size) if not is_trivial(lines[c + size - 1 - i])), None)
+    if need_head is None or need_tail is None:
+        return None
+    snippet_room, original_room = c + size - b, q + size - p
+    first = min(k, snippet_room - need_tail, original_room - need_tail)
+    if first < need_head:
+        return None
+    last = min(size, snippet_room - first, original_room - first)
+    return (first, last) if last >= need_tail else None
+
+
+def _unchanged_doubts(orig: Original, key, skeys: list[str], heads: list[list[int]], lo: int, hi: int,
+                      where: str) -> list[str]:
+    """Doubts about a segment that repeats the original unchanged: it may equally be its first lines
+    found earlier (its last lines later) with the code between them deleted."""
+    if len(heads) > 1:
+        return [f"{where}: its lines appear in more than one place"]
+    p, n = heads[0][0], len(skeys)
+    for i in range(1, n):
+        if any(q < p for q in orig.occurrences(key, skeys[:i], lo, hi)) or any(
+                q > p + i for q in orig.occurrences(key, skeys[i:], lo, hi)):
+            return [f"{where} repeats the original unchanged, and its lines also fit around a deletion"]
+    return []
 
 
 def _runs(orig: Original, key, skeys: list[str], lo: int, hi: int, forward: bool) -> list[list[int]]:
@@ -264,6 +234,13 @@ def _unique_line(orig: Original, key, lines: tuple[str, ...], run: list[int]) ->
                for line in lines[run[1]:run[1] + run[2]])
 
 
+def _repeats(skeys: list[str], run: list[int]) -> bool:
+    """Whether an anchor run's lines occur again elsewhere in the segment (repeated code: then the
+    original's copies may be what the segment rewrites)."""
+    lines, size = skeys[run[1]:run[1] + run[2]], run[2]
+    return any(skeys[i:i + size] == lines for i in range(len(skeys) - size + 1) if i != run[1])
+
+
 def _solid(lines: tuple[str, ...], run: list[int]) -> int:
     """Non-trivial lines in an anchor run."""
     return sum(1 for line in lines[run[1]:run[1] + run[2]] if not is_trivial(line))
@@ -285,11 +262,17 @@ def _place_closers(seg: Segment, index: int, orig: Original, lo: int, hi: int, s
     closers = 0
     while closers < len(body) and is_closer(body[-1 - closers]):
         closers += 1
+    closers = min(closers, _unclosed(body))
     if closers:
         own = [i for i in range(lo, limit) if orig.lines[i].strip()][-closers:]
         if [exact_key(orig.lines[i]) for i in own] != [exact_key(line) for line in body[-closers:]]:
             return None
-        return Placement(own[0], limit, seg.lines)
+        doubts = ()
+        if closers == len(body) and (seg.marker_before or 0) <= indent_width(body[0]):
+            # only closing lines, after a marker that is not inside their block: they fit after any block,
+            # and the snippet may as well mean that the code before them is deleted
+            doubts = (f"segment {index + 1} only repeats closing lines",)
+        return Placement(own[0], limit, seg.lines, doubts)
     if scope is None:
         return Placement(limit, limit, seg.lines, (f"segment {index + 1} anchors nowhere; it was added at the end",))
     if seg.marker_after is not None and seg.marker_after > indent_width(orig.lines[scope]):
@@ -301,10 +284,21 @@ def _place_closers(seg: Segment, index: int, orig: Original, lo: int, hi: int, s
                                                f"the block {orig.lines[scope].strip()!r}",))
 
 
-def is_closer(line: str) -> bool:
-    """A line that only closes blocks: ``}``, ``});``, ``end``..."""
-    stripped = line.strip()
-    return stripped == "end" or (0 < len(stripped) <= 3 and stripped[0] in ")]}")
+def _unclosed(lines: list[str]) -> int:
+    """How many more blocks the lines close than they open, counting brackets and Ruby's ``end``
+    (strings and comments are not told apart; this only bounds how many closing lines are the block's)."""
+    depth = deepest = 0
+    for line in lines:
+        for char in line:
+            if char in "([{":
+                depth += 1
+            elif char in ")]}":
+                depth -= 1
+                deepest = min(deepest, depth)
+        if line.strip() == "end":
+            depth -= 1
+            deepest = min(deepest, depth)
+    return -deepest
 
 
 def _maybe_context(edge: tuple[str, ...], nearby: list[str]) -> bool:
@@ -321,95 +315,3 @@ def _edge_doubt(removed: list[str], added: tuple[str, ...], what: str, which: st
     if lost > sum(1 for line in added if line.strip()):
         return [f"{what}; the {which} {lost} non-blank original lines would be deleted"]
     return []
-
-
-def _innermost(orig: Original, line: int, lo: int, header_counts: bool = False) -> Definition | None:
-    inside = [d for d in orig.defs() if (d.header <= line if header_counts else d.header < line) and line < d.end
-              and d.start >= lo]
-    return max(inside, key=lambda d: d.header) if inside else None
-
-
-def _reopened_definition(orig: Original, start: int, leading: tuple[str, ...], lo: int, where: str):
-    """New lines before the first anchor that sit at (or left of) the indentation of the definition
-    enclosing that anchor rewrite its header: the placement then starts at the definition."""
-    new = [line for line in leading if line.strip()]
-    if not new:
-        return start, []
-    enclosing = _innermost(orig, start, lo)
-    if enclosing is None or min(indent_width(line) for line in new) > indent_width(orig.lines[enclosing.header]):
-        return start, []
-    doubts = []
-    if orig.language in _INDENT_LANGUAGES:
-        doubts.append(f"{where} rewrites the start of {enclosing.name!r}; its layout alone says so")
-    return enclosing.start, doubts
-
-
-def _closed_definition(orig: Original, end: int, trailing: tuple[str, ...], marker_indent: int, hi: int, where: str):
-    """A segment whose last anchor is inside a definition that it then closes (new lines at the
-    definition's indentation, or a marker left of its body) replaces the rest of that definition."""
-    enclosing = _innermost(orig, end - 1, 0, header_counts=True)
-    if enclosing is None or enclosing.end > hi or not any(line.strip() for line in orig.lines[end:enclosing.end]):
-        return end, []
-    width = indent_width(orig.lines[enclosing.header])
-    new = [line for line in trailing if line.strip()]
-    closes_with_code = any(indent_width(line) <= width for line in new)
-    if not closes_with_code and not (new and marker_indent <= width):
-        if marker_indent <= width and orig.language in _INDENT_LANGUAGES:
-            return end, [f"{where} ends inside {enclosing.name!r} but its marker is outside it"]
-        return end, []
-    doubts = []
-    if orig.language in _INDENT_LANGUAGES:
-        doubts.append(f"{where} rewrites the end of {enclosing.name!r}; its layout alone says so")
-    return enclosing.end, doubts
-
-
-def place_by_definitions(seg: Segment, index: int, orig: Original, lo: int, hi: int) -> Placement | None:
-    """Place a segment made of whole definitions on the original definitions of the same kind and name."""
-    if orig.language is None:
-        return None
-    width = min(indent_width(line) for line in seg.lines if line.strip())
-    if any(m is not None and m > width for m in (seg.marker_before, seg.marker_after)):
-        return None  # the markers are inside the segment's definitions: they are not whole
-    text = "".join(_dedent(seg.lines, width))
-    if count_errors(text, orig.language):
-        return None
-    top = [d for d in definitions(text, orig.language) if not d.scope]
-    covered = {line for d in top for line in range(d.start, d.end)}
-    if not top or any(line.strip() and i not in covered for i, line in enumerate(seg.lines)):
-        return None
-    where = f"segment {index + 1}"
-    pairs: list[tuple[Definition, Definition]] = []  # (the snippet's, the original's)
-    doubts = []
-    for d in top:
-        same = [o for o in orig.defs() if o.kind == d.kind and o.name == d.name and lo <= o.start and o.end <= hi
-                and indent_width(orig.lines[o.header]) == width]
-        if len(same) > 1:
-            doubts.append(f"{where}: {d.name!r} is defined {len(same)} times in the original")
-        if same:
-            pairs.append((d, same[0]))
-    if not pairs:
-        return None
-    if len(pairs) < len(top):
-        doubts.append(f"{where} adds definitions whose place the original does not fix")
-    if any(b.start < a.end for (_, a), (_, b) in zip(pairs, pairs[1:])):
-        return None
-    # Decorators and comments above a definition are replaced only when the snippet shows some.
-    (first_new, first), (_, last) = pairs[0], pairs[-1]
-    start = first.start if first_new.start < first_new.header else first.header
-    end = last.end
-    between = [line for line in orig.lines[start:end] if line.strip()]
-    if len(between) > sum(o.end - o.start for _, o in pairs):
-        doubts.append(f"{where} leaves out original code between the definitions it replaces")
-    if seg.marker_before is None and any(line.strip() for line in orig.lines[:start]):
-        doubts.append(f"{where} does not start with a marker, yet the original has code before it")
-    if seg.marker_after is None and any(line.strip() for line in orig.lines[end:]):
-        doubts.append(f"{where} does not end with a marker, yet the original has code after it")
-    return Placement(start, end, seg.lines, tuple(doubts))
-
-
-def _dedent(lines: tuple[str, ...], width: int) -> list[str]:
-    out = []
-    for line in lines:
-        expanded = line.expandtabs(8)
-        out.append(expanded[width:] if line.strip() else line)
-    return out

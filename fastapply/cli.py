@@ -51,6 +51,12 @@ def _root(version: Annotated[bool, typer.Option("--version", callback=_version, 
     pass
 
 
+class ApplyEngine(str, Enum):
+    auto = "auto"
+    merge = "merge"
+    model = "model"
+
+
 class Policy(str, Enum):
     fastapply = "fastapply"
     none = "none"
@@ -91,6 +97,11 @@ def apply_command(
     dtype: DtypeOpt = "auto",
     draft: Annotated[Policy, typer.Option(envvar="FASTAPPLY_DRAFT", help="Draft policy.")] = Policy.fastapply,
     preset: PresetOpt = "default",
+    engine: Annotated[ApplyEngine, typer.Option(envvar="FASTAPPLY_ENGINE", help="merge: the merge engine only (no model); "
+                                           "model: the model only; auto: a certain merge without a model, the model "
+                                           "drafting from the merge with one.")] = ApplyEngine.auto,
+    force: Annotated[bool, typer.Option("--force", help="Write model output even when it fails validation.")] = False,
+    language: Annotated[Optional[str], typer.Option(help="The file's language (default: from its extension).")] = None,
     max_new_tokens: MaxTokensOpt = None,
     temperature: Annotated[float, typer.Option(min=0.0, help="0 is greedy; above 0 samples (losslessly).")] = 0.0,
     seed: Annotated[Optional[int], typer.Option(help="Seed for sampling.")] = None,
@@ -117,30 +128,48 @@ def apply_command(
             raise UsageError("choose one of --in-place, --output, --diff, --check and --json")
         if in_place and file == fileio.STDIN:
             raise UsageError("--in-place needs a file, not stdin")
+        from fastapply.engine import ModelRun, resolve_edit
+        from fastapply.syntax import get_language, language_for_path
+
         remote = remote_base_url(backend, base_url, server)
         update = _read_edit(edit, edit_file, file)
         original, fmt = fileio.read_text(file)
-        if remote is not None:
-            new_text, closed, decode_stats = apply_remote(remote, api_key, model, original, update, instruction,
-                                                          preset, prediction, max_new_tokens)
+        if language is not None:
+            get_language(language)
         else:
-            if not model:
-                raise UsageError("no model: pass --model PATH_OR_HUB_ID or set FASTAPPLY_MODEL")
+            language = language_for_path(file) if file != fileio.STDIN else None
+
+        def run_model(merged: str | None) -> ModelRun:
+            if remote is not None:
+                return ModelRun(*apply_remote(remote, api_key, model, original, update, instruction, preset,
+                                              prediction, max_new_tokens))
             result = _run_model(original, update, instruction, model, adapter, device, dtype, draft.value, preset,
-                                max_new_tokens, temperature, seed)
-            new_text, closed, decode_stats = result.text, result.closed, result.stats.as_dict()
-        if not closed:
-            raise RefusedError("the model's answer was cut off before its end (raise --max-new-tokens?); "
-                               "nothing was written", ("truncated",))
+                                max_new_tokens, temperature, seed, merged)
+            return ModelRun(result.text, result.closed, result.stats.as_dict())
+
+        outcome = resolve_edit(original, update, language, engine.value,
+                               run_model if model or remote is not None else None, force, instruction)
+        new_text = outcome.text
+        for problem in outcome.problems:
+            stderr.print(f"fastapply: warning: {problem.message} (written because of --force)", markup=False)
         if stats:
-            _print_stats(decode_stats)
+            if outcome.model_run is not None:
+                _print_stats(outcome.model_run.stats)
+            else:
+                stderr.print("merged without a model (the merge engine is certain)")
         changed = new_text != original
         if check:
             raise typer.Exit(1 if changed else 0)
         if as_json:
-            typer.echo(json.dumps({"path": file, "changed": changed, "text": new_text, "model": model,
-                                   "draft": "server" if remote else draft.value, "server": remote,
-                                   "stats": decode_stats}, indent=1))
+            merged = outcome.merge
+            ran_model = outcome.model_run is not None
+            typer.echo(json.dumps({
+                "path": file, "changed": changed, "text": new_text, "engine": outcome.engine, "model": model,
+                "server": remote, "draft": ("server" if remote else draft.value) if ran_model else None,
+                "merge": {"confidence": merged.confidence, "reasons": list(merged.reasons)} if merged else None,
+                "problems": [p.name for p in outcome.problems],
+                "stats": outcome.model_run.stats if ran_model else None,
+            }, indent=1))
         elif diff:
             name = "stdin" if file == fileio.STDIN else file
             sys.stdout.write("".join(difflib.unified_diff(
@@ -173,14 +202,15 @@ def _read_edit(edit: str | None, edit_file: Path | None, file: str) -> str:
 
 
 def _run_model(original, update, instruction, model, adapter, device, dtype, policy, preset, max_new_tokens,
-               temperature, seed):
+               temperature, seed, merged=None):
     from fastapply.apply import apply_edit
     from fastapply.target import load_model
 
     with _progress() as on_pass:
         lm, tokenizer = load_model(model, device, dtype, adapter)
         return apply_edit(lm, tokenizer, original, update, instruction, preset=preset, policy=policy,
-                          max_new_tokens=max_new_tokens, temperature=temperature, seed=seed, on_pass=on_pass)
+                          merged=merged, max_new_tokens=max_new_tokens, temperature=temperature, seed=seed,
+                          on_pass=on_pass)
 
 
 class _progress:

@@ -25,6 +25,13 @@ _DEFINITIONS = {
     "struct_specifier", "class_specifier", "namespace_definition", "union_specifier",  # c, cpp
     "method", "singleton_method", "class", "module",  # ruby
 }
+# Definitions that hold other definitions (classes, modules...), as opposed to functions.
+CONTAINERS = {
+    "class_definition", "class_declaration", "abstract_class_declaration", "interface_declaration",
+    "enum_declaration", "record_declaration", "impl_item", "trait_item", "mod_item", "struct_specifier",
+    "class_specifier", "namespace_definition", "union_specifier", "class", "module", "type_declaration",
+    "struct_item", "enum_item",
+}
 # Wrappers whose range belongs to the definition inside them.
 _WRAPPERS = {"decorated_definition", "export_statement", "template_declaration"}
 _COMMENTS = {"comment", "line_comment", "block_comment"}

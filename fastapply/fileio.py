@@ -23,7 +23,7 @@ STDIN = "-"
 
 @dataclass(frozen=True)
 class TextFormat:
-    encoding: str = "utf-8"  # "utf-8", "utf-8-sig" (BOM), "utf-16" (BOM, either byte order)
+    encoding: str = "utf-8"  # "utf-8", "utf-8-sig" (BOM), "utf-16" (little-endian BOM), "utf-16-be" (BOM)
     newline: str = "\n"  # the file's dominant line ending: "\n", "\r\n" or "\r"
     final_newline: bool = True
     original_lines: tuple[str, ...] | None = None  # lines with their endings, kept only for mixed files
@@ -31,8 +31,11 @@ class TextFormat:
 
 def decode(data: bytes, name: str = "input") -> tuple[str, TextFormat]:
     """Bytes of a text file -> (LF text, its format). Binary or undecodable data is refused."""
-    if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+    if data.startswith(codecs.BOM_UTF16_LE):
         encoding = "utf-16"
+    elif data.startswith(codecs.BOM_UTF16_BE):
+        encoding = "utf-16-be"
+        data = data[len(codecs.BOM_UTF16_BE):]
     elif data.startswith(codecs.BOM_UTF8):
         encoding = "utf-8-sig"
     else:
@@ -85,6 +88,8 @@ def encode(text: str, fmt: TextFormat) -> bytes:
                 if endings[block.b + offset]:
                     endings[block.b + offset] = old_line[len(old_line.rstrip("\r\n")):] or fmt.newline
         out = "".join(bare + ending for bare, ending in zip(new_bare, endings))
+    if fmt.encoding == "utf-16-be":  # Python's own "utf-16" codec writes the machine's byte order
+        return codecs.BOM_UTF16_BE + out.encode("utf-16-be")
     return out.encode(fmt.encoding)
 
 

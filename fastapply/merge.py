@@ -18,9 +18,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from fastapply.anchor import Original, Placement, Segment, is_trivial, place, place_by_definitions
+from fastapply.anchor import place
+from fastapply.defplace import place_by_definitions
 from fastapply.defs import definitions
 from fastapply.markers import has_inline_marker, indent_width, marker_lines
+from fastapply.segments import Original, Placement, Segment, is_trivial
 from fastapply.syntax import count_errors, get_language
 
 _LINE = re.compile(r"[^\n]*\n|[^\n]+$")
@@ -111,7 +113,7 @@ def _scope(orig: Original, matched: list[tuple[int, int]], marker_indent: int | 
         return None
     for width, line in reversed(matched):
         if width < marker_indent and not is_trivial(orig.lines[line]):
-            return line
+            return line if orig.block_end(line) > line + 1 else None  # a header with a block under it
     return None
 
 
@@ -128,7 +130,7 @@ def _unmarked(orig: Original, snippet: list[str]) -> tuple[list[Placement] | Non
     if original_top <= snippet_top and kept >= 0.5 and count_errors(text, orig.language) <= count_errors(
             "".join(orig.lines), orig.language):
         return [Placement(0, len(orig.lines), whole.lines)], []
-    by_defs = place_by_definitions(whole, 0, orig, 0, len(orig.lines))
+    by_defs = place_by_definitions(Segment(whole.lines, 0, 0), 0, orig, 0, len(orig.lines))
     if by_defs is not None:
         return [by_defs], list(by_defs.doubts)
     guess = place(Segment(tuple(snippet), 0, 0), 0, orig, 0, None)

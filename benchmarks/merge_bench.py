@@ -1,0 +1,209 @@
+"""Benchmark of the merge engine (no model) on generated edits of real files.
+
+    python benchmarks/merge_bench.py                 # 1,200 edits, seed 0
+    python benchmarks/merge_bench.py --edits 300 --seed 1
+
+Each edit is a random change of a real file (``benchmarks/edits.py``: this Python's standard library
+and the JavaScript of the node installation), turned into an update snippet by
+``fastapply.snippet.make_snippet`` with 1 to 3 lines of context. Edits that leave the file with more
+syntax errors than before are drawn again (they are not edits anyone would make). Reported: the
+precision of ``certain`` (share of certain merges that are exactly the edited file), the share of
+edits resolved as ``certain``, and the median merge time on files of 350-450 lines; and, on the first
+``--replay`` edits, the forward passes speculative edits need on a ``ReplayTarget`` (a target that
+answers the edited file, so passes measure the draft alone) drafting from the original file vs from
+the merged candidate first. Prints tables and writes ``benchmarks/results/merge.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import random
+import statistics
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from edits import corpus, random_edit  # noqa: E402
+
+from fastapply.merge import merge  # noqa: E402
+from fastapply.snippet import make_snippet  # noqa: E402
+from fastapply.syntax import count_errors  # noqa: E402
+
+RESULTS = Path(__file__).resolve().parent / "results" / "merge.json"
+
+
+def run(n_edits: int, seed: int, js_share: float, replay: int) -> dict:
+    rng = random.Random(seed)
+    files = {"python": corpus("python"), "javascript": corpus("javascript")}
+    if not files["javascript"]:
+        js_share = 0.0
+    texts: dict[Path, str] = {}
+    rows = []
+    redrawn = 0
+    while len(rows) < n_edits:
+        language = "javascript" if rng.random() < js_share else "python"
+        path = rng.choice(files[language])
+        text = texts.setdefault(path, path.read_text("utf-8"))
+        edited, kind = random_edit(rng, text, language)
+        context = rng.choice([1, 2, 3, 3])
+        if edited == text or count_errors(edited, language) > count_errors(text, language):
+            redrawn += 1
+            continue
+        snippet = make_snippet(text, edited, language, context=context)
+        start = time.perf_counter()
+        result = merge(text, snippet, language)
+        seconds = time.perf_counter() - start
+        rows.append({
+            "language": language, "kind": kind, "context": context, "lines": text.count("\n"),
+            "confidence": result.confidence, "exact": result.text == edited, "seconds": seconds,
+        })
+        if len(rows) <= replay:
+            passes = replay_passes(text, snippet, edited, result.text)
+            if passes is not None:
+                rows[-1]["passes"] = passes
+    return summarise(rows, redrawn, seed, js_share)
+
+
+def replay_passes(original: str, snippet: str, edited: str, merged: str | None) -> dict | None:
+    """Forward passes of speculative edits (``fastapply`` drafter) on a ``ReplayTarget`` that answers
+    the edited file, drafting from the original file alone and with the merged candidate first."""
+    from fastapply.apply import plan_edit, run_plan
+    from fastapply.prompt import answer_ids, get_preset
+    from fastapply.target import ReplayTarget
+
+    tokenizer = _tokenizer()
+    if any(special in text for special in tokenizer.all_special_tokens for text in (original, snippet, edited)):
+        return None  # the toy tokenizer reads "<s>" in code as its special token; such files are left out
+    preset = get_preset("default")
+    reference = answer_ids(tokenizer, preset, edited)
+    passes = {"tokens": len(reference)}
+    for label, candidate in (("original_draft", None), ("merged_draft", merged)):
+        plan = plan_edit(tokenizer, original, snippet, "", preset, candidate)
+        result = run_plan(ReplayTarget(reference, tokenizer.eos_token_id), tokenizer, plan, "fastapply",
+                          max_new_tokens=len(reference) + 16)
+        assert result.text == edited  # the replayed answer is the edited file whatever the draft
+        passes[label] = result.stats.passes
+    return passes
+
+
+_TOKENIZERS: list = []
+
+
+def _tokenizer():
+    """A byte-level BPE (1,024 tokens) trained on 60 standard library modules, as in the tests."""
+    if not _TOKENIZERS:
+        import torch
+
+        from finetune.scratch import stdlib_corpus, train_tokenizer
+
+        torch.set_num_threads(1)
+        _TOKENIZERS.append(train_tokenizer(stdlib_corpus(60), vocab_size=1024))
+    return _TOKENIZERS[0]
+
+
+def summarise(rows: list[dict], redrawn: int, seed: int, js_share: float) -> dict:
+    def figures(subset: list[dict]) -> dict:
+        certain = [r for r in subset if r["confidence"] == "certain"]
+        correct = sum(r["exact"] for r in certain)
+        return {
+            "edits": len(subset),
+            "certain": len(certain),
+            "certain_correct": correct,
+            "precision_certain": correct / len(certain) if certain else None,
+            "share_certain": len(certain) / len(subset) if subset else None,
+            "likely": sum(r["confidence"] == "likely" for r in subset),
+            "likely_exact": sum(r["confidence"] == "likely" and r["exact"] for r in subset),
+            "none": sum(r["confidence"] == "none" for r in subset),
+        }
+
+    around_400 = [r["seconds"] for r in rows if 350 <= r["lines"] <= 450]
+    replayed = [r for r in rows if "passes" in r]
+
+    def replay_figures(subset: list[dict]) -> dict:
+        original = sum(r["passes"]["original_draft"] for r in subset)
+        merged = sum(r["passes"]["merged_draft"] for r in subset)
+        tokens = sum(r["passes"]["tokens"] for r in subset)
+        return {"edits": len(subset), "tokens": tokens, "passes_original_draft": original,
+                "passes_merged_draft": merged,
+                "tokens_per_pass_original_draft": tokens / original if original else None,
+                "tokens_per_pass_merged_draft": tokens / merged if merged else None,
+                "pass_reduction": 1 - merged / original if original else None}
+    return {
+        "command": f"python benchmarks/merge_bench.py --edits {len(rows)} --seed {seed} --js-share {js_share} "
+                   f"--replay {len(replayed)}",
+        "machine": f"{platform.machine()} {platform.processor() or ''} {os.cpu_count()} cpus, Python "
+                   f"{platform.python_version()}".replace("  ", " "),
+        "redrawn_edits": redrawn,
+        "all": figures(rows),
+        "by_language": {lang: figures([r for r in rows if r["language"] == lang])
+                        for lang in sorted({r["language"] for r in rows})},
+        "by_context": {str(c): figures([r for r in rows if r["context"] == c]) for c in (1, 2, 3)},
+        "median_ms_all": 1000 * statistics.median(r["seconds"] for r in rows),
+        "median_ms_350_450_lines": 1000 * statistics.median(around_400) if around_400 else None,
+        "files_350_450_lines": len(around_400),
+        "replay": {"policy": "fastapply", "target": "ReplayTarget (answers the edited file)",
+                   "tokenizer": "byte-level BPE, 1,024 tokens, trained on 60 stdlib modules",
+                   "all": replay_figures(replayed) if replayed else None,
+                   "by_confidence": {c: replay_figures([r for r in replayed if r["confidence"] == c])
+                                     for c in ("certain", "likely", "none")
+                                     if any(r["confidence"] == c for r in replayed)}},
+        "wrong_certain_kinds": dict(Counter(r["kind"] for r in rows if r["confidence"] == "certain"
+                                            and not r["exact"])),
+    }
+
+
+def show(report: dict) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=f"merge engine on {report['all']['edits']} generated edits ({report['machine']})")
+    for column in ("slice", "edits", "certain", "precision of certain", "share certain", "likely", "none"):
+        table.add_column(column, justify="right" if column != "slice" else "left")
+    slices = [("all", report["all"])] + list(report["by_language"].items()) + [
+        (f"context {c}", f) for c, f in report["by_context"].items()]
+    for name, f in slices:
+        precision = f"{100 * f['precision_certain']:.2f}%" if f["precision_certain"] is not None else "-"
+        table.add_row(name, str(f["edits"]), str(f["certain"]), precision, f"{100 * f['share_certain']:.1f}%",
+                      str(f["likely"]), str(f["none"]))
+    console = Console()
+    console.print(table)
+    if report["replay"]["all"]:
+        replay = Table(title=f"speculative edits on a ReplayTarget, first {report['replay']['all']['edits']} edits: "
+                             "forward passes by draft")
+        for column in ("merge confidence", "edits", "tokens", "passes, original-file draft", "passes, merged draft",
+                       "tokens/pass (orig -> merged)", "fewer passes"):
+            replay.add_column(column, justify="right" if column != "merge confidence" else "left")
+        for name, f in [("all", report["replay"]["all"]), *report["replay"]["by_confidence"].items()]:
+            replay.add_row(name, str(f["edits"]), str(f["tokens"]), str(f["passes_original_draft"]),
+                           str(f["passes_merged_draft"]), f"{f['tokens_per_pass_original_draft']:.1f} -> "
+                           f"{f['tokens_per_pass_merged_draft']:.1f}", f"{100 * f['pass_reduction']:.1f}%")
+        Console(width=150).print(replay)
+    console.print(f"median merge time: {report['median_ms_all']:.1f} ms (all files), "
+                  f"{report['median_ms_350_450_lines']:.1f} ms on {report['files_350_450_lines']} edits of "
+                  f"350-450-line files")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--edits", type=int, default=1200)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--js-share", type=float, default=0.3, help="share of edits of JavaScript files")
+    parser.add_argument("--replay", type=int, default=200,
+                        help="also count decoding passes (ReplayTarget) with each draft on the first N edits")
+    parser.add_argument("--out", type=Path, default=RESULTS)
+    args = parser.parse_args()
+    report = run(args.edits, args.seed, args.js_share, args.replay)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(report, indent=2) + "\n")
+    show(report)
+
+
+if __name__ == "__main__":
+    main()

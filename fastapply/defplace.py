@@ -1,0 +1,118 @@
+"""Placing a segment by the definitions in it, and reading a segment's edges by the definitions around.
+
+``place_by_definitions`` places a segment made of whole definitions (``def foo``...) on the original
+definitions of the same kind and name. ``reopened_definition`` and ``closed_definition`` handle a
+segment whose new lines at an edge rewrite the start or the end of the definition its anchor is in
+(``def foo(a, b):`` above an anchor inside ``foo``). Line anchoring itself is in ``anchor.py``.
+"""
+
+from __future__ import annotations
+
+
+from fastapply.defs import CONTAINERS, Definition, definitions
+from fastapply.markers import indent_width
+from fastapply.segments import INDENT_LANGUAGES, Original, Placement, Segment, absorb_blank_edges
+from fastapply.syntax import count_errors
+
+def _innermost(orig: Original, line: int, lo: int, header_counts: bool = False) -> Definition | None:
+    inside = [d for d in orig.defs() if (d.header <= line if header_counts else d.header < line) and line < d.end
+              and d.start >= lo]
+    return max(inside, key=lambda d: d.header) if inside else None
+
+
+def reopened_definition(orig: Original, start: int, leading: tuple[str, ...], lo: int, where: str):
+    """New lines before the first anchor that sit at (or left of) the indentation of the definition
+    enclosing that anchor rewrite its header: the placement then starts at the definition."""
+    new = [line for line in leading if line.strip()]
+    if not new:
+        return start, []
+    decorated = [d for d in orig.defs() if d.header == start and lo <= d.start < start]
+    if decorated:  # the snippet shows the definition's decorators (comments): they replace the original's
+        return decorated[0].start, []
+    enclosing = _innermost(orig, start, lo)
+    if enclosing is None or min(indent_width(line) for line in new) > indent_width(orig.lines[enclosing.header]):
+        return start, []
+    doubts = []
+    if orig.language in INDENT_LANGUAGES:
+        doubts.append(f"{where} rewrites the start of {enclosing.name!r}; its layout alone says so")
+    return enclosing.start, doubts
+
+
+def closed_definition(orig: Original, end: int, trailing: tuple[str, ...], marker_indent: int, hi: int, where: str):
+    """A segment whose last anchor is inside a definition that it then closes (new lines at the
+    definition's indentation, or a marker left of its body) replaces the rest of that definition."""
+    enclosing = _innermost(orig, end - 1, 0, header_counts=True)
+    new = [line for line in trailing if line.strip()]
+    if enclosing is None or enclosing.end > hi or not any(line.strip() for line in orig.lines[end:enclosing.end]):
+        return end, []
+    width = indent_width(orig.lines[enclosing.header])
+    closes_with_code = any(indent_width(line) <= width for line in new)
+    if not closes_with_code and not (new and marker_indent <= width):
+        return end, []
+    doubts = []
+    if orig.language in INDENT_LANGUAGES and (closes_with_code or enclosing.kind in CONTAINERS):
+        doubts.append(f"{where} rewrites the end of {enclosing.name!r}; its layout alone says so")
+    return enclosing.end, doubts
+
+
+def place_by_definitions(seg: Segment, index: int, orig: Original, lo: int, hi: int) -> Placement | None:
+    """Place a segment made of whole definitions on the original definitions of the same kind and name."""
+    if orig.language is None:
+        return None
+    width = min(indent_width(line) for line in seg.lines if line.strip())
+    if any(m is not None and m > width for m in (seg.marker_before, seg.marker_after)):
+        return None  # the markers are inside the segment's definitions: they are not whole
+    text = "".join(_dedent(seg.lines, width))
+    if count_errors(text, orig.language) or (orig.language in INDENT_LANGUAGES and text.rstrip().endswith(":")):
+        return None  # not whole definitions (tree-sitter accepts an empty Python block; Python does not)
+    found = definitions(text, orig.language)
+    top = [d for d in found if not d.scope]
+    covered = {line for d in top for line in range(d.start, d.end)}
+    if not top or any(line.strip() and i not in covered for i, line in enumerate(seg.lines)):
+        return None
+    where = f"segment {index + 1}"
+    pairs: list[tuple[Definition, Definition]] = []  # (the snippet's, the original's)
+    doubts = []
+    for d in top:
+        same = [o for o in orig.defs() if o.kind == d.kind and o.name == d.name and lo <= o.start and o.end <= hi
+                and indent_width(orig.lines[o.header]) == width]
+        if len(same) > 1:
+            doubts.append(f"{where}: {d.name!r} is defined {len(same)} times in the original")
+        if same:
+            pairs.append((d, same[0]))
+            missing = _members(orig.defs(), same[0]) - _members(found, d)
+            if missing:
+                doubts.append(f"{where} shows {d.name!r} without {', '.join(sorted(missing))}, which would be deleted")
+    if not pairs:
+        return None
+    if len(pairs) < len(top):
+        doubts.append(f"{where} adds definitions whose place the original does not fix")
+    if any(b.start < a.end for (_, a), (_, b) in zip(pairs, pairs[1:])):
+        return None
+    # Decorators and comments above a definition are replaced only when the snippet shows some.
+    (first_new, first), (_, last) = pairs[0], pairs[-1]
+    start = first.start if first_new.start < first_new.header else first.header
+    end = last.end
+    between = [line for line in orig.lines[start:end] if line.strip()]
+    if len(between) > sum(o.end - o.start for _, o in pairs):
+        doubts.append(f"{where} leaves out original code between the definitions it replaces")
+    if seg.marker_before is None and any(line.strip() for line in orig.lines[:start]):
+        doubts.append(f"{where} does not start with a marker, yet the original has code before it")
+    if seg.marker_after is None and any(line.strip() for line in orig.lines[end:]):
+        doubts.append(f"{where} does not end with a marker, yet the original has code after it")
+    start, end, doubt = absorb_blank_edges(orig, seg, (start, end), (False, False), (lo, hi), where)
+    return Placement(start, end, seg.lines, tuple(doubts + doubt))
+
+
+def _members(defs: list[Definition], parent: Definition) -> set[str]:
+    """Names of the definitions directly inside ``parent``."""
+    scope = parent.scope + (parent.name,)
+    return {d.name for d in defs if d.scope == scope and parent.start <= d.start and d.end <= parent.end}
+
+
+def _dedent(lines: tuple[str, ...], width: int) -> list[str]:
+    out = []
+    for line in lines:
+        expanded = line.expandtabs(8)
+        out.append(expanded[width:] if line.strip() else line)
+    return out

@@ -1,0 +1,69 @@
+"""How one edit is applied: the merge engine alone, the model, or the model drafting from the merge.
+
+``resolve_edit`` picks by engine name (DESIGN.md §6): ``merge`` returns only a certain merge;
+``auto`` returns a certain merge when no model is configured and otherwise runs the model with the
+merge (certain or likely) as its first draft source; ``model`` runs the model drafting from the
+original file. Model output is validated (``validate.py``) and refused unless ``force``. It reads and
+writes no files and prints nothing; the model run is passed in, so this module imports no model code.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from fastapply.errors import RefusedError, UsageError
+from fastapply.merge import MergeResult, merge
+from fastapply.validate import Problem, validate
+
+ENGINES = ("auto", "merge", "model")
+
+
+@dataclass(frozen=True)
+class ModelRun:
+    """What a model run (local or on a server) gave: the new file, whether the answer ended, its stats."""
+
+    text: str
+    closed: bool
+    stats: dict  # DecodeStats.as_dict(), or a server's usage figures
+
+
+@dataclass(frozen=True)
+class EditOutcome:
+    text: str  # the new file, LF text
+    engine: str  # what produced it: "merge" or "model"
+    merge: MergeResult | None  # the merge engine's answer, when it was asked
+    problems: tuple[Problem, ...] = ()  # validation problems written anyway (only with force)
+    model_run: ModelRun | None = None  # the model's run; None for a merge alone
+
+
+def resolve_edit(original: str, update: str, language: str | None, engine: str = "auto",
+                 run_model: Callable[[str | None], ModelRun] | None = None, force: bool = False,
+                 instruction: str = "") -> EditOutcome:
+    """Apply ``update`` to ``original`` with ``engine``; ``run_model(merged)`` runs the model with an
+    optional merged candidate as its draft (None when no model is configured)."""
+    if engine not in ENGINES:
+        raise UsageError(f"unknown engine {engine!r}; choose one of: {', '.join(ENGINES)}")
+    if engine == "model":
+        if run_model is None:
+            raise UsageError("no model for --engine model: pass --model PATH_OR_HUB_ID or set FASTAPPLY_MODEL")
+        return _checked(original, update, language, run_model(None), None, force)
+    if engine == "merge" and instruction:
+        raise UsageError("the merge engine applies update snippets; an --instruction needs a model")
+    merged = merge(original, update, language)
+    if engine == "merge" or run_model is None:
+        if merged.confidence != "certain":
+            hint = "" if engine == "merge" else " and no model is configured (--model)"
+            raise RefusedError(f"the merge is not certain{hint}: {'; '.join(merged.reasons)}; nothing was written",
+                               ("uncertain-merge",))
+        return EditOutcome(merged.text, "merge", merged)
+    return _checked(original, update, language, run_model(merged.text), merged, force)
+
+
+def _checked(original: str, update: str, language: str | None, result: ModelRun, merged: MergeResult | None,
+             force: bool) -> EditOutcome:
+    problems = validate(original, result.text, update, language, closed=result.closed)
+    if problems and not force:
+        raise RefusedError("; ".join(p.message for p in problems) + "; nothing was written (--force writes it)",
+                           tuple(p.name for p in problems))
+    return EditOutcome(result.text, "model", merged, problems, result)

@@ -1,0 +1,140 @@
+"""The pieces the merge engine works with: snippet segments, their placements and the original file.
+
+A ``Segment`` is the code between two lazy markers of an update snippet; a ``Placement`` says which
+lines of the original it replaces; ``Original`` holds the original file's lines with the indexes the
+placement code needs (line keys, where each line occurs, its definitions). Also the line comparisons
+(``exact_key``, ``loose_key``) and what counts as a line too common to anchor on. This module places
+nothing itself: ``anchor.py`` and ``defplace.py`` do.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from fastapply.defs import Definition, definitions
+from fastapply.markers import indent_width
+
+CLOSERS = {"}", "};", "},", ")", ");", "),", "]", "];", "],", "end", "fi", "done", "})", "});", "pass", "else:",
+            "else", "} else {", "try:", "return", "return;", "break", "break;", "continue", "continue;"}
+NEAR = 30  # lines around a segment's edge searched for a common line it may repeat
+# Indentation alone (no closing token) delimits blocks in these languages, so a misplaced block edge
+# still parses; placements that depend on it are never certain.
+INDENT_LANGUAGES = {"python"}
+
+
+def exact_key(line: str) -> str:
+    return line.rstrip()
+
+
+def loose_key(line: str) -> str:
+    return "".join(line.split())
+
+
+def is_trivial(line: str) -> bool:
+    """Lines too common to anchor on: blank lines, lone brackets, ``end``, ``pass``..."""
+    stripped = line.strip()
+    return len(stripped) <= 2 or stripped in CLOSERS
+
+
+def is_closer(line: str) -> bool:
+    """A line that only closes blocks: ``}``, ``});``, ``end``..."""
+    stripped = line.strip()
+    return stripped == "end" or (0 < len(stripped) <= 3 and stripped[0] in ")]}")
+
+
+@dataclass(frozen=True)
+class Segment:
+    lines: tuple[str, ...]  # LF-terminated
+    marker_before: int | None  # indent width of the marker before it; None: the snippet starts here
+    marker_after: int | None  # likewise after it; None: the snippet ends here
+
+
+@dataclass(frozen=True)
+class Placement:
+    start: int  # original[start:end] is replaced by lines
+    end: int
+    lines: tuple[str, ...]
+    doubts: tuple[str, ...] = ()
+    matched: tuple[tuple[int, int], ...] = ()  # (snippet indent width, original line) of anchored lines
+
+
+@dataclass
+class Original:
+    """The original file as lines, with the indexes placements need (built once per merge)."""
+
+    lines: list[str]
+    language: str | None
+    _keys: dict = field(default_factory=dict)
+    _positions: dict = field(default_factory=dict)
+    _defs: list[Definition] | None = None
+
+    def keys(self, key) -> list[str]:
+        if key not in self._keys:
+            self._keys[key] = [key(line) for line in self.lines]
+            positions: dict[str, list[int]] = {}
+            for i, k in enumerate(self._keys[key]):
+                positions.setdefault(k, []).append(i)
+            self._positions[key] = positions
+        return self._keys[key]
+
+    def occurrences(self, key, run: list[str], lo: int, hi: int) -> list[int]:
+        """Where the lines ``run`` (as keys) occur consecutively in lines[lo:hi]."""
+        keys = self.keys(key)
+        n = len(run)
+        return [p for p in self.positions(key, run[0]) if lo <= p <= hi - n and keys[p:p + n] == run]
+
+    def positions(self, key, line_key: str) -> list[int]:
+        """The lines whose key is ``line_key``."""
+        self.keys(key)
+        return self._positions[key].get(line_key, [])
+
+    def defs(self) -> list[Definition]:
+        if self._defs is None:
+            self._defs = definitions("".join(self.lines), self.language) if self.language else []
+        return self._defs
+
+    def block_end(self, line: int) -> int:
+        """One past the indentation block headed by ``line`` (its closing ``}``/``end`` included)."""
+        width = indent_width(self.lines[line])
+        j = line + 1
+        while j < len(self.lines) and (not self.lines[j].strip() or indent_width(self.lines[j]) > width):
+            j += 1
+        if j < len(self.lines) and indent_width(self.lines[j]) == width and self.lines[j].strip()[:1] in ")]}" \
+                or j < len(self.lines) and self.lines[j].strip() == "end":
+            j += 1
+        return j
+
+
+def absorb_blank_edges(orig: Original, seg: Segment, span: tuple[int, int], matched: tuple[bool, bool],
+                       window: tuple[int, int], where: str) -> tuple[int, int, list[str]]:
+    """Blank lines between a marker and a segment's code are the original's own blank lines there, as far
+    as it has them, so they are not doubled. When the counts differ, the marker may keep the original's
+    other blank lines or the edit may change them: a doubt. ``matched`` says whether the segment's first
+    (last) lines are already anchored; ``span`` is the original range the segment replaces."""
+    (start, end), (lo, hi), doubts = span, window, []
+    if seg.marker_before is not None:
+        shown = next((i for i, line in enumerate(seg.lines) if line.strip()), 0)
+        blank = 0
+        while start - blank - 1 >= lo and not orig.lines[start - blank - 1].strip():
+            blank += 1
+        if matched[0]:  # the snippet's blank lines are anchored already; the original has `blank` more
+            if shown and blank:
+                doubts.append(f"{where}: the original has {blank} more blank lines after the marker")
+        elif shown:
+            start -= min(shown, blank)
+            if shown != blank:
+                doubts.append(f"{where}: the original has {blank} blank lines where the snippet shows {shown}")
+    if seg.marker_after is not None:
+        last = next((i for i in range(len(seg.lines) - 1, -1, -1) if seg.lines[i].strip()), len(seg.lines) - 1)
+        shown = len(seg.lines) - 1 - last
+        blank = 0
+        while end + blank < hi and not orig.lines[end + blank].strip():
+            blank += 1
+        if matched[1]:
+            if shown and blank:
+                doubts.append(f"{where}: the original has {blank} more blank lines before the marker")
+        elif shown:
+            end += min(shown, blank)
+            if shown != blank:
+                doubts.append(f"{where}: the original has {blank} blank lines where the snippet shows {shown}")
+    return start, end, doubts

@@ -1,0 +1,128 @@
+"""Checks on a rewritten file before anything is written (DESIGN.md §8).
+
+``validate(original, output, update, language, closed)`` names every problem it finds: lazy markers
+left in the output that the original did not have, a truncated answer (no closing tag, or a file that
+ends in the middle of a construct), more syntax errors than the original, and deletions far from every
+place the edit touches that the edit did not ask for. It judges; it does not fix, write or decide what
+the caller does with the problems (the CLI refuses to write unless ``--force``).
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from dataclasses import dataclass
+
+from fastapply.defs import definitions
+from fastapply.markers import count_markers
+from fastapply.syntax import count_errors, parse
+
+_NEAR = 3  # deleted lines this close to a line the update repeats count as part of the edit
+_DELETE_WORDS = re.compile(r"\b(delete|deleted|remove|removed|drop|dropped|get rid of)\b", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class Problem:
+    name: str  # "markers-left" | "truncated" | "syntax-errors" | "unrelated-deletion"
+    message: str  # one line for the user
+
+
+def validate(original: str, output: str, update: str, language: str | None, closed: bool = True
+             ) -> tuple[Problem, ...]:
+    """The problems with ``output`` as the new version of ``original`` after ``update`` (all LF text).
+
+    ``closed`` is False when the model's answer stopped before its closing tag (or EOS).
+    """
+    problems: list[Problem] = []
+    left = count_markers(output, language) - count_markers(original, language)
+    if left > 0:
+        problems.append(Problem("markers-left", f"the output still has {left} lazy marker(s) such as "
+                                                f"'... existing code ...' that the original did not have"))
+    if not closed:
+        problems.append(Problem("truncated", "the model's answer stopped before its end (no closing tag)"))
+    elif language is not None and _ends_mid_construct(output, language) and not _ends_mid_construct(original,
+                                                                                                       language):
+        problems.append(Problem("truncated", "the output ends in the middle of a construct; it looks cut off"))
+    if language is not None:
+        before, after = count_errors(original, language), count_errors(output, language)
+        if after > before:
+            problems.append(Problem("syntax-errors", f"the output has {after} syntax error(s), the original {before}"))
+    deleted = unrelated_deletions(original, output, update, language) if not _merges_to(original, update, language,
+                                                                                        output) else []
+    if deleted:
+        first, last = deleted[0], deleted[-1]
+        problems.append(Problem("unrelated-deletion", f"the output deletes {len(deleted)} original line(s) far from "
+                                                      f"the edit (lines {first + 1}-{last + 1})"))
+    return tuple(problems)
+
+
+def _merges_to(original: str, update: str, language: str | None, output: str) -> bool:
+    """Whether the merge engine reads the update as exactly this output (then it asked for every deletion)."""
+    from fastapply.merge import merge
+
+    return merge(original, update, language).text == output
+
+
+def _ends_mid_construct(text: str, language: str) -> bool:
+    """Whether tree-sitter finds an error or a missing token in the text's last non-blank line."""
+    if not text.strip():
+        return False
+    if language == "python" and text.rstrip().split("\n")[-1].split("#")[0].rstrip().endswith((":", ",", "(", "[",
+                                                                                                  "{", "\\")):
+        return True  # tree-sitter accepts an empty block; Python does not
+    tree = parse(text, language)
+    if not tree.root_node.has_error:
+        return False
+    last_row = len(text.rstrip().split("\n")) - 1
+    stack = [tree.root_node]
+    while stack:
+        node = stack.pop()
+        if (node.is_error or node.is_missing) and node.end_point.row >= last_row:
+            return True
+        stack.extend(child for child in node.children if child.has_error or child.is_missing)
+    return False
+
+
+def unrelated_deletions(original: str, output: str, update: str, language: str | None) -> list[int]:
+    """Original lines (0-based) the output deletes that are far from every line the update repeats and
+    outside every definition it touches; empty when the update repeats no original line (then it does
+    not say where the edit is) or asks to delete code by name."""
+    old, new = original.split("\n"), output.split("\n")
+    update_lines = {line.strip() for line in update.split("\n") if len(line.strip()) > 2}
+    anchors = [i for i, line in enumerate(old) if line.strip() in update_lines]
+    if not anchors:
+        return []
+    touched = set()
+    for i in anchors:
+        touched.update(range(i - _NEAR, i + _NEAR + 1))
+    defs = definitions(original, language) if language is not None else []
+    asks_deletion = bool(_DELETE_WORDS.search(update))
+    for d in defs:
+        inside = any(d.start <= i < d.end for i in anchors)
+        named = asks_deletion and re.search(rf"\b{re.escape(d.name)}\b", update)
+        if (inside and d.end - d.start <= 200 and not _contains_other_defs(d, defs, anchors)) or named:
+            touched.update(range(d.start, d.end))
+    shown = [line.strip() for line in update.split("\n") if line.strip()]
+    neighbours = set(zip(shown, shown[1:]))
+    far = []
+    matcher = difflib.SequenceMatcher(None, old, new, autojunk=False)
+    for tag, i1, i2, _, _ in matcher.get_opcodes():
+        if tag in ("delete", "replace") and not _left_out(old, i1, i2, neighbours):
+            far.extend(i for i in range(i1, i2) if old[i].strip() and i not in touched)
+    return far
+
+
+def _left_out(old: list[str], i1: int, i2: int, neighbours: set[tuple[str, str]]) -> bool:
+    """Whether the update shows the lines around original[i1:i2] next to each other: it deletes them by
+    leaving them out (``a`` / ``c`` in the update, ``a`` / ``b`` / ``c`` in the original)."""
+    before = next((line.strip() for line in reversed(old[:i1]) if line.strip()), None)
+    after = next((line.strip() for line in old[i2:] if line.strip()), None)
+    return (before, after) in neighbours
+
+
+def _contains_other_defs(d, defs, anchors) -> bool:
+    """A definition holding others (a class) counts as touched only through its own lines, not whole."""
+    children = [c for c in defs if d.start <= c.start and c.end <= d.end and c is not d]
+    return bool(children) and not any(d.start <= i < d.end and not any(c.start <= i < c.end for c in children)
+                                      for i in anchors)
+

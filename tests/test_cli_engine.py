@@ -1,0 +1,105 @@
+"""The CLI's --engine, --force and --language: merge alone, refusals that leave the file untouched,
+and the model path checked by validation."""
+
+import subprocess
+import sys
+
+from typer.testing import CliRunner
+
+from fastapply.cli import app
+from tests.samples import SAMPLE_EXPECTED, SAMPLE_PY, SAMPLE_UPDATE
+
+runner = CliRunner()
+UNCERTAIN = "# ... existing code ...\n    return 0\n# ... existing code ...\n"  # `return 0` fits nowhere for sure
+
+
+def _files(tmp_path, text=SAMPLE_PY, update=SAMPLE_UPDATE, name="tool.py"):
+    path, edit = tmp_path / name, tmp_path / "update.txt"
+    path.write_bytes(text.encode())
+    edit.write_text(update)
+    return path, edit
+
+
+def test_merge_engine_prints_a_certain_merge(tmp_path):
+    path, edit = _files(tmp_path)
+    result = runner.invoke(app, [str(path), "--engine", "merge", "--edit-file", str(edit)])
+    assert result.exit_code == 0, result.output
+    assert result.stdout == SAMPLE_EXPECTED
+
+
+def test_merge_engine_refuses_an_uncertain_merge_and_leaves_the_file(tmp_path):
+    path, edit = _files(tmp_path, update="# ... existing code ...\nprint('new')\n# ... existing code ...\n")
+    result = runner.invoke(app, [str(path), "--engine", "merge", "--edit-file", str(edit), "--in-place"])
+    assert result.exit_code == 3
+    assert "not certain" in result.stderr
+    assert path.read_bytes() == SAMPLE_PY.encode()
+
+
+def test_auto_without_a_model_merges_in_place_keeping_crlf(tmp_path, monkeypatch):
+    monkeypatch.delenv("FASTAPPLY_MODEL", raising=False)
+    path, edit = _files(tmp_path, text=SAMPLE_PY.replace("\n", "\r\n"))
+    result = runner.invoke(app, [str(path), "--edit-file", str(edit), "--in-place"])
+    assert result.exit_code == 0, result.output
+    assert path.read_bytes() == SAMPLE_EXPECTED.replace("\n", "\r\n").encode()
+
+
+def test_auto_without_a_model_refuses_what_it_cannot_merge(tmp_path, monkeypatch):
+    monkeypatch.delenv("FASTAPPLY_MODEL", raising=False)
+    path, edit = _files(tmp_path, update="make main() print to stderr")
+    result = runner.invoke(app, [str(path), "--edit-file", str(edit)])
+    assert result.exit_code == 3
+    assert "no model is configured" in result.stderr
+
+
+def test_model_engine_needs_a_model(tmp_path, monkeypatch):
+    monkeypatch.delenv("FASTAPPLY_MODEL", raising=False)
+    path, edit = _files(tmp_path)
+    result = runner.invoke(app, [str(path), "--engine", "model", "--edit-file", str(edit)])
+    assert result.exit_code == 2
+
+
+def test_language_option_overrides_the_extension(tmp_path):
+    path, edit = _files(tmp_path, name="tool.txt")
+    result = runner.invoke(app, [str(path), "--engine", "merge", "--edit-file", str(edit)])
+    assert result.exit_code == 3  # no parser for .txt: never certain
+    result = runner.invoke(app, [str(path), "--engine", "merge", "--language", "python", "--edit-file", str(edit)])
+    assert result.exit_code == 0 and result.stdout == SAMPLE_EXPECTED
+    result = runner.invoke(app, [str(path), "--language", "cobol", "--edit-file", str(edit)])
+    assert result.exit_code == 2
+
+
+def test_json_reports_the_engine(tmp_path):
+    import json
+
+    path, edit = _files(tmp_path)
+    result = runner.invoke(app, [str(path), "--engine", "merge", "--edit-file", str(edit), "--json"])
+    report = json.loads(result.stdout)
+    assert (report["engine"], report["merge"]["confidence"], report["stats"]) == ("merge", "certain", None)
+
+
+def test_model_output_failing_validation_is_refused_unless_forced(tmp_path, tiny_checkpoint):
+    # a random tiny model cannot do the edit: its answer is cut off (or wrong), so validation refuses it
+    path, edit = _files(tmp_path)
+    args = [str(path), "--model", str(tiny_checkpoint), "--device", "cpu", "--edit-file", str(edit),
+            "--max-new-tokens", "8", "--in-place"]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 3, result.output
+    assert "truncated" in result.stderr or "stopped before its end" in result.stderr
+    assert path.read_bytes() == SAMPLE_PY.encode()
+    result = runner.invoke(app, [*args, "--force"])
+    assert result.exit_code == 0, result.output
+    assert "written because of --force" in result.stderr
+    assert path.read_bytes() != SAMPLE_PY.encode()
+
+
+def test_merge_engine_cli_does_not_import_torch(tmp_path):
+    big = "".join(f"def f{i}(x):\n    y = x + {i}\n    return y\n\n\n" for i in range(80))  # 400 lines
+    path, edit = _files(tmp_path, text=big,
+                        update="# ... existing code ...\ndef f40(x):\n    y = x + 40\n    return -y\n# ... existing code ...\n")
+    out = subprocess.run([sys.executable, "-X", "importtime", "-m", "fastapply", str(path), "--engine", "merge",
+                          "--edit-file", str(edit)], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "return -y" in out.stdout
+    imported = {line.rsplit("|", 1)[-1].strip().split(".")[0] for line in out.stderr.splitlines()
+                if line.startswith("import time:")}
+    assert "typer" in imported and "torch" not in imported and "transformers" not in imported

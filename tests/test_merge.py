@@ -1,0 +1,679 @@
+"""Known-answer tests of the merge engine: each case is an original, an update snippet and the one
+right result (or the confidence the engine must not exceed)."""
+
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from fastapply.errors import UsageError
+from fastapply.merge import merge
+
+
+def d(text: str) -> str:
+    return textwrap.dedent(text).lstrip("\n")
+
+
+PY = d('''
+    import os
+
+
+    class Reader:
+        def open(self, path):
+            self.path = path
+            return open(path)
+
+        def close(self):
+            self.handle.close()
+
+
+    class Writer:
+        def open(self, path):
+            return open(path, "w")
+
+        def close(self):
+            pass
+
+
+    def main():
+        reader = Reader()
+        reader.open("a.txt")
+        print("done")
+    ''')
+
+JS = d('''
+    import fs from "fs";
+
+    function load(path) {
+      const text = fs.readFileSync(path, "utf8");
+      return JSON.parse(text);
+    }
+
+    function save(path, data) {
+      fs.writeFileSync(path, JSON.stringify(data));
+    }
+
+    export class Store {
+      constructor(path) {
+        this.path = path;
+      }
+
+      get(key) {
+        return load(this.path)[key];
+      }
+    }
+    ''')
+
+# (id, language, original, update, expected merged text)
+CERTAIN = [
+    ("py-replace-in-function", "python", PY, d('''
+        # ... existing code ...
+        def main():
+            reader = Reader()
+            reader.open("b.txt")
+            print("done")
+        '''), PY.replace('reader.open("a.txt")', 'reader.open("b.txt")')),
+    ("py-insert-line", "python", PY, d('''
+        # ... existing code ...
+            reader.open("a.txt")
+            reader.close()
+            print("done")
+        '''), PY.replace('reader.open("a.txt")\n', 'reader.open("a.txt")\n    reader.close()\n')),
+    ("py-delete-line", "python", PY, d('''
+        # ... existing code ...
+        def main():
+            reader = Reader()
+            print("done")
+        '''), PY.replace('    reader.open("a.txt")\n', "")),
+    ("py-two-segments", "python", PY, d('''
+        import os
+        import sys
+
+
+        class Reader:
+        # ... existing code ...
+            reader.open("a.txt")
+            print("done", file=sys.stderr)
+        '''), PY.replace("import os\n", "import os\nimport sys\n").replace('print("done")',
+                                                                          'print("done", file=sys.stderr)')),
+    ("py-method-in-second-class", "python", PY, d('''
+        # ... existing code ...
+        class Writer:
+            def open(self, path):
+                return open(path, "a")
+            # ... existing code ...
+        '''), PY.replace('return open(path, "w")', 'return open(path, "a")')),
+    ("py-same-name-other-class", "python", PY, d('''
+        # ... existing code ...
+        class Reader:
+            # ... existing code ...
+            def close(self):
+                self.handle.close()
+                self.handle = None
+        # ... existing code ...
+        '''), PY.replace("        self.handle.close()\n", "        self.handle.close()\n        self.handle = None\n")),
+    ("py-same-method-body-first-class", "python", PY.replace("self.handle.close()", "pass"), d('''
+        # ... existing code ...
+        class Reader:
+            # ... existing code ...
+            def close(self):
+                self.closed = True
+        # ... existing code ...
+        '''), PY.replace("self.handle.close()", "self.closed = True", 1).replace("self.handle.close()", "pass")),
+    ("py-method-by-name", "python", PY, d('''
+        # ... existing code ...
+        class Writer:
+            # ... existing code ...
+            def close(self):
+                self.flush()
+        # ... existing code ...
+        '''), PY.replace("    def close(self):\n        pass\n", "    def close(self):\n        self.flush()\n")),
+    ("py-delete-method", "python", PY, d('''
+        # ... existing code ...
+        class Writer:
+            def open(self, path):
+                return open(path, "w")
+
+
+        def main():
+            reader = Reader()
+        # ... existing code ...
+        '''), PY.replace('        return open(path, "w")\n\n    def close(self):\n        pass\n',
+                         '        return open(path, "w")\n')),
+    ("py-add-method-end-of-file", "python", PY, d('''
+        # ... existing code ...
+            print("done")
+
+
+        def helper():
+            return 42
+        '''), PY + "\n\ndef helper():\n    return 42\n"),
+    ("py-whole-file", "python", PY, PY.replace("import os", "import os.path"), PY.replace("import os", "import os.path")),
+    ("py-unmarked-definition", "python", PY, d('''
+        def main():
+            print("start")
+        '''), PY[: PY.index("def main")] + 'def main():\n    print("start")\n'),
+    ("py-rest-of-code-wording", "python", PY, d('''
+        # ... rest of code ...
+        def main():
+            reader = Reader()
+            reader.open("c.txt")
+            print("done")
+        '''), PY.replace('reader.open("a.txt")', 'reader.open("c.txt")')),
+    ("py-keep-existing-wording", "python", PY, d('''
+        # ... keep existing code
+        def main():
+            reader = Reader()
+            reader.open("c.txt")
+            print("done")
+        '''), PY.replace('reader.open("a.txt")', 'reader.open("c.txt")')),
+    ("py-bare-ellipsis-comment", "python", PY, d('''
+        # ...
+        def main():
+            reader = Reader()
+            reader.open("c.txt")
+            print("done")
+        '''), PY.replace('reader.open("a.txt")', 'reader.open("c.txt")')),
+    ("py-bare-ellipsis-line", "python", PY, d('''
+        ...
+        def main():
+            reader = Reader()
+            reader.open("c.txt")
+            print("done")
+        '''), PY.replace('reader.open("a.txt")', 'reader.open("c.txt")')),
+    ("py-decorator", "python", d('''
+        import functools
+
+
+        @functools.cache
+        def square(x):
+            return x * x
+
+
+        def cube(x):
+            return x ** 3
+        '''), d('''
+        # ... existing code ...
+        @functools.lru_cache(maxsize=None)
+        def square(x):
+            return x * x
+        # ... existing code ...
+        '''), d('''
+        import functools
+
+
+        @functools.lru_cache(maxsize=None)
+        def square(x):
+            return x * x
+
+
+        def cube(x):
+            return x ** 3
+        ''')),
+    ("py-nested-class-method", "python", d('''
+        class Outer:
+            class Inner:
+                def value(self):
+                    return 1
+
+                def name(self):
+                    return "inner"
+
+            def value(self):
+                return 2
+        '''), d('''
+        class Outer:
+            class Inner:
+                # ... existing code ...
+                def name(self):
+                    return "INNER"
+            # ... existing code ...
+        '''), d('''
+        class Outer:
+            class Inner:
+                def value(self):
+                    return 1
+
+                def name(self):
+                    return "INNER"
+
+            def value(self):
+                return 2
+        ''')),
+    ("js-replace", "javascript", JS, d('''
+        // ... existing code ...
+        function save(path, data) {
+          fs.writeFileSync(path, JSON.stringify(data, null, 2));
+        }
+        // ... existing code ...
+        '''), JS.replace("JSON.stringify(data)", "JSON.stringify(data, null, 2)")),
+    ("js-block-comment-marker", "javascript", JS, d('''
+        /* ... existing code ... */
+        function save(path, data) {
+          fs.writeFileSync(path, JSON.stringify(data, null, 2));
+        }
+        /* ... existing code ... */
+        '''), JS.replace("JSON.stringify(data)", "JSON.stringify(data, null, 2)")),
+    ("js-add-method-before-closing-brace", "javascript", JS, d('''
+        // ... existing code ...
+          get(key) {
+            return load(this.path)[key];
+          }
+
+          set(key, value) {
+            save(this.path, { ...load(this.path), [key]: value });
+          }
+        }
+        '''), JS.replace("    return load(this.path)[key];\n  }\n}\n",
+                         "    return load(this.path)[key];\n  }\n\n  set(key, value) {\n"
+                         "    save(this.path, { ...load(this.path), [key]: value });\n  }\n}\n")),
+    ("js-function-by-name", "javascript", JS, d('''
+        // ... existing code ...
+        function load(path) {
+          return JSON.parse(fs.readFileSync(path, "utf8"));
+        }
+        // ... existing code ...
+        '''), JS.replace('  const text = fs.readFileSync(path, "utf8");\n  return JSON.parse(text);\n',
+                         '  return JSON.parse(fs.readFileSync(path, "utf8"));\n')),
+    ("js-delete-function", "javascript", JS, d('''
+        // ... existing code ...
+          return JSON.parse(text);
+        }
+
+        export class Store {
+        // ... existing code ...
+        '''), JS.replace('function save(path, data) {\n  fs.writeFileSync(path, JSON.stringify(data));\n}\n\n', "")),
+    ("ts-interface", "typescript", d('''
+        export interface User {
+          id: number;
+          name: string;
+        }
+
+        export function greet(user: User): string {
+          return `Hello ${user.name}`;
+        }
+        '''), d('''
+        export interface User {
+          id: number;
+          name: string;
+          email?: string;
+        }
+        // ... existing code ...
+        '''), d('''
+        export interface User {
+          id: number;
+          name: string;
+          email?: string;
+        }
+
+        export function greet(user: User): string {
+          return `Hello ${user.name}`;
+        }
+        ''')),
+    ("tsx-jsx-marker", "tsx", d('''
+        export function List({ items }: { items: string[] }) {
+          return (
+            <div>
+              <h1>Items</h1>
+              <ul>
+                {items.map((item) => <li key={item}>{item}</li>)}
+              </ul>
+              <footer>end</footer>
+            </div>
+          );
+        }
+        '''), d('''
+        export function List({ items }: { items: string[] }) {
+          return (
+            <div>
+              <h1>All items</h1>
+              <ul>
+                {/* ... existing code ... */}
+              </ul>
+              <footer>the end</footer>
+            </div>
+          );
+        }
+        '''), d('''
+        export function List({ items }: { items: string[] }) {
+          return (
+            <div>
+              <h1>All items</h1>
+              <ul>
+                {items.map((item) => <li key={item}>{item}</li>)}
+              </ul>
+              <footer>the end</footer>
+            </div>
+          );
+        }
+        ''')),
+    ("go-method", "go", d('''
+        package store
+
+        type Store struct {
+        \tpath string
+        }
+
+        func (s *Store) Path() string {
+        \treturn s.path
+        }
+
+        func New(path string) *Store {
+        \treturn &Store{path: path}
+        }
+        '''), d('''
+        // ... existing code ...
+        func (s *Store) Path() string {
+        \treturn "/" + s.path
+        }
+        // ... existing code ...
+        '''), d('''
+        package store
+
+        type Store struct {
+        \tpath string
+        }
+
+        func (s *Store) Path() string {
+        \treturn "/" + s.path
+        }
+
+        func New(path string) *Store {
+        \treturn &Store{path: path}
+        }
+        ''')),
+    ("go-tabs-insert", "go", d('''
+        package main
+
+        import "fmt"
+
+        func main() {
+        \tx := 1
+        \tfmt.Println(x)
+        }
+        '''), d('''
+        // ... existing code ...
+        func main() {
+        \tx := 1
+        \ty := 2
+        \tfmt.Println(x)
+        // ... existing code ...
+        '''), d('''
+        package main
+
+        import "fmt"
+
+        func main() {
+        \tx := 1
+        \ty := 2
+        \tfmt.Println(x)
+        }
+        ''')),
+    ("rust-impl-method", "rust", d('''
+        struct Counter {
+            n: u32,
+        }
+
+        impl Counter {
+            fn new() -> Self {
+                Counter { n: 0 }
+            }
+
+            fn next(&mut self) -> u32 {
+                self.n += 1;
+                self.n
+            }
+        }
+        '''), d('''
+        // ... existing code ...
+        impl Counter {
+            // ... existing code ...
+            fn next(&mut self) -> u32 {
+                self.n += 2;
+                self.n
+            }
+        }
+        '''), d('''
+        struct Counter {
+            n: u32,
+        }
+
+        impl Counter {
+            fn new() -> Self {
+                Counter { n: 0 }
+            }
+
+            fn next(&mut self) -> u32 {
+                self.n += 2;
+                self.n
+            }
+        }
+        ''')),
+    ("java-method", "java", d('''
+        public class Greeter {
+            private final String name;
+
+            public Greeter(String name) {
+                this.name = name;
+            }
+
+            public String greet() {
+                return "Hello " + name;
+            }
+        }
+        '''), d('''
+        public class Greeter {
+            // ... existing code ...
+            public String greet() {
+                return "Hi " + name;
+            }
+        }
+        '''), d('''
+        public class Greeter {
+            private final String name;
+
+            public Greeter(String name) {
+                this.name = name;
+            }
+
+            public String greet() {
+                return "Hi " + name;
+            }
+        }
+        ''')),
+    ("c-function", "c", d('''
+        #include <stdio.h>
+
+        static int add(int a, int b) {
+            return a + b;
+        }
+
+        int main(void) {
+            printf("%d\\n", add(1, 2));
+            return 0;
+        }
+        '''), d('''
+        // ... existing code ...
+        int main(void) {
+            printf("%d\\n", add(2, 3));
+            return 0;
+        }
+        '''), d('''
+        #include <stdio.h>
+
+        static int add(int a, int b) {
+            return a + b;
+        }
+
+        int main(void) {
+            printf("%d\\n", add(2, 3));
+            return 0;
+        }
+        ''')),
+    ("cpp-class-method", "cpp", d('''
+        #include <string>
+
+        class Name {
+         public:
+          std::string get() const { return value_; }
+
+         private:
+          std::string value_;
+        };
+
+        int main() { return 0; }
+        '''), d('''
+        // ... existing code ...
+        class Name {
+         public:
+          std::string get() const { return value_; }
+          void set(const std::string& v) { value_ = v; }
+
+         private:
+        // ... existing code ...
+        '''), d('''
+        #include <string>
+
+        class Name {
+         public:
+          std::string get() const { return value_; }
+          void set(const std::string& v) { value_ = v; }
+
+         private:
+          std::string value_;
+        };
+
+        int main() { return 0; }
+        ''')),
+    ("ruby-method", "ruby", d('''
+        class Greeter
+          def initialize(name)
+            @name = name
+          end
+
+          def greet
+            "Hello #{@name}"
+          end
+        end
+        '''), d('''
+        class Greeter
+          # ... existing code ...
+          def greet
+            "Hi #{@name}"
+          end
+        end
+        '''), d('''
+        class Greeter
+          def initialize(name)
+            @name = name
+          end
+
+          def greet
+            "Hi #{@name}"
+          end
+        end
+        ''')),
+    ("python-tabs", "python", "def f():\n\tx = 1\n\treturn x\n\n\ndef g():\n\treturn 2\n",
+     "# ... existing code ...\ndef f():\n\tx = 1\n\tx += 1\n\treturn x\n# ... existing code ...\n",
+     "def f():\n\tx = 1\n\tx += 1\n\treturn x\n\n\ndef g():\n\treturn 2\n"),
+    ("no-final-newline", "python", "a = 1\nb = 2\nc = 3", "# ... existing code ...\nb = 2\nb2 = 22\nc = 3",
+     "a = 1\nb = 2\nb2 = 22\nc = 3"),
+    ("whitespace-insensitive-anchor", "python", PY, d('''
+        # ... existing code ...
+        def open(self, path):
+            self.path = path
+            self.mode = "r"
+            return open(path)
+        # ... existing code ...
+        '''), None),
+]
+
+
+@pytest.mark.parametrize("case", CERTAIN, ids=[c[0] for c in CERTAIN])
+def test_known_answer(case):
+    _, language, original, update, expected = case
+    result = merge(original, update, language)
+    if expected is None:  # only whitespace anchors: a candidate, but not certain
+        assert result.confidence == "likely" and result.text is not None
+        assert "        self.path = path\n" in result.text and 'self.mode = "r"' in result.text
+        return
+    assert result.reasons == ()
+    assert result.confidence == "certain"
+    assert result.text == expected
+
+
+# (id, language, original, update): snippets that must NOT come out certain
+UNCERTAIN = [
+    ("anchor-appears-twice", "python", "def f():\n    x = 1\n    return x\n\n\ndef g():\n    x = 1\n    return x\n",
+     "# ... existing code ...\n    x = 1\n    y = 2\n    return x\n# ... existing code ...\n"),
+    ("same-method-two-classes-no-scope", "python", PY,
+     "# ... existing code ...\n    def close(self):\n        self.flush()\n# ... existing code ...\n"),
+    ("new-lines-at-a-segment-edge", "python", PY, "import os\nimport sys\n# ... existing code ...\n"),
+    ("anchors-nowhere", "python", PY, "# ... existing code ...\nx = compute()\ny = more()\n# ... existing code ...\n"),
+    ("class-end-by-layout-only", "python", PY,
+     "# ... existing code ...\nclass Writer:\n    def flush(self):\n        pass\n# ... existing code ...\n"),
+    ("delete-to-end-without-marker", "python", PY, d('''
+        # ... existing code ...
+        class Writer:
+            def open(self, path):
+                return open(path, "w")
+        ''')),
+    ("unknown-language", None, "a: 1\nb: 2\nc: 3\n", "# ... existing code ...\nb: 20\nc: 3\n"),
+    ("marker-inside-code-line", "javascript", JS,
+     "// ... existing code ...\nfunction save(path, data) { /* ... */ }\n// ... existing code ...\n"),
+    ("breaks-syntax", "javascript", JS, "// ... existing code ...\nfunction save(path, data) {\n  fs.write(\n}\n"
+                                        "// ... existing code ...\n"),
+]
+
+
+@pytest.mark.parametrize("case", UNCERTAIN, ids=[c[0] for c in UNCERTAIN])
+def test_not_certain(case):
+    _, language, original, update = case
+    result = merge(original, update, language)
+    assert result.confidence != "certain"
+    assert result.reasons  # says why
+    assert (result.text is None) == (result.confidence == "none")
+
+
+def test_empty_update_gives_none():
+    assert merge(PY, "  \n", "python") == merge(PY, "", "python")
+    assert merge(PY, "", "python").confidence == "none"
+
+
+def test_unknown_language_name_is_a_usage_error():
+    with pytest.raises(UsageError):
+        merge(PY, "x", "cobol")
+
+
+def test_identical_whole_file_is_certain_and_unchanged():
+    result = merge(JS, JS, "javascript")
+    assert (result.text, result.confidence) == (JS, "certain")
+
+
+def test_crlf_file_merges_through_fileio():
+    from fastapply.fileio import decode, encode
+
+    data = PY.replace("\n", "\r\n").encode()
+    text, fmt = decode(data)
+    update = '# ... existing code ...\n    reader.open("a.txt")\n    reader.close()\n    print("done")\n'
+    result = merge(text, update, "python")
+    assert result.confidence == "certain"
+    out = encode(result.text, fmt)
+    assert out == PY.replace('reader.open("a.txt")\n', 'reader.open("a.txt")\n    reader.close()\n').replace(
+        "\n", "\r\n").encode()
+
+
+def test_merge_does_not_import_torch(tmp_path):
+    source = tmp_path / "big.py"
+    source.write_text("".join(f"def f{i}(x):\n    return x + {i}\n\n\n" for i in range(100)))
+    code = (
+        "import sys; from fastapply.merge import merge; from fastapply.validate import validate\n"
+        f"text = open({str(source)!r}).read()\n"
+        "update = '# ... existing code ...\\ndef f50(x):\\n    return x - 50\\n# ... existing code ...\\n'\n"
+        "r = merge(text, update, 'python'); validate(text, r.text, update, 'python')\n"
+        "assert r.confidence == 'certain', r\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'transformers')))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=".")
+    assert out.stdout.strip() == "[]"

@@ -1,0 +1,94 @@
+"""validate(): planted problems are caught, clean edits pass."""
+
+import textwrap
+
+from fastapply.validate import validate
+
+ORIGINAL = textwrap.dedent('''\
+    import os
+
+
+    def load(path):
+        with open(path) as f:
+            return f.read()
+
+
+    def save(path, text):
+        with open(path, "w") as f:
+            f.write(text)
+
+
+    def main():
+        print(load("a.txt"))
+    ''')
+UPDATE = "# ... existing code ...\ndef main():\n    print(load('b.txt'))\n"
+CLEAN = ORIGINAL.replace('load("a.txt")', "load('b.txt')")
+
+
+def names(problems):
+    return [p.name for p in problems]
+
+
+def test_clean_edit_passes():
+    assert validate(ORIGINAL, CLEAN, UPDATE, "python") == ()
+
+
+def test_markers_left_are_caught():
+    output = CLEAN.replace("def save", "# ... existing code ...\n\n\ndef save")
+    assert names(validate(ORIGINAL, output, UPDATE, "python")) == ["markers-left"]
+
+
+def test_markers_the_original_had_are_not_problems():
+    original = ORIGINAL + "# ... existing code ...\n"
+    assert validate(original, CLEAN + "# ... existing code ...\n", UPDATE, "python") == ()
+
+
+def test_unclosed_answer_is_truncated():
+    assert "truncated" in names(validate(ORIGINAL, CLEAN, UPDATE, "python", closed=False))
+
+
+def test_file_ending_mid_construct_is_truncated():
+    cut = CLEAN[: CLEAN.index("print(")] + "print(load("
+    assert names(validate(ORIGINAL, cut, UPDATE, "python"))[:1] == ["truncated"]
+    cut = CLEAN[: CLEAN.index("    print(")]  # ends with "def main():"
+    assert "truncated" in names(validate(ORIGINAL, cut, UPDATE, "python"))
+    js = "function f() {\n  return 1;\n}\n"
+    assert "truncated" in names(validate(js, "function f() {\n  return 2;\n", "return 2;", "javascript"))
+
+
+def test_broken_syntax_is_caught():
+    output = CLEAN.replace("def save(path, text):", "def save(path, text:")
+    assert "syntax-errors" in names(validate(ORIGINAL, output, UPDATE, "python"))
+
+
+def test_deletion_far_from_the_edit_is_caught():
+    output = CLEAN.replace('def load(path):\n    with open(path) as f:\n        return f.read()\n\n\n', "")
+    problems = validate(ORIGINAL, output, UPDATE, "python")
+    assert names(problems) == ["unrelated-deletion"]
+    assert "lines 4-6" in problems[0].message
+
+
+def test_deletion_inside_the_edited_function_is_fine():
+    output = ORIGINAL.replace('def main():\n    print(load("a.txt"))\n', "def main():\n    pass\n")
+    assert validate(ORIGINAL, output, "# ... existing code ...\ndef main():\n    pass\n", "python") == ()
+
+
+def test_deletion_the_update_asks_for_is_fine():
+    output = ORIGINAL.replace('def save(path, text):\n    with open(path, "w") as f:\n        f.write(text)\n\n\n', "")
+    update = "Remove the save function.\n# ... existing code ...\ndef main():\n    print(load('a.txt'))\n"
+    assert validate(ORIGINAL, output, update, "python") == ()
+
+
+def test_unknown_language_checks_markers_and_truncation_only():
+    assert validate("a: 1\n", "a: 2\n", "a: 2", None) == ()
+    assert names(validate("a: 1\n", "a: 2\n# ...\n", "a: 2", None)) == ["markers-left"]
+
+
+def test_deletion_by_omission_between_shown_lines_is_fine():
+    original = "def a():\n    return 1\n\n\n" + "".join(f"def f{i}():\n    return {i}\n\n\n" for i in range(8)) + \
+        "def z():\n    return 26\n"
+    output = "def a():\n    return 1\n\n\ndef z():\n    return 26\n"
+    update = "def a():\n    return 1\n\n\ndef z():\n    return 26\n"
+    assert validate(original, output, update, "python") == ()
+    assert names(validate(original, output, "# ... existing code ...\ndef z():\n    return 26\n", "python")) == [
+        "unrelated-deletion"]
