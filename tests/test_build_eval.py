@@ -120,8 +120,9 @@ def test_snippets_have_lazy_markers_and_are_a_subset_of_the_expected_file(trees)
     for task in tasks:
         update_lines = task["update"].splitlines()
         marker_lines = [line for line in update_lines if _is_marker(line, task["language"])]
-        # each file is 30+ lines with changes inside, so unchanged code is elided above and below
-        assert marker_lines and update_lines[0] in marker_lines and update_lines[-1] in marker_lines
+        # each file is 30+ lines with changes inside, so unchanged code is elided above or below
+        # (a change near the end keeps its context down to the last line, with no marker after it)
+        assert marker_lines and (update_lines[0] in marker_lines or update_lines[-1] in marker_lines)
         prefix = "#" if task["language"] == "python" else "//"
         assert all(line.strip().startswith(prefix + " ...") for line in marker_lines)
         assert _is_subsequence(_non_marker_lines(task), task["expected"].splitlines())
