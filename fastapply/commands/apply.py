@@ -77,7 +77,7 @@ def apply_command(
         def run_model(merged: str | None) -> ModelRun:
             if remote is not None:
                 return ModelRun(*apply_remote(remote, api_key, model, original, update, instruction, preset,
-                                              prediction, max_new_tokens))
+                                              prediction, max_new_tokens, merged))
             result = _run_model(original, update, instruction, model, adapter, device, dtype, draft.value, preset,
                                 max_new_tokens, temperature, seed, merged)
             return ModelRun(result.text, result.closed, result.stats.as_dict())
