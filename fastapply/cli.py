@@ -84,6 +84,10 @@ PredictionOpt = Annotated[bool, typer.Option("--prediction/--no-prediction", hel
 AdapterOpt = Annotated[Optional[str], typer.Option(envvar="FASTAPPLY_ADAPTER",
                                                    help="LoRA adapter directory on top of --model.")]
 DraftOpt = Annotated[Policy, typer.Option(envvar="FASTAPPLY_DRAFT", help="Draft policy.")]
+ApplyEngineOpt = Annotated[ApplyEngine, typer.Option(envvar="FASTAPPLY_ENGINE", help="merge: the merge engine only (no "
+                                                     "model); model: the model only; auto: a certain merge without a "
+                                                     "model, the model drafting from the merge with one.")]
+ForceOpt = Annotated[bool, typer.Option("--force", help="Write model output even when it fails validation.")]
 
 
 class errors:

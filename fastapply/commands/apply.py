@@ -14,9 +14,9 @@ from typing import Annotated, Optional
 
 import typer
 
-from fastapply.cli import (AdapterOpt, ApiKeyOpt, ApplyEngine, BackendOpt, BaseUrlOpt, DeviceOpt, DraftOpt, DtypeOpt,
-                           MaxTokensOpt, ModelOpt, Policy, PredictionOpt, PresetOpt, ServerOpt, VerboseOpt, app, errors,
-                           setup_logging, stderr)
+from fastapply.cli import (AdapterOpt, ApiKeyOpt, ApplyEngine, ApplyEngineOpt, BackendOpt, BaseUrlOpt, DeviceOpt,
+                           DraftOpt, DtypeOpt, ForceOpt, MaxTokensOpt, ModelOpt, Policy, PredictionOpt, PresetOpt,
+                           ServerOpt, VerboseOpt, app, errors, setup_logging, stderr)
 from fastapply.errors import UsageError
 
 
@@ -32,10 +32,8 @@ def apply_command(
     dtype: DtypeOpt = "auto",
     draft: DraftOpt = Policy.fastapply,
     preset: PresetOpt = "default",
-    engine: Annotated[ApplyEngine, typer.Option(envvar="FASTAPPLY_ENGINE", help="merge: the merge engine only (no model); "
-                                           "model: the model only; auto: a certain merge without a model, the model "
-                                           "drafting from the merge with one.")] = ApplyEngine.auto,
-    force: Annotated[bool, typer.Option("--force", help="Write model output even when it fails validation.")] = False,
+    engine: ApplyEngineOpt = ApplyEngine.auto,
+    force: ForceOpt = False,
     language: Annotated[Optional[str], typer.Option(help="The file's language (default: from its extension).")] = None,
     max_new_tokens: MaxTokensOpt = None,
     temperature: Annotated[float, typer.Option(min=0.0, help="0 is greedy; above 0 samples (losslessly).")] = 0.0,
