@@ -78,8 +78,9 @@ ServerOpt = Annotated[Optional[str], typer.Option(envvar="FASTAPPLY_SERVER", hel
                                                   "http://127.0.0.1:8000: short for --backend openai --base-url URL/v1.")]
 ApiKeyOpt = Annotated[Optional[str], typer.Option(envvar=["FASTAPPLY_API_KEY", "OPENAI_API_KEY"],
                                                   help="Bearer token for the server.")]
-PredictionOpt = Annotated[bool, typer.Option("--prediction/--no-prediction", help="Send the original file as the "
-                                             "request's `prediction` (off for servers that reject it).")]
+PredictionOpt = Annotated[bool, typer.Option("--prediction/--no-prediction", help="Send the expected file (the merge's "
+                                             "candidate, else the original) as the request's `prediction` (off "
+                                             "for servers that reject it).")]
 
 AdapterOpt = Annotated[Optional[str], typer.Option(envvar="FASTAPPLY_ADAPTER",
                                                    help="LoRA adapter directory on top of --model.")]

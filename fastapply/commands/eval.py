@@ -10,7 +10,8 @@ from typing import Annotated, Optional
 import typer
 from rich.console import Console
 
-from fastapply.cli import AdapterOpt, DeviceOpt, DtypeOpt, ModelOpt, PresetOpt, app, errors, stderr, task_progress
+from fastapply.cli import (AdapterOpt, ApiKeyOpt, BackendOpt, BaseUrlOpt, DeviceOpt, DtypeOpt, ModelOpt, PredictionOpt,
+                           PresetOpt, ServerOpt, app, errors, stderr, task_progress)
 from fastapply.errors import UsageError
 
 
@@ -35,7 +36,8 @@ def eval_command(
                                                       "Default: all of them.")] = None,
     merge_draft: Annotated[bool, typer.Option(help="Let the fastapply policy draft the merge engine's candidate.")] = True,
     limit: Annotated[Optional[int], typer.Option(min=1, help="Run the first N tasks only.")] = None,
-    workers: Annotated[int, typer.Option(min=1, help="Parallel processes (merge and replay engines).")] = 1,
+    workers: Annotated[int, typer.Option(min=1, help="Parallel processes (merge and replay engines), or requests "
+                                                     "sent to a server at once.")] = 1,
     out: Annotated[Optional[Path], typer.Option("--out", help="Results directory (default: runs/eval-ENGINE); "
                                                              "a re-run resumes it.")] = None,
     device: DeviceOpt = "auto",
@@ -48,10 +50,19 @@ def eval_command(
                                                      "of an LLM judge (e.g. http://host/v1); none: no judge score.")] = None,
     judge_model: Annotated[Optional[str], typer.Option(envvar="FASTAPPLY_JUDGE_MODEL", help="The judge's model name.")] = None,
     judge_key: Annotated[Optional[str], typer.Option(envvar="FASTAPPLY_JUDGE_KEY", help="The judge's API key.")] = None,
+    backend: BackendOpt = "local",
+    base_url: BaseUrlOpt = None,
+    server: ServerOpt = None,
+    api_key: ApiKeyOpt = None,
+    prediction: PredictionOpt = True,
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON instead of the table.")] = False,
 ) -> None:
-    """Run the eval suite: accuracy and speed of an engine and draft policies, with a report and plots."""
+    """Run the eval suite: accuracy and speed of an engine and draft policies, with a report and plots.
+
+    With --server or --backend openai the model engine's answers come from that server, --workers requests
+    at a time."""
     with errors():
+        from fastapply.client import remote_base_url
         from fastapply.evaluate import EvalConfig, default_tasks_path, run_eval, run_meta
         from fastapply.judge import JudgeConfig
         from fastapply.report import summarize, table, write_report
@@ -64,6 +75,7 @@ def eval_command(
             model=model, tokenizer=tokenizer, adapter=adapter, device=device, dtype=dtype, preset=preset,
             max_new_tokens=max_new_tokens, merge_draft=merge_draft,
             judge=JudgeConfig(judge_url, judge_model, judge_key) if judge_url else None,
+            server=remote_base_url(backend, base_url, server), send_prediction=prediction, api_key=api_key,
         ).resolved()
         tasks = tasks or default_tasks_path()
         task_list = load_tasks(tasks)[:limit]
