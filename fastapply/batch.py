@@ -1,11 +1,14 @@
 """``fastapply batch EDITS.jsonl``: many (file, edit) pairs with one model load or one server.
 
 Each input line is ``{"file": PATH, "edit": TEXT, "instruction"?: TEXT}`` (paths relative to the
-current directory). Each output record says what happened to one input line, in input order:
-``{"line", "file", "ok", "changed", "written", "text"?, "stats"}`` or ``{"line", "file", "ok": false,
-"error", "exit_code"}``. A record that fails (unreadable file, refused result, server error) is
-reported and the others go on. With ``in_place`` changed files are replaced atomically.
-This module does not print; the CLI renders progress and writes the records.
+current directory). Each edit goes through ``engine.resolve_edit``, as ``fastapply FILE --edit`` does:
+the merge engine, the model (drafting from the merge under ``auto``) and validation. Each output record
+says what happened to one input line, in input order: ``{"line", "file", "ok": true, "changed",
+"written", "engine", "problems", "text"?, "stats"}`` or ``{"line", "file", "ok": false, "error",
+"exit_code", "reasons"?}`` (``reasons`` names the failed checks of a refused edit). A record that fails
+(unreadable file, refused result, server error) is reported and the others go on. With ``in_place``
+changed files are replaced atomically. This module does not print; the CLI renders progress and
+writes the records.
 """
 
 from __future__ import annotations
@@ -17,10 +20,13 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from fastapply import fileio
+from fastapply.engine import ModelRun, resolve_edit
 from fastapply.errors import FastapplyError, RefusedError, UsageError
+from fastapply.syntax import language_for_path
 
-# apply(original, update, instruction) -> (new file, closed, stats)
-Applier = Callable[[str, str, str], tuple[str, bool, dict]]
+# run_model(original, update, instruction, merged) -> ModelRun: a local model or a server; ``merged`` is
+# the merge engine's candidate for the new file (the first draft), or None
+ModelRunner = Callable[[str, str, str, str | None], ModelRun]
 
 
 @dataclass(frozen=True)
@@ -52,54 +58,64 @@ def read_items(text: str) -> list[BatchItem]:
     return items
 
 
-def apply_item(item: BatchItem, apply: Applier, in_place: bool) -> dict:
-    """Apply one item; the record describing the outcome (never raises a fastapply error)."""
+def apply_item(item: BatchItem, run_model: ModelRunner | None, in_place: bool, engine: str = "auto",
+               force: bool = False) -> dict:
+    """Apply one item with ``engine`` (``run_model`` None: no model); the record describing the outcome
+    (never raises a fastapply error)."""
     try:
         if item.problem:
             raise UsageError(item.problem)
         if not item.edit.strip():
             raise UsageError("the edit is empty")
         original, fmt = fileio.read_text(item.file)
-        text, closed, stats = apply(original, item.edit, item.instruction)
-        if not closed:
-            raise RefusedError("the model's answer was cut off before its end; nothing was written", ("truncated",))
-        changed = text != original
+        model = None if run_model is None else lambda merged: run_model(original, item.edit, item.instruction, merged)
+        outcome = resolve_edit(original, item.edit, language_for_path(item.file), engine, model, force,
+                               item.instruction)
+        changed = outcome.text != original
         if in_place and changed:
-            fileio.write_atomic(item.file, fileio.encode(text, fmt))
+            fileio.write_atomic(item.file, fileio.encode(outcome.text, fmt))
     except FastapplyError as exc:
-        return {"line": item.line, "file": item.file, "ok": False, "error": str(exc), "exit_code": exc.exit_code}
-    record = {"line": item.line, "file": item.file, "ok": True, "changed": changed, "written": in_place and changed}
+        failed = {"line": item.line, "file": item.file, "ok": False, "error": str(exc), "exit_code": exc.exit_code}
+        return {**failed, "reasons": list(exc.reasons)} if isinstance(exc, RefusedError) else failed
+    record = {"line": item.line, "file": item.file, "ok": True, "changed": changed, "written": in_place and changed,
+              "engine": outcome.engine, "problems": [p.name for p in outcome.problems]}  # problems: with force only
     if not in_place:
-        record["text"] = text
-    return {**record, "stats": stats}
+        record["text"] = outcome.text
+    return {**record, "stats": outcome.model_run.stats if outcome.model_run is not None else None}
 
 
-def run_batch(items: list[BatchItem], apply: Applier, in_place: bool = False, workers: int = 1) -> Iterator[dict]:
+def run_batch(items: list[BatchItem], run_model: ModelRunner | None, in_place: bool = False, workers: int = 1,
+              engine: str = "auto", force: bool = False) -> Iterator[dict]:
     """The record of every item, in input order; ``workers`` > 1 sends items concurrently (a server)."""
     if workers <= 1:
         for item in items:
-            yield apply_item(item, apply, in_place)
+            yield apply_item(item, run_model, in_place, engine, force)
         return
     targets = [os.path.realpath(item.file) for item in items if not item.problem]
     if in_place and len(set(targets)) < len(targets):
         raise UsageError("with --in-place and --workers, each file may appear only once (edits to one file "
                          "would race); run them with --workers 1")
     with ThreadPoolExecutor(max_workers=workers) as pool:
-        yield from pool.map(lambda item: apply_item(item, apply, in_place), items)
+        yield from pool.map(lambda item: apply_item(item, run_model, in_place, engine, force), items)
 
 
-def local_applier(model: str, device: str = "auto", dtype: str = "auto", adapter: str | None = None,
-                  preset: str = "default", policy: str = "fastapply", max_new_tokens: int | None = None,
-                  temperature: float = 0.0, seed: int | None = None) -> Applier:
-    """An applier over one model loaded now and reused for every item."""
+def local_runner(model: str, device: str = "auto", dtype: str = "auto", adapter: str | None = None,
+                 preset: str = "default", policy: str = "fastapply", max_new_tokens: int | None = None,
+                 temperature: float = 0.0, seed: int | None = None) -> ModelRunner:
+    """A model runner over one model loaded now and reused for every item."""
     from fastapply.apply import apply_edit
     from fastapply.target import load_model
 
     lm, tokenizer = load_model(model, device, dtype, adapter)
 
-    def apply(original: str, update: str, instruction: str) -> tuple[str, bool, dict]:
-        result = apply_edit(lm, tokenizer, original, update, instruction, preset=preset, policy=policy,
+    def run_model(original: str, update: str, instruction: str, merged: str | None) -> ModelRun:
+        result = apply_edit(lm, tokenizer, original, update, instruction, preset=preset, policy=policy, merged=merged,
                             max_new_tokens=max_new_tokens, temperature=temperature, seed=seed)
-        return result.text, result.closed, result.stats.as_dict()
+        return ModelRun(result.text, result.closed, result.stats.as_dict())
 
-    return apply
+    return run_model
+
+
+def remote_runner(backend) -> ModelRunner:
+    """A model runner over a ``client.RemoteBackend`` (one server, shared by every worker thread)."""
+    return lambda original, update, instruction, merged: ModelRun(*backend(original, update, instruction, merged))

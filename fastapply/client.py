@@ -1,8 +1,9 @@
 """The HTTP backend: apply an edit through an OpenAI-compatible server instead of a local model.
 
-The request is the same prompt preset as the local path (system + user message), with the original
-file's answer sent as ``prediction`` (OpenAI's predicted outputs; ``fastapply serve`` drafts from it,
-other servers may ignore it or, with ``send_prediction=False``, never see it). Works against
+The request is the same prompt preset as the local path (system + user message), with the answer
+the caller expects sent as ``prediction`` (OpenAI's predicted outputs): the merge engine's candidate
+when there is one, else the original file. ``fastapply serve`` drafts from it; other servers may
+ignore it or, with ``send_prediction=False``, never see it. Works against
 ``fastapply serve``, vLLM and hosted OpenAI-compatible APIs. A 503 (server busy) is retried a few
 times. This module does not print; errors are ``FastapplyError`` with the server's message.
 """
@@ -75,12 +76,14 @@ class RemoteBackend:
             self._model = listed[0]["id"]
         return self._model
 
-    def apply(self, original: str, update: str, instruction: str = "") -> RemoteResult:
+    def apply(self, original: str, update: str, instruction: str = "", merged: str | None = None) -> RemoteResult:
+        """One edit; ``merged`` (a merge-engine candidate for the new file) is the prediction when given."""
         messages = [{"role": "system", "content": self.preset.system},
                     {"role": "user", "content": self.preset.user_message(original, update, instruction)}]
         body: dict = {"model": self.model, "messages": messages, "temperature": self.temperature}
         if self.send_prediction:
-            body["prediction"] = {"type": "content", "content": self.preset.answer(original)}
+            predicted = merged if merged is not None else original
+            body["prediction"] = {"type": "content", "content": self.preset.answer(predicted)}
         if self.max_tokens is not None:
             body["max_tokens"] = self.max_tokens
         start = time.perf_counter()
@@ -109,9 +112,10 @@ class RemoteBackend:
         }
         return RemoteResult(parsed.file, parsed.closed and choice.get("finish_reason") != "length", stats)
 
-    def __call__(self, original: str, update: str, instruction: str = "") -> tuple[str, bool, dict]:
-        """(new file, closed, stats): the applier shape ``batch`` and the eval runner take."""
-        result = self.apply(original, update, instruction)
+    def __call__(self, original: str, update: str, instruction: str = "", merged: str | None = None
+                 ) -> tuple[str, bool, dict]:
+        """(new file, closed, stats) of one edit; safe to call from many threads at once."""
+        result = self.apply(original, update, instruction, merged)
         return result.text, result.closed, result.stats
 
     def close(self) -> None:
@@ -161,7 +165,7 @@ def _error_message(response) -> str:
 
 def apply_remote(base_url: str, api_key: str | None, model: str | None, original: str, update: str,
                  instruction: str = "", preset: str = "default", send_prediction: bool = True,
-                 max_tokens: int | None = None) -> tuple[str, bool, dict]:
+                 max_tokens: int | None = None, merged: str | None = None) -> tuple[str, bool, dict]:
     """One edit through the server at ``base_url`` (ending in ``/v1``): (new file, closed, stats)."""
     with RemoteBackend(base_url, api_key, model, preset, send_prediction, max_tokens) as backend:
-        return backend(original, update, instruction)
+        return backend(original, update, instruction, merged)

@@ -3,8 +3,11 @@
 ``resolve_edit`` picks by engine name (DESIGN.md §6): ``merge`` returns only a certain merge;
 ``auto`` returns a certain merge when no model is configured and otherwise runs the model with the
 merge (certain or likely) as its first draft source; ``model`` runs the model drafting from the
-original file. Model output is validated (``validate.py``) and refused unless ``force``. It reads and
-writes no files and prints nothing; the model run is passed in, so this module imports no model code.
+original file. Model output is validated (``validate.py``) and refused unless ``force``; a refusal is an
+``EditRefused`` that carries what was refused (the merge's answer, the model's run, the problems), so a
+server or a batch can report it. It reads and writes no files and prints nothing; the model run is
+passed in, so this module imports no model code. Every path that writes model output goes through it:
+``fastapply apply``, ``fastapply batch`` and the server's ``/v1/apply``.
 """
 
 from __future__ import annotations
@@ -37,6 +40,18 @@ class EditOutcome:
     model_run: ModelRun | None = None  # the model's run; None for a merge alone
 
 
+class EditRefused(RefusedError):
+    """An edit refused as unsafe, with what was refused: an uncertain merge, or model output that failed
+    validation (its ``problems``, and the ``model_run`` whose output it was)."""
+
+    def __init__(self, message: str, reasons: tuple[str, ...], merge: MergeResult | None,
+                 problems: tuple[Problem, ...] = (), model_run: ModelRun | None = None):
+        super().__init__(message, reasons)
+        self.merge = merge
+        self.problems = problems
+        self.model_run = model_run
+
+
 def resolve_edit(original: str, update: str, language: str | None, engine: str = "auto",
                  run_model: Callable[[str | None], ModelRun] | None = None, force: bool = False,
                  instruction: str = "") -> EditOutcome:
@@ -54,8 +69,8 @@ def resolve_edit(original: str, update: str, language: str | None, engine: str =
     if engine == "merge" or run_model is None:
         if merged.confidence != "certain":
             hint = "" if engine == "merge" else " and no model is configured (--model)"
-            raise RefusedError(f"the merge is not certain{hint}: {'; '.join(merged.reasons)}; nothing was written",
-                               ("uncertain-merge",))
+            raise EditRefused(f"the merge is not certain{hint}: {'; '.join(merged.reasons)}; nothing was written",
+                              ("uncertain-merge",), merged)
         return EditOutcome(merged.text, "merge", merged)
     return _checked(original, update, language, run_model(merged.text), merged, force)
 
@@ -64,6 +79,6 @@ def _checked(original: str, update: str, language: str | None, result: ModelRun,
              force: bool) -> EditOutcome:
     problems = validate(original, result.text, update, language, closed=result.closed)
     if problems and not force:
-        raise RefusedError("; ".join(p.message for p in problems) + "; nothing was written (--force writes it)",
-                           tuple(p.name for p in problems))
+        raise EditRefused("; ".join(p.message for p in problems) + "; nothing was written (--force writes it)",
+                          tuple(p.name for p in problems), merged, problems, result)
     return EditOutcome(result.text, "model", merged, problems, result)

@@ -94,7 +94,9 @@ class ApplyRequest(_Strict):
     original: str
     update: str
     instruction: str = ""
-    language: str | None = None  # a name from fastapply.syntax.LANGUAGES
+    language: str | None = None  # a name from fastapply.syntax.LANGUAGES; None: no syntax checks
+    engine: Literal["auto", "merge", "model"] = "auto"  # auto: the model, drafting from the merge engine's candidate
+    force: bool = False  # return output that fails validation (its problems are reported) instead of refusing it
     preset: str = "default"
     max_tokens: int | None = Field(default=None, ge=1)
     temperature: float = Field(default=0.0, ge=0.0, le=2.0)

@@ -6,7 +6,8 @@ server-sent events), ``POST /v1/apply`` (original + update in, new file out), ``
 get 503 when it is full. A client that goes away has its work abandoned at the next forward pass.
 Bodies are size-limited (413) and checked strictly (400 for malformed JSON or unknown fields); when
 an API key is set every ``/v1`` route needs ``Authorization: Bearer KEY`` (401).
-This module does HTTP and scheduling only; ``chat.py`` and ``apply.py`` do the decoding. It imports
+This module does HTTP and scheduling only; ``chat.py`` and ``apply.py`` do the decoding, and
+``engine.resolve_edit`` decides and validates what ``/v1/apply`` returns, as for the CLI. It imports
 FastAPI at once, so only the ``serve`` command imports it.
 """
 
@@ -29,6 +30,7 @@ from fastapi.responses import JSONResponse, StreamingResponse
 from starlette.background import BackgroundTask
 from starlette.exceptions import HTTPException
 
+from fastapply.engine import EditRefused
 from fastapply.errors import FastapplyError
 from fastapply.serve_api import ApiError, ApplyRequest, ChatRequest, error_body, parse_body
 
@@ -179,27 +181,55 @@ def create_app(model, tokenizer, config: ServeConfig = ServeConfig()):
     @app.post("/v1/apply")
     async def apply(request: Request):
         from fastapply.apply import apply_edit
+        from fastapply.engine import ModelRun, resolve_edit
         from fastapply.syntax import get_language
 
         authorize(request)
         body = await parse_body(request, ApplyRequest, config.max_body_bytes)
         if body.language is not None:
             _planned(lambda: get_language(body.language))
-        ticket = queue.admit()
+        ticket = None
+
+        def run_model(merged: str | None) -> ModelRun:
+            result = apply_edit(model, tokenizer, body.original, body.update, body.instruction, preset=body.preset,
+                                merged=merged, max_new_tokens=body.max_tokens, temperature=body.temperature,
+                                seed=body.seed, on_pass=lambda out, stats: ticket.check())
+            return ModelRun(result.text, result.closed, result.stats.as_dict())
 
         def work():
-            return apply_edit(model, tokenizer, body.original, body.update, body.instruction, preset=body.preset,
-                              max_new_tokens=body.max_tokens, temperature=body.temperature, seed=body.seed,
-                              on_pass=lambda out, stats: ticket.check())
+            try:
+                return resolve_edit(body.original, body.update, body.language, body.engine, run_model, body.force,
+                                    body.instruction)
+            except EditRefused as refused:
+                return refused
 
-        result = await _unless_disconnected(request, ticket, queue.run(ticket, work))
-        # Only the truncation check is made here; fastapply.validate's checks belong here once it exists.
-        reasons = [] if result.closed else ["truncated"]
-        return {"object": "fastapply.apply", "model": config.model_name, "text": result.text,
-                "changed": result.text != body.original, "closed": result.closed,
-                "validation": {"ok": not reasons, "reasons": reasons}, "stats": result.stats.as_dict()}
+        if body.engine == "merge":  # no model: not queued behind model work
+            outcome = await asyncio.to_thread(_planned, work)
+        else:
+            ticket = queue.admit()
+            outcome = await _unless_disconnected(request, ticket, queue.run(ticket, work))
+        return {"object": "fastapply.apply", "model": config.model_name, **apply_answer(body.original, outcome)}
 
     return app
+
+
+def apply_answer(original: str, outcome) -> dict:
+    """The body of ``/v1/apply``'s answer for an ``EditOutcome`` or an ``EditRefused``: ``ok`` false means
+    refused (no ``text``; ``refused`` says why); ``validation`` is null when no model output was checked."""
+    refused = isinstance(outcome, EditRefused)
+    run, merged, problems = outcome.model_run, outcome.merge, outcome.problems
+    text = None if refused else outcome.text
+    return {
+        "ok": not refused, "text": text, "changed": None if refused else text != original,
+        "engine": None if refused else outcome.engine,  # what wrote the text: "merge" or "model"
+        "closed": run.closed if run is not None else None,
+        "merge": {"confidence": merged.confidence, "reasons": list(merged.reasons)} if merged is not None else None,
+        "validation": {"ok": not problems, "reasons": [p.name for p in problems],
+                       "problems": [{"name": p.name, "message": p.message} for p in problems]}
+        if run is not None else None,
+        "refused": {"message": str(outcome), "reasons": list(outcome.reasons)} if refused else None,
+        "stats": run.stats if run is not None else None,
+    }
 
 
 def _planned(make):

@@ -39,7 +39,7 @@ def validate(original: str, output: str, update: str, language: str | None, clos
         problems.append(Problem("markers-left", f"the output still has {left} lazy marker(s) such as "
                                                 f"'... existing code ...' that the original did not have"))
     if not closed:
-        problems.append(Problem("truncated", "the model's answer stopped before its end (no closing tag)"))
+        problems.append(Problem("truncated", "the model's answer was cut off: it stopped before its end (no closing tag)"))
     elif language is not None and _ends_mid_construct(output, language) and not _ends_mid_construct(original,
                                                                                                        language):
         problems.append(Problem("truncated", "the output ends in the middle of a construct; it looks cut off"))

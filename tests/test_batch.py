@@ -9,6 +9,7 @@ from typer.testing import CliRunner
 
 from fastapply.batch import BatchItem, apply_item, read_items, run_batch
 from fastapply.cli import app
+from fastapply.engine import ModelRun
 from fastapply.errors import UsageError
 from tests.serving import (  # noqa: F401  (fixtures, used by name)
     EXPECTED, ORIGINAL, UPDATE, _fixed_verify_cost, _private_cache, _session_cache, apply_checkpoint, apply_model)
@@ -25,17 +26,30 @@ def test_read_items_keeps_order_and_marks_bad_lines():
 def test_apply_item_reports_each_outcome(tmp_path):
     path = tmp_path / "a.py"
     path.write_text(ORIGINAL)
-    echo = lambda original, update, instruction: (update, True, {"passes": 1})  # noqa: E731
-    cut = lambda original, update, instruction: (update, False, {})  # noqa: E731
+    echo = lambda original, update, instruction, merged: ModelRun(update, True, {"passes": 1})  # noqa: E731
+    cut = lambda original, update, instruction, merged: ModelRun(update, False, {})  # noqa: E731
     assert apply_item(BatchItem(1, str(path), "new\n"), echo, in_place=False) == {
-        "line": 1, "file": str(path), "ok": True, "changed": True, "written": False, "text": "new\n",
-        "stats": {"passes": 1}}
+        "line": 1, "file": str(path), "ok": True, "changed": True, "written": False, "engine": "model", "problems": [],
+        "text": "new\n", "stats": {"passes": 1}}
     refused = apply_item(BatchItem(2, str(path), "new\n"), cut, in_place=True)
     assert refused["ok"] is False and refused["exit_code"] == 3 and path.read_text() == ORIGINAL
+    assert refused["reasons"] == ["truncated"] and "cut off" in refused["error"]
     missing = apply_item(BatchItem(3, str(tmp_path / "nope.py"), "x"), echo, in_place=True)
-    assert missing["ok"] is False and "no such file" in missing["error"]
+    assert missing["ok"] is False and "no such file" in missing["error"] and "reasons" not in missing
     written = apply_item(BatchItem(4, str(path), "new\n"), echo, in_place=True)
     assert written["written"] is True and "text" not in written and path.read_text() == "new\n"
+
+
+def test_apply_item_refuses_left_over_markers_unless_forced(tmp_path):
+    path = tmp_path / "a.py"
+    path.write_text(ORIGINAL)
+    lazy = lambda original, update, instruction, merged: ModelRun(update, True, {})  # noqa: E731  (echoes the snippet)
+    refused = apply_item(BatchItem(1, str(path), UPDATE), lazy, in_place=True)
+    assert refused["ok"] is False and refused["exit_code"] == 3 and "markers-left" in refused["reasons"]
+    assert path.read_text() == ORIGINAL
+    forced = apply_item(BatchItem(2, str(path), UPDATE), lazy, in_place=True, force=True)
+    assert forced["ok"] is True and forced["written"] is True and "markers-left" in forced["problems"]
+    assert path.read_text() == UPDATE
 
 
 def test_concurrent_in_place_edits_of_one_file_are_refused(tmp_path):
@@ -90,3 +104,61 @@ def test_batch_through_a_server_in_place(apply_model, tmp_path):
     assert records[0]["written"] is records[3]["written"] is True
     assert records[0]["stats"]["accepted_prediction_tokens"] > 0
     assert [p.read_text() for p in files] == [EXPECTED, EXPECTED]
+
+
+def test_batch_refuses_cut_off_answers_and_reports_why(apply_checkpoint, tmp_path, monkeypatch):
+    monkeypatch.setenv("FASTAPPLY_MODEL", str(apply_checkpoint))
+    edits, files = write_batch(tmp_path)
+    result = CliRunner().invoke(app, ["batch", edits, "--device", "cpu", "--max-new-tokens", "5", "--in-place"])
+    assert result.exit_code == 1
+    records = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [r["ok"] for r in records] == [False, False, False, False]
+    assert records[0]["exit_code"] == records[3]["exit_code"] == 3
+    assert "truncated" in records[0]["reasons"] and "truncated" in records[3]["reasons"]
+    assert [p.read_text() for p in files] == [ORIGINAL, ORIGINAL]
+    assert "cut off" in result.stderr
+
+
+def test_batch_through_a_server_refuses_cut_off_answers(apply_model, tmp_path):
+    pytest.importorskip("fastapi")
+    from fastapply.server import create_app, running_server
+
+    edits, files = write_batch(tmp_path)
+    with running_server(create_app(*apply_model)) as url:
+        result = CliRunner().invoke(app, ["batch", edits, "--server", url, "--workers", "2", "--in-place",
+                                          "--max-new-tokens", "5"])
+        forced = CliRunner().invoke(app, ["batch", edits, "--server", url, "--max-new-tokens", "5", "--force"])
+    records = [json.loads(line) for line in result.stdout.splitlines()]
+    assert result.exit_code == 1 and [r["ok"] for r in records] == [False, False, False, False]
+    assert "truncated" in records[0]["reasons"] and "truncated" in records[3]["reasons"]
+    assert [p.read_text() for p in files] == [ORIGINAL, ORIGINAL]
+    kept = [json.loads(line) for line in forced.stdout.splitlines()]
+    assert [r["ok"] for r in kept] == [True, False, False, True]
+    assert "truncated" in kept[0]["problems"] and kept[0]["text"]
+    assert f"<updated-code>\n{EXPECTED}".startswith(kept[0]["text"])  # the cut-off answer, written as it came
+
+
+def test_batch_merges_for_certain_without_a_model(tmp_path, monkeypatch):
+    monkeypatch.delenv("FASTAPPLY_MODEL", raising=False)
+    certain = 'def greet(name):\n    return "hello, " + name + "!"\n# ... existing code ...\n'
+    files = [tmp_path / "a.py", tmp_path / "b.py"]
+    for path in files:
+        path.write_text(ORIGINAL)
+    edits = tmp_path / "edits.jsonl"
+    edits.write_text(json.dumps({"file": str(files[0]), "edit": certain}) + "\n"
+                     + json.dumps({"file": str(files[1]), "edit": UPDATE}) + "\n")  # UPDATE anchors nowhere
+    result = CliRunner().invoke(app, ["batch", str(edits), "--in-place"])
+    assert result.exit_code == 1
+    done, refused = [json.loads(line) for line in result.stdout.splitlines()]
+    assert done == {"line": 1, "file": str(files[0]), "ok": True, "changed": True, "written": True,
+                    "engine": "merge", "problems": [], "stats": None}
+    assert refused["ok"] is False and refused["reasons"] == ["uncertain-merge"] and "no model" in refused["error"]
+    assert [p.read_text() for p in files] == [EXPECTED, ORIGINAL]
+    # --engine merge loads no model even when one is configured
+    monkeypatch.setenv("FASTAPPLY_MODEL", str(tmp_path / "no-such-model"))
+    files[0].write_text(ORIGINAL)
+    merged = CliRunner().invoke(app, ["batch", str(edits), "--engine", "merge"])
+    assert [json.loads(line)["ok"] for line in merged.stdout.splitlines()] == [True, False]
+    assert json.loads(merged.stdout.splitlines()[0])["text"] == EXPECTED
+    needs = CliRunner().invoke(app, ["batch", str(edits), "--engine", "model"], env={"FASTAPPLY_MODEL": ""})
+    assert needs.exit_code == 2 and "no model" in needs.stderr

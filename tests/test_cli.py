@@ -2,6 +2,8 @@
 
 import json
 import os
+import subprocess
+import sys
 
 import pytest
 from typer.testing import CliRunner
@@ -117,3 +119,15 @@ def test_no_model_without_merge_is_a_usage_error(tmp_path, monkeypatch):
     path.write_text("x = 1\n")
     result = invoke(path, "--edit", "y = 2\n", "--engine", "model")
     assert result.exit_code == 2 and "no model" in result.stderr
+
+
+def test_help_of_every_command_imports_no_model_server_or_plotting_code():
+    heavy = {"torch", "transformers", "fastapi", "uvicorn", "httpx", "matplotlib"}
+    for command in ([], ["apply"], ["bench"], ["serve"], ["batch"], ["eval"]):
+        out = subprocess.run([sys.executable, "-X", "importtime", "-m", "fastapply", *command, "--help"],
+                             capture_output=True, text=True)
+        assert out.returncode == 0, out.stderr[-2000:]
+        imported = {line.rsplit("|", 1)[-1].strip().split(".")[0] for line in out.stderr.splitlines()
+                    if line.startswith("import time:")}
+        assert "typer" in imported and not imported & heavy, (command, imported & heavy)
+        assert "Usage:" in out.stdout

@@ -90,17 +90,55 @@ def test_max_tokens_cuts_the_answer(server):
 
 def test_apply_route_returns_the_new_file(server, apply_model):
     from fastapply.apply import apply_edit
+    from fastapply.merge import merge
 
     response = server.post("/v1/apply", json={"original": ORIGINAL, "update": UPDATE, "language": "python"})
     assert response.status_code == 200, response.text
     result = response.json()
-    assert result["text"] == EXPECTED
-    assert result["changed"] is True and result["closed"] is True
-    assert result["validation"] == {"ok": True, "reasons": []}
-    local = apply_edit(*apply_model, ORIGINAL, UPDATE)
+    assert result["ok"] is True and result["text"] == EXPECTED and result["engine"] == "model"
+    assert result["changed"] is True and result["closed"] is True and result["refused"] is None
+    assert result["validation"] == {"ok": True, "reasons": [], "problems": []}
+    merged = merge(ORIGINAL, UPDATE, "python")  # auto: the model drafts from the merge engine's candidate
+    assert result["merge"] == {"confidence": merged.confidence, "reasons": list(merged.reasons)}
+    local = apply_edit(*apply_model, ORIGINAL, UPDATE, merged=merged.text)
     assert result["stats"]["passes"] == local.stats.passes
-    truncated = server.post("/v1/apply", json={"original": ORIGINAL, "update": UPDATE, "max_tokens": 10}).json()
-    assert truncated["closed"] is False and truncated["validation"] == {"ok": False, "reasons": ["truncated"]}
+    alone = server.post("/v1/apply", json={"original": ORIGINAL, "update": UPDATE, "engine": "model"}).json()
+    assert alone["text"] == EXPECTED and alone["merge"] is None
+    assert alone["stats"]["passes"] == apply_edit(*apply_model, ORIGINAL, UPDATE).stats.passes
+
+
+def test_apply_route_refuses_a_cut_off_answer_unless_forced(server):
+    body = {"original": ORIGINAL, "update": UPDATE, "language": "python", "max_tokens": 10}
+    refused = server.post("/v1/apply", json=body).json()
+    assert refused["ok"] is False and refused["text"] is None and refused["closed"] is False
+    assert "truncated" in refused["validation"]["reasons"] and not refused["validation"]["ok"]
+    assert refused["refused"]["reasons"] == refused["validation"]["reasons"]
+    assert "cut off" in refused["refused"]["message"]
+    messages = {p["name"]: p["message"] for p in refused["validation"]["problems"]}
+    assert "cut off" in messages["truncated"]
+    forced = server.post("/v1/apply", json={**body, "force": True}).json()
+    assert forced["ok"] is True and forced["refused"] is None and forced["engine"] == "model"
+    assert forced["validation"] == refused["validation"]
+    assert forced["text"] and EXPECTED.startswith(forced["text"].rstrip("\n"))
+
+
+def test_apply_route_with_the_merge_engine_alone(server):
+    anchored = 'def greet(name):\n    return "hello, " + name + "!"\n# ... existing code ...\n'  # merges for certain
+    certain = server.post("/v1/apply", json={"original": ORIGINAL, "update": anchored, "language": "python",
+                                             "engine": "merge"}).json()
+    assert certain["ok"] is True and certain["text"] == EXPECTED and certain["engine"] == "merge"
+    assert certain["merge"]["confidence"] == "certain"
+    assert certain["validation"] is None and certain["stats"] is None and certain["closed"] is None
+    unsure = "# ... existing code ...\nprint('new')\n# ... existing code ...\n"  # anchors nowhere
+    uncertain = server.post("/v1/apply", json={"original": ORIGINAL, "update": unsure, "language": "python",
+                                               "engine": "merge"}).json()
+    assert uncertain["ok"] is False and uncertain["text"] is None
+    assert uncertain["refused"]["reasons"] == ["uncertain-merge"] and uncertain["merge"]["confidence"] != "certain"
+    instructed = server.post("/v1/apply", json={"original": ORIGINAL, "update": anchored, "engine": "merge",
+                                                "instruction": "do it"})
+    assert instructed.status_code == 400 and "instruction" in instructed.json()["error"]["message"]
+    unknown = server.post("/v1/apply", json={"original": ORIGINAL, "update": UPDATE, "engine": "guess"})
+    assert unknown.status_code == 400 and "engine" in unknown.json()["error"]["message"]
 
 
 def test_models_and_health(server):

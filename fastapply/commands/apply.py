@@ -1,0 +1,181 @@
+"""``fastapply apply FILE --edit TEXT`` (the default command): one edit, printed, written or diffed.
+
+The edit goes through ``engine.resolve_edit`` (the merge engine, a local model or a server, with
+validation); this module reads the inputs, shows progress and stats on stderr and renders the result.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from fastapply.cli import (AdapterOpt, ApiKeyOpt, ApplyEngine, ApplyEngineOpt, BackendOpt, BaseUrlOpt, DeviceOpt,
+                           DraftOpt, DtypeOpt, ForceOpt, MaxTokensOpt, ModelOpt, Policy, PredictionOpt, PresetOpt,
+                           ServerOpt, VerboseOpt, app, errors, setup_logging, stderr)
+from fastapply.errors import UsageError
+
+
+@app.command("apply")
+def apply_command(
+    file: Annotated[str, typer.Argument(help="The file to edit; - reads it from stdin.")],
+    edit: Annotated[Optional[str], typer.Option("--edit", "-e", help="The update snippet or instruction; - reads stdin.")] = None,
+    edit_file: Annotated[Optional[Path], typer.Option("--edit-file", help="Read the edit from this file.")] = None,
+    instruction: Annotated[str, typer.Option(help="A natural-language instruction beside the snippet.")] = "",
+    model: ModelOpt = None,
+    adapter: AdapterOpt = None,
+    device: DeviceOpt = "auto",
+    dtype: DtypeOpt = "auto",
+    draft: DraftOpt = Policy.fastapply,
+    preset: PresetOpt = "default",
+    engine: ApplyEngineOpt = ApplyEngine.auto,
+    force: ForceOpt = False,
+    language: Annotated[Optional[str], typer.Option(help="The file's language (default: from its extension).")] = None,
+    max_new_tokens: MaxTokensOpt = None,
+    temperature: Annotated[float, typer.Option(min=0.0, help="0 is greedy; above 0 samples (losslessly).")] = 0.0,
+    seed: Annotated[Optional[int], typer.Option(help="Seed for sampling.")] = None,
+    in_place: Annotated[bool, typer.Option("--in-place", "-i", help="Replace FILE atomically.")] = False,
+    output: Annotated[Optional[Path], typer.Option("--output", "-o", help="Write the result to this path.")] = None,
+    diff: Annotated[bool, typer.Option("--diff", help="Print a unified diff instead of the file.")] = False,
+    check: Annotated[bool, typer.Option("--check", help="Exit 0 if the edit leaves the file unchanged, 1 if it would change it.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the result and stats as JSON.")] = False,
+    stats: Annotated[bool, typer.Option("--stats", help="Show decoding stats on stderr.")] = False,
+    backend: BackendOpt = "local",
+    base_url: BaseUrlOpt = None,
+    server: ServerOpt = None,
+    api_key: ApiKeyOpt = None,
+    prediction: PredictionOpt = True,
+    verbose: VerboseOpt = False,
+) -> None:
+    """Apply an edit to FILE and print the new file (or write it with --in-place / -o)."""
+    setup_logging(verbose)
+    with errors():
+        from fastapply import fileio
+        from fastapply.client import apply_remote, remote_base_url
+
+        if sum([in_place, output is not None, diff, check, as_json]) > 1:
+            raise UsageError("choose one of --in-place, --output, --diff, --check and --json")
+        if in_place and file == fileio.STDIN:
+            raise UsageError("--in-place needs a file, not stdin")
+        from fastapply.engine import ModelRun, resolve_edit
+        from fastapply.syntax import get_language, language_for_path
+
+        remote = remote_base_url(backend, base_url, server)
+        update = _read_edit(edit, edit_file, file)
+        original, fmt = fileio.read_text(file)
+        if language is not None:
+            get_language(language)
+        else:
+            language = language_for_path(file) if file != fileio.STDIN else None
+
+        def run_model(merged: str | None) -> ModelRun:
+            if remote is not None:
+                return ModelRun(*apply_remote(remote, api_key, model, original, update, instruction, preset,
+                                              prediction, max_new_tokens, merged))
+            result = _run_model(original, update, instruction, model, adapter, device, dtype, draft.value, preset,
+                                max_new_tokens, temperature, seed, merged)
+            return ModelRun(result.text, result.closed, result.stats.as_dict())
+
+        outcome = resolve_edit(original, update, language, engine.value,
+                               run_model if model or remote is not None else None, force, instruction)
+        new_text = outcome.text
+        for problem in outcome.problems:
+            stderr.print(f"fastapply: warning: {problem.message} (written because of --force)", markup=False)
+        if stats:
+            if outcome.model_run is not None:
+                _print_stats(outcome.model_run.stats)
+            else:
+                stderr.print("merged without a model (the merge engine is certain)")
+        changed = new_text != original
+        if check:
+            raise typer.Exit(1 if changed else 0)
+        if as_json:
+            merged = outcome.merge
+            ran_model = outcome.model_run is not None
+            typer.echo(json.dumps({
+                "path": file, "changed": changed, "text": new_text, "engine": outcome.engine, "model": model,
+                "server": remote, "draft": ("server" if remote else draft.value) if ran_model else None,
+                "merge": {"confidence": merged.confidence, "reasons": list(merged.reasons)} if merged else None,
+                "problems": [p.name for p in outcome.problems],
+                "stats": outcome.model_run.stats if ran_model else None,
+            }, indent=1))
+        elif diff:
+            name = "stdin" if file == fileio.STDIN else file
+            sys.stdout.write("".join(difflib.unified_diff(
+                original.splitlines(keepends=True), new_text.splitlines(keepends=True), f"a/{name}", f"b/{name}")))
+        elif in_place or output is not None:
+            fileio.write_atomic(file if in_place else output, fileio.encode(new_text, fmt))
+            if stderr.is_terminal:
+                stderr.print(f"wrote {file if in_place else output}")
+        else:
+            sys.stdout.buffer.write(fileio.encode(new_text, fmt))
+            sys.stdout.flush()
+
+
+def _read_edit(edit: str | None, edit_file: Path | None, file: str) -> str:
+    from fastapply import fileio
+
+    if edit is not None and edit_file is not None:
+        raise UsageError("pass the edit once: --edit or --edit-file")
+    if edit == fileio.STDIN:
+        if file == fileio.STDIN:
+            raise UsageError("the file and the edit cannot both come from stdin")
+        text = fileio.decode(fileio.read_bytes(fileio.STDIN), "stdin")[0]
+    elif edit_file is not None:
+        text = fileio.read_text(str(edit_file))[0]
+    else:
+        text = edit or ""
+    if not text.strip():
+        raise UsageError("the edit is empty: pass --edit TEXT, --edit-file PATH or --edit - (stdin)")
+    return text
+
+
+def _run_model(original, update, instruction, model, adapter, device, dtype, policy, preset, max_new_tokens,
+               temperature, seed, merged=None):
+    from fastapply.apply import apply_edit
+    from fastapply.target import load_model
+
+    with _progress() as on_pass:
+        lm, tokenizer = load_model(model, device, dtype, adapter)
+        return apply_edit(lm, tokenizer, original, update, instruction, preset=preset, policy=policy,
+                          merged=merged, max_new_tokens=max_new_tokens, temperature=temperature, seed=seed,
+                          on_pass=on_pass)
+
+
+class _progress:
+    """A live status line on stderr while the model writes, only when stderr is a terminal."""
+
+    def __enter__(self):
+        self.status = stderr.status("loading model...") if stderr.is_terminal else None
+        if self.status is not None:
+            self.status.start()
+        return self.update if self.status is not None else None
+
+    def update(self, out, stats) -> None:
+        self.status.update(f"{stats.tokens} tokens, {stats.tokens_per_s:.0f} tok/s, "
+                           f"{stats.tokens_per_pass:.1f} tokens per pass")
+
+    def __exit__(self, *exc) -> None:
+        if self.status is not None:
+            self.status.stop()
+
+
+def _print_stats(d: dict) -> None:
+    """Decoding stats (``DecodeStats.as_dict()``, or a remote answer's stats) as a table on stderr."""
+    from rich.table import Table
+
+    table = Table(title="decoding", show_header=False)
+    for key in ("passes", "tokens", "tokens_per_pass", "acceptance", "prefill_s", "decode_s", "seconds",
+                "prompt_tokens", "completion_tokens", "accepted_prediction_tokens", "rejected_prediction_tokens",
+                "tokens_per_s", "chars_per_s"):
+        if d.get(key) is not None:
+            table.add_row(key.replace("_", " "), str(d[key]))
+    if "accepted_by_source" in d:
+        table.add_row("accepted by source", ", ".join(f"{k} {v}" for k, v in d["accepted_by_source"].items()) or "-")
+    stderr.print(table)
+
+

@@ -1,0 +1,79 @@
+"""``fastapply batch EDITS.jsonl``: many edits with one model load or one server, one record per edit."""
+
+from __future__ import annotations
+
+import json
+import sys
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from fastapply.cli import (AdapterOpt, ApiKeyOpt, ApplyEngine, ApplyEngineOpt, BackendOpt, BaseUrlOpt, DeviceOpt,
+                           DraftOpt, DtypeOpt, ForceOpt, MaxTokensOpt, ModelOpt, Policy, PredictionOpt, PresetOpt,
+                           ServerOpt, app, errors, stderr, task_progress)
+from fastapply.errors import UsageError
+
+
+@app.command("batch")
+def batch_command(
+    edits: Annotated[str, typer.Argument(help='JSONL of {"file": ..., "edit": ..., "instruction"?: ...}; - reads stdin.')],
+    out: Annotated[Optional[Path], typer.Option("--out", "-o", help="Write the result records here (default: stdout).")] = None,
+    in_place: Annotated[bool, typer.Option("--in-place", "-i", help="Replace each changed file atomically.")] = False,
+    model: ModelOpt = None,
+    adapter: AdapterOpt = None,
+    device: DeviceOpt = "auto",
+    dtype: DtypeOpt = "auto",
+    draft: DraftOpt = Policy.fastapply,
+    preset: PresetOpt = "default",
+    engine: ApplyEngineOpt = ApplyEngine.auto,
+    force: ForceOpt = False,
+    max_new_tokens: MaxTokensOpt = None,
+    backend: BackendOpt = "local",
+    base_url: BaseUrlOpt = None,
+    server: ServerOpt = None,
+    api_key: ApiKeyOpt = None,
+    prediction: PredictionOpt = True,
+    workers: Annotated[int, typer.Option(min=1, help="Edits sent to the server at once (a server backend only).")] = 1,
+) -> None:
+    """Apply many edits with one model load (or one server, or the merge engine alone); one JSON record per
+    edit, in order. Each edit is decided and validated as `fastapply FILE --edit` does it."""
+    with errors():
+        from fastapply import fileio
+        from fastapply.batch import local_runner, read_items, remote_runner, run_batch
+        from fastapply.client import RemoteBackend, remote_base_url
+
+        remote = remote_base_url(backend, base_url, server)
+        uses_model = engine != ApplyEngine.merge and (remote is not None or bool(model))
+        if engine == ApplyEngine.model and not uses_model:
+            raise UsageError("no model for --engine model: pass --model PATH_OR_HUB_ID, set FASTAPPLY_MODEL or "
+                             "pass --server URL")
+        if uses_model and remote is None and workers > 1:
+            raise UsageError("--workers needs a server backend (--server or --backend openai); one local model "
+                             "runs one edit at a time")
+        items = read_items(fileio.read_text(edits)[0])
+        failed = 0
+        with ExitStack() as stack:
+            run_model = None  # no model: certain merges only
+            if uses_model and remote is not None:
+                run_model = remote_runner(stack.enter_context(
+                    RemoteBackend(remote, api_key, model, preset, prediction, max_new_tokens)))
+            elif uses_model:
+                run_model = local_runner(model, device, dtype, adapter, preset, draft.value, max_new_tokens)
+            sink = stack.enter_context(open(out, "w", encoding="utf-8")) if out is not None else sys.stdout
+            on_task = stack.enter_context(task_progress(len(items), "batch"))
+            for done, record in enumerate(run_batch(items, run_model, in_place, workers, engine.value, force), 1):
+                sink.write(json.dumps(record) + "\n")
+                sink.flush()
+                if not record["ok"]:
+                    failed += 1
+                    stderr.print(f"fastapply: {record['file'] or 'line ' + str(record['line'])}: {record['error']}",
+                                 markup=False, soft_wrap=True)
+                if on_task is not None:
+                    on_task(done, len(items))
+        if failed:
+            stderr.print(f"fastapply: {failed} of {len(items)} edits failed (see the records with \"ok\": false)",
+                         markup=False)
+            raise typer.Exit(1)
+

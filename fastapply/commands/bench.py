@@ -1,0 +1,90 @@
+"""``fastapply bench``: plain decoding, prompt lookup, n-gram and speculative edits on one model, as a table."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.console import Console
+
+from fastapply.cli import DeviceOpt, DtypeOpt, MaxTokensOpt, ModelOpt, PresetOpt, app, errors
+from fastapply.errors import UsageError
+
+
+@app.command("bench")
+def bench_command(
+    model: ModelOpt = None,
+    file: Annotated[Optional[Path], typer.Option("--file", help="The file of a single case.")] = None,
+    edit_file: Annotated[Optional[Path], typer.Option("--edit-file", help="The edit of a single case.")] = None,
+    expected: Annotated[Optional[Path], typer.Option("--expected", help="The reference result of a single case.")] = None,
+    tasks: Annotated[Optional[Path], typer.Option("--tasks", help="Cases from a JSONL file in the eval-task schema.")] = None,
+    limit: Annotated[Optional[int], typer.Option(min=1, help="Use at most this many tasks.")] = None,
+    acceptance: Annotated[str, typer.Option(help="model: the model's own choices; replay: real forward passes, "
+                                                 "choices from the expected file.")] = "model",
+    methods: Annotated[str, typer.Option(help="Comma-separated: plain, prompt-lookup, ngram, fastapply.")] =
+    "plain,prompt-lookup,ngram,fastapply",
+    device: DeviceOpt = "auto",
+    dtype: DtypeOpt = "auto",
+    preset: PresetOpt = "default",
+    max_new_tokens: MaxTokensOpt = None,
+    out: Annotated[Optional[Path], typer.Option("--out", help="Write the rows as JSON here.")] = None,
+) -> None:
+    """Compare plain decoding, prompt lookup, n-gram and speculative edits on one model in one run."""
+    with errors():
+        from fastapply.bench import BenchCase, run_bench
+        from fastapply.target import load_model
+
+        if not model:
+            raise UsageError("no model: pass --model PATH_OR_HUB_ID or set FASTAPPLY_MODEL")
+        cases = _bench_cases(file, edit_file, expected, tasks, limit)
+        lm, tokenizer = load_model(model, device, dtype)
+        rows = run_bench(lm, tokenizer, cases, acceptance, preset, max_new_tokens,
+                         tuple(m.strip() for m in methods.split(",") if m.strip()))
+        _print_bench(rows, model, acceptance)
+        if out is not None:
+            import platform
+
+            import torch
+
+            out.parent.mkdir(parents=True, exist_ok=True)
+            out.write_text(json.dumps({
+                "model": model, "acceptance": acceptance, "device": str(lm.device), "dtype": str(lm.dtype),
+                "machine": f"{platform.machine()}, {torch.get_num_threads()} threads, {platform.processor() or platform.system()}",
+                "parameters": sum(p.numel() for p in lm.parameters()),
+                "rows": [row.as_dict() for row in rows]}, indent=1))
+
+
+def _bench_cases(file, edit_file, expected, tasks, limit):
+    from fastapply import fileio
+    from fastapply.bench import BenchCase
+
+    if tasks is not None:
+        cases = []
+        with open(tasks, encoding="utf-8") as handle:
+            for line in handle:
+                if line.strip():
+                    t = json.loads(line)
+                    cases.append(BenchCase(t["id"], t["original"], t["update"], t.get("instruction", ""),
+                                           t.get("expected")))
+        return cases[:limit] if limit else cases
+    if file is None or edit_file is None:
+        raise UsageError("give a case with --file and --edit-file (and --expected), or --tasks FILE.jsonl")
+    return [BenchCase(file.name, fileio.read_text(str(file))[0], fileio.read_text(str(edit_file))[0], "",
+                      fileio.read_text(str(expected))[0] if expected else None)]
+
+
+def _print_bench(rows, model: str, acceptance: str) -> None:
+    from rich.table import Table
+
+    table = Table(title=f"fastapply bench: {model} (acceptance: {acceptance})")
+    for col in ("case", "method", "passes", "tokens/pass", "tok/s", "chars/s", "seconds", "vs plain",
+                "vs prompt lookup", "same as plain"):
+        table.add_column(col, justify="left" if col in ("case", "method") else "right")
+    for r in rows:
+        table.add_row(r.case, r.method, str(r.passes), f"{r.tokens_per_pass:.2f}", f"{r.tokens_per_s:.1f}",
+                      f"{r.chars_per_s:.0f}", f"{r.seconds:.2f}", f"{r.speedup_plain:.2f}x",
+                      f"{r.speedup_prompt_lookup:.2f}x", "yes" if r.same_as_plain else "NO")
+    Console(width=160).print(table)
+

@@ -1,0 +1,119 @@
+"""What an eval run is: its engine, policies, model source and options (``EvalConfig``), checked, and
+the provenance every result records (fastapply version, git commit, time).
+
+Engines: ``merge`` (the deterministic merge engine), ``model`` (a transformers model with each draft
+policy, plus ``plain`` = greedy ``model.generate`` and ``prompt-lookup`` = ``generate`` with prompt
+lookup; or, with ``server``, an OpenAI-compatible server that drafts as it does, policy ``server``) and
+``replay`` (``ReplayTarget``: the reference answer stands in for the model). This module runs nothing.
+"""
+
+from __future__ import annotations
+
+import datetime
+import importlib.util
+import subprocess
+from dataclasses import asdict, dataclass, field
+from functools import lru_cache
+from pathlib import Path
+
+from fastapply.draft import POLICIES
+from fastapply.errors import UsageError
+from fastapply.judge import JudgeConfig
+
+ENGINES = ("merge", "model", "replay")
+GENERATE_METHODS = ("plain", "prompt-lookup")  # transformers' generate, run beside the loop's policies
+REMOTE_POLICY = "server"  # the one policy of a model behind a server: it drafts as it does (from `prediction`)
+DEFAULT_POLICIES = {"merge": ("merge",), "replay": ("fastapply", "ngram", "pld", "none"),
+                    "model": ("plain", "prompt-lookup", "ngram", "fastapply")}
+
+
+@dataclass(frozen=True)
+class EvalConfig:
+    engine: str  # merge, model or replay
+    policies: tuple[str, ...] = ()  # draft policies (and generate methods); () = the engine's defaults
+    model: str | None = None  # checkpoint path or hub id (model engine; replay takes its tokenizer); with a
+    #                           server, the model name sent (None: the first it lists)
+    tokenizer: str | None = None  # tokenizer path or hub id for replay; defaults to the model's
+    adapter: str | None = None
+    device: str = "auto"
+    dtype: str = "auto"
+    preset: str = "default"
+    max_new_tokens: int | None = None  # None: twice the file and the edit plus 256 (and within the model's context);
+    #                                    with a server, None lets the server decide
+    merge_draft: bool = True  # the fastapply policy (or the server's prediction) drafts the merge engine's candidate
+    judge: JudgeConfig | None = None
+    server: str | None = None  # an OpenAI-compatible API base (e.g. http://127.0.0.1:8000/v1) answering for the model
+    send_prediction: bool = True  # with a server: send the expected answer as `prediction` (predicted outputs)
+    api_key: str | None = field(default=None, repr=False)  # the server's key; never written into results
+
+    @property
+    def model_source(self) -> str | None:
+        """Where the answers come from, as results record it: the server's URL, else the model."""
+        return self.server or self.model
+
+    def resolved(self) -> EvalConfig:
+        """This config with the engine's default policies filled in, checked; ``UsageError`` otherwise."""
+        if self.engine not in ENGINES:
+            raise UsageError(f"unknown engine {self.engine!r}; choose one of: {', '.join(ENGINES)}")
+        if self.server is not None:
+            return self._resolved_remote()
+        policies = self.policies or DEFAULT_POLICIES[self.engine]
+        allowed = {"merge": ("merge",), "replay": tuple(POLICIES),
+                   "model": (*GENERATE_METHODS, *POLICIES)}[self.engine]
+        for policy in policies:
+            if policy not in allowed:
+                hint = " (plain and prompt-lookup run model.generate: --engine model; replay has none and pld)" \
+                    if policy in GENERATE_METHODS else ""
+                raise UsageError(f"--draft {policy!r} does not go with --engine {self.engine}; "
+                                 f"choose from: {', '.join(allowed)}{hint}")
+        if self.engine == "model" and not self.model:
+            raise UsageError("--engine model needs --model PATH_OR_HUB_ID (or a server: --server URL)")
+        if self.engine == "merge" and not merge_engine_available():
+            raise UsageError("--engine merge needs the merge engine (fastapply.merge), which this install lacks")
+        return EvalConfig(**{**asdict(self), "policies": tuple(dict.fromkeys(policies)), "judge": self.judge})
+
+    def _resolved_remote(self) -> EvalConfig:
+        if self.engine != "model":
+            raise UsageError(f"a server answers for --engine model only, not --engine {self.engine}")
+        if self.policies not in ((), (REMOTE_POLICY,)):
+            raise UsageError(f"with a server, the server drafts (from the `prediction` fastapply sends): "
+                             f"--draft {REMOTE_POLICY} is the only policy")
+        if self.adapter is not None or self.tokenizer is not None:
+            raise UsageError("--adapter and --tokenizer are for a local model; a server has its own")
+        return EvalConfig(**{**asdict(self), "policies": (REMOTE_POLICY,), "judge": self.judge})
+
+    def options(self) -> dict:
+        """What a result records about how it was made (never the judge's or the server's key)."""
+        judged = {"judge_url": self.judge.url, "judge_model": self.judge.model} if self.judge else {}
+        remote = {"server": self.server, "send_prediction": self.send_prediction} if self.server else {}
+        return {name: getattr(self, name) for name in
+                ("engine", "model", "tokenizer", "adapter", "device", "dtype", "preset", "max_new_tokens",
+                 "merge_draft")} | remote | judged
+
+    def run_key(self) -> dict:
+        """The options two runs must share for one to resume the other's results."""
+        return {k: v for k, v in self.options().items() if k not in ("judge_url", "judge_model", "device")}
+
+
+def merge_engine_available() -> bool:
+    return importlib.util.find_spec("fastapply.merge") is not None
+
+
+@lru_cache(maxsize=1)
+def git_commit() -> str | None:
+    """The commit of the checkout fastapply runs from (``-dirty`` when tracked files changed), or None."""
+    root = Path(__file__).resolve().parent.parent
+    try:
+        head = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True,
+                              timeout=10)
+        if head.returncode != 0:
+            return None
+        dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
+                               capture_output=True, text=True, timeout=10).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return head.stdout.strip() + ("-dirty" if dirty else "")
+
+
+def now() -> str:
+    return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")

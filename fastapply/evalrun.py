@@ -1,0 +1,181 @@
+"""Running eval tasks: each task's records from the merge engine, the replay target, a local model or a
+server, scored. Tasks run in this process, in worker processes (merge, replay) or in threads sharing
+one server connection (a server answers many requests; DESIGN.md §7). ``evaluate.run_eval`` decides
+what to run and keeps the records; this module neither reads nor writes result files.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
+
+from fastapply import __version__
+from fastapply.errors import FastapplyError, UsageError
+from fastapply.evalconfig import GENERATE_METHODS, REMOTE_POLICY, EvalConfig, git_commit, merge_engine_available, now
+from fastapply.metrics import score
+from fastapply.tasks import Task
+
+_WORKER: dict = {}  # per process: the config and loaded resources
+
+
+def execute(todo, config: EvalConfig, workers: int, tokenizer=None, model=None):
+    """Yield (task, records) for every (task, policies) in ``todo``, in task order: in parallel processes
+    if asked (merge, replay), or from ``workers`` threads sharing one server connection (a server)."""
+    if config.server is not None:
+        yield from _execute_remote(todo, config, workers)
+        return
+    if workers == 1 or len(todo) == 1:
+        _setup(config, tokenizer, model)
+        for task, policies in todo:
+            yield task, _run_task(task, policies)
+        return
+    import multiprocessing
+
+    if config.engine == "replay" and tokenizer is None:
+        tokenizer = _load_tokenizer(config)  # once here, then sent to each worker
+    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"), initializer=_setup,
+                             initargs=(config, tokenizer, None)) as pool:
+        futures = [(task, pool.submit(_run_task, task, policies)) for task, policies in todo]
+        for task, future in futures:
+            yield task, future.result()
+
+
+def _execute_remote(todo, config: EvalConfig, workers: int):
+    """Every task sent to the server, ``workers`` at a time, over one shared ``RemoteBackend``."""
+    from fastapply.client import RemoteBackend
+
+    with RemoteBackend(config.server, config.api_key, config.model, config.preset, config.send_prediction,
+                       config.max_new_tokens) as backend, ThreadPoolExecutor(workers) as pool:
+        backend.model  # the model's name, asked of the server once (an unreachable server stops the run here)
+        _WORKER.clear()
+        _WORKER.update(config=config, backend=backend)
+        futures = [(task, pool.submit(_run_task, task, policies)) for task, policies in todo]
+        for task, future in futures:
+            yield task, future.result()
+
+
+def _setup(config: EvalConfig, tokenizer, model) -> None:
+    _WORKER.clear()
+    _WORKER["config"] = config
+    if config.engine == "replay":
+        _WORKER["tokenizer"] = tokenizer if tokenizer is not None else _load_tokenizer(config)
+    elif config.engine == "model":
+        if model is None or tokenizer is None:
+            from fastapply.target import load_model
+
+            model, tokenizer = load_model(config.model, config.device, config.dtype, config.adapter)
+        _WORKER["model"], _WORKER["tokenizer"] = model, tokenizer
+        _WORKER["warm"] = set()
+
+
+def _load_tokenizer(config: EvalConfig):
+    source = config.tokenizer or config.model
+    if not source:
+        raise UsageError("--engine replay needs a tokenizer: --tokenizer PATH (or --model PATH)")
+    from transformers import AutoTokenizer
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.set_verbosity_error()
+    try:
+        return AutoTokenizer.from_pretrained(source)
+    except (OSError, ValueError) as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise FastapplyError(f"cannot load tokenizer {source}: {first}") from None
+
+
+def _run_task(task: Task, policies: Sequence[str]) -> list[dict]:
+    """Every policy on one task: the records, scored."""
+    config: EvalConfig = _WORKER["config"]
+    merged = None
+    drafts_merge = any(p in ("fastapply", REMOTE_POLICY) for p in policies)
+    if config.engine != "merge" and config.merge_draft and drafts_merge and merge_engine_available():
+        try:
+            merged = _merge(task)[0].text
+        except Exception:  # noqa: BLE001 - a failing merge only means no merged draft for this task
+            merged = None
+    records = []
+    for policy in policies:
+        started = time.perf_counter()
+        try:
+            if config.engine == "merge":
+                result, extra = _merge(task)
+                output, closed, speed = result.text, True, None
+                extra = {"merge": extra}
+            elif config.server is not None:
+                output, closed, speed = _remote(task, merged)
+                extra = {"merged_draft": merged is not None}
+            else:
+                applied = _decode(task, policy, merged if policy == "fastapply" else None)
+                output, closed, speed = applied.text, applied.closed, applied.stats.as_dict()
+                extra = {"merged_draft": merged is not None} if policy == "fastapply" else {}
+            error = None
+        except FastapplyError as exc:
+            output, closed, speed, extra, error = None, False, None, {}, str(exc)
+        except Exception as exc:  # noqa: BLE001 - one broken task is recorded, not the end of a 450-task run
+            output, closed, speed, extra, error = None, False, None, {}, f"{type(exc).__name__}: {exc}"
+        seconds = time.perf_counter() - started
+        if speed is None:
+            speed = {"seconds": round(seconds, 4), "chars": len(output or ""),
+                     "chars_per_s": round(len(output or "") / seconds, 1) if seconds else 0.0}
+        records.append({
+            "task": task.id, "language": task.language, "path": task.path,
+            "lines": len(task.original.splitlines()), "engine": config.engine, "policy": policy,
+            "fastapply_version": __version__, "git_commit": git_commit(), "model": config.model_source,
+            "options": config.options(), "output": output, "closed": closed,
+            "accuracy": score(output, task.expected, task.original, task.language, closed).as_dict(),
+            "speed": speed, "error": error, **extra, "finished": now(),
+        })
+    return records
+
+
+def _merge(task: Task):
+    """(MergeResult, its record) from the merge engine, timed."""
+    from fastapply.merge import merge
+
+    started = time.perf_counter()
+    result = merge(task.original, task.update, task.language)
+    return result, {"confidence": result.confidence, "reasons": list(result.reasons),
+                    "seconds": round(time.perf_counter() - started, 4)}
+
+
+def _remote(task: Task, merged: str | None) -> tuple[str, bool, dict]:
+    """(output, closed, speed) from the server; the speed has the server's passes and tokens when it
+    reports them (``fastapply serve``), beside the client's wall-clock seconds."""
+    output, closed, stats = _WORKER["backend"](task.original, task.update, task.instruction, merged)
+    served = stats.get("server") or {}
+    return output, closed, {**stats, **{k: served[k] for k in ("passes", "tokens", "tokens_per_pass") if k in served}}
+
+
+def _decode(task: Task, policy: str, merged: str | None):
+    from fastapply.apply import plan_edit, run_plan
+    from fastapply.prompt import answer_ids
+
+    config: EvalConfig = _WORKER["config"]
+    tokenizer = _WORKER["tokenizer"]
+    plan = plan_edit(tokenizer, task.original, task.update, task.instruction, config.preset, merged)
+    reference = answer_ids(tokenizer, plan.preset, task.expected)
+    # room for the reference answer even where it is more than twice the original (the default budget)
+    budget = config.max_new_tokens or max(plan.default_max_new_tokens, len(reference) + 256)
+    if config.engine == "replay":
+        from fastapply.target import ReplayTarget
+
+        target = ReplayTarget(reference, tokenizer.eos_token_id)
+        return run_plan(target, tokenizer, plan, policy, budget, {tokenizer.eos_token_id} - {None})
+    from fastapply.apply import token_budget
+    from fastapply.bench import generate_baseline
+    from fastapply.target import HFTarget, stop_ids_of
+
+    model = _WORKER["model"]
+    stops = stop_ids_of(model, tokenizer)
+    budget = token_budget(model, plan, budget)
+
+    def once(limit: int):
+        if policy in GENERATE_METHODS:
+            return generate_baseline(model, tokenizer, plan, limit, stops, prompt_lookup=policy == "prompt-lookup")
+        return run_plan(HFTarget(model, model_key=config.model), tokenizer, plan, policy, limit, stops)
+
+    if policy not in _WORKER["warm"]:  # untimed: first-call overheads and the verify-cost calibration
+        once(16)
+        _WORKER["warm"].add(policy)
+    return once(budget)
