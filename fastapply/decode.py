@@ -154,6 +154,8 @@ def speculative_generate(
         limit = min(MAX_DRAFT, max_new_tokens - len(out) - 1)
         draft = drafter.propose(out, limit)
         k = choose_draft_length(target.cost, tracker.rate(drafter.source), min(limit, len(draft)))
+        if draft and k == 0 and limit > 0:
+            k = 1  # one drafted token costs next to nothing, and keeps the acceptance estimate learning
         draft = draft[:k]
         # verify: the target's own choice after out, and after each draft prefix
         choices = target.verify(draft)

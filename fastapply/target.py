@@ -128,6 +128,21 @@ class CostModel:
 
     points: tuple[tuple[int, float], ...]  # (k, seconds), sorted by k
 
+    @classmethod
+    def monotone(cls, points: list[tuple[int, float]]) -> "CostModel":
+        """From measurements, each lowered to the cheapest measured at a larger size: verifying fewer
+        tokens never costs more, and a slow measurement (a busy machine) must not make a size look dear.
+
+        >>> CostModel.monotone([(0, 1.0), (8, 3.0), (32, 2.0)]).points
+        ((0, 1.0), (8, 2.0), (32, 2.0))
+        """
+        ordered = sorted(points)
+        lowered, cheapest = [], float("inf")
+        for k, seconds in reversed(ordered):
+            cheapest = min(cheapest, seconds)
+            lowered.append((k, cheapest))
+        return cls(tuple(reversed(lowered)))
+
     def __call__(self, k: int) -> float:
         pts = self.points
         if k <= pts[0][0]:
@@ -230,8 +245,8 @@ class HFTarget:
         except (OSError, ValueError):
             table = {}
         if key in table:
-            return CostModel(tuple((int(k), float(s)) for k, s in table[key]))
-        model = CostModel(tuple(self._measure(k) for k in CALIBRATION_SIZES))
+            return CostModel.monotone([(int(k), float(s)) for k, s in table[key]])
+        model = CostModel.monotone([self._measure(k) for k in CALIBRATION_SIZES])
         table[key] = [list(p) for p in model.points]
         try:
             path.parent.mkdir(parents=True, exist_ok=True)

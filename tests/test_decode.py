@@ -255,3 +255,18 @@ def test_a_model_that_copies_accepts_most_of_the_draft(sample_model):
     assert result.closed
     assert result.stats.acceptance > 0.5
     assert result.stats.passes * 3 < result.stats.tokens
+
+
+def test_a_draft_that_seems_too_dear_is_still_tried_one_token_at_a_time(tokenizer):
+    """A cost model that makes drafting look unprofitable must not stop the loop from ever learning
+    that the draft is right: it verifies at least one drafted token per pass."""
+    plan = plan_edit(tokenizer, SAMPLE_PY, SAMPLE_UPDATE)
+    reference = answer_ids(tokenizer, plan.preset, SAMPLE_EXPECTED)
+
+    class Steep(ReplayTarget):
+        def cost(self, k):
+            return 1.0 + 10.0 * k
+
+    result = run_plan(Steep(reference, tokenizer.eos_token_id), tokenizer, plan, "pld")
+    assert result.text == SAMPLE_EXPECTED
+    assert result.stats.passes < result.stats.tokens - 1  # some passes accepted a drafted token
