@@ -12,10 +12,10 @@ This module measures and returns rows; the CLI prints them.
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
-from fastapply.apply import ApplyResult, EditPlan, finish, plan_edit, run_plan
-from fastapply.decode import DecodeStats
+from fastapply.apply import ApplyResult, EditPlan, finish, plan_edit, run_plan, token_budget
+from fastapply.decode import DecodeStats, stop_index
 from fastapply.errors import UsageError
 from fastapply.prompt import answer_ids
 
@@ -36,30 +36,15 @@ class BenchCase:
 class BenchRow:
     case: str
     method: str
-    passes: int  # forward passes after the prefill
-    tokens: int
-    chars: int
-    prefill_s: float
-    seconds: float  # wall time including the prefill
+    stats: DecodeStats  # passes, tokens, seconds (prefill included), characters
     same_as_plain: bool  # the same tokens as plain decoding
     speedup_plain: float = 0.0
     speedup_prompt_lookup: float = 0.0
 
-    @property
-    def tokens_per_pass(self) -> float:
-        return self.tokens / self.passes if self.passes else 0.0
-
-    @property
-    def tokens_per_s(self) -> float:
-        return self.tokens / self.seconds if self.seconds else 0.0
-
-    @property
-    def chars_per_s(self) -> float:
-        return self.chars / self.seconds if self.seconds else 0.0
-
     def as_dict(self) -> dict:
-        return {**asdict(self), "tokens_per_pass": round(self.tokens_per_pass, 3),
-                "tokens_per_s": round(self.tokens_per_s, 2), "chars_per_s": round(self.chars_per_s, 1)}
+        return {"case": self.case, "method": self.method, "same_as_plain": self.same_as_plain,
+                "speedup_plain": round(self.speedup_plain, 3),
+                "speedup_prompt_lookup": round(self.speedup_prompt_lookup, 3), **self.stats.as_dict()}
 
 
 def run_bench(model, tokenizer, cases: list[BenchCase], acceptance: str = "model", preset: str = "default",
@@ -77,41 +62,33 @@ def run_bench(model, tokenizer, cases: list[BenchCase], acceptance: str = "model
     rows: list[BenchRow] = []
     for case in cases:
         measured = {m: _run(model, tokenizer, case, m, acceptance, preset, max_new_tokens) for m in methods}
-        reference = measured.get("plain")
-        base = {m: measured[m][1] for m in measured}
-        for method, (tokens, seconds, prefill_s, passes, chars) in measured.items():
+        seconds = {m: result.stats.seconds for m, result in measured.items()}
+        for method, result in measured.items():
+            own = result.stats.seconds
             rows.append(BenchRow(
-                case=case.name, method=method, passes=passes, tokens=len(tokens), chars=chars,
-                prefill_s=prefill_s, seconds=seconds,
-                same_as_plain=reference is None or tokens == reference[0],
-                speedup_plain=base["plain"] / seconds if "plain" in base and seconds else 0.0,
-                speedup_prompt_lookup=base["prompt-lookup"] / seconds if "prompt-lookup" in base and seconds else 0.0,
+                case=case.name, method=method, stats=result.stats,
+                same_as_plain="plain" not in measured or result.token_ids == measured["plain"].token_ids,
+                speedup_plain=seconds["plain"] / own if "plain" in seconds and own else 0.0,
+                speedup_prompt_lookup=seconds["prompt-lookup"] / own if "prompt-lookup" in seconds and own else 0.0,
             ))
     return rows
 
 
 def _run(model, tokenizer, case: BenchCase, method: str, acceptance: str, preset: str,
-         max_new_tokens: int | None) -> tuple[list[int], float, float, int, int]:
-    """(tokens, seconds, prefill seconds, passes, characters) of one method on one case."""
+         max_new_tokens: int | None) -> ApplyResult:
+    """One method on one case."""
     from fastapply.target import HFTarget, ReplayedHFTarget, stop_ids_of
 
     plan = plan_edit(tokenizer, case.original, case.update, case.instruction, preset)
-    budget = max_new_tokens or plan.default_max_new_tokens
+    budget = token_budget(model, plan, max_new_tokens)
     stops = stop_ids_of(model, tokenizer)
     if acceptance == "replay":
         reference = answer_ids(tokenizer, plan.preset, case.expected)
         target = ReplayedHFTarget(model, reference, tokenizer.eos_token_id)
-        result = run_plan(target, tokenizer, plan, REPLAY_POLICY[method], budget, stops)
-        return _from_result(result)
+        return run_plan(target, tokenizer, plan, REPLAY_POLICY[method], budget, stops)
     if method in ("ngram", "fastapply"):
-        return _from_result(run_plan(HFTarget(model), tokenizer, plan, method, budget, stops))
-    return _from_result(generate_baseline(model, tokenizer, plan, budget, stops,
-                                          prompt_lookup=method == "prompt-lookup"))
-
-
-def _from_result(result: ApplyResult) -> tuple[list[int], float, float, int, int]:
-    s = result.stats
-    return result.token_ids, s.seconds, s.prefill_s, s.passes, s.chars
+        return run_plan(HFTarget(model), tokenizer, plan, method, budget, stops)
+    return generate_baseline(model, tokenizer, plan, budget, stops, prompt_lookup=method == "prompt-lookup")
 
 
 def generate_baseline(model, tokenizer, plan: EditPlan, budget: int, stops: set[int],
@@ -136,6 +113,9 @@ def generate_baseline(model, tokenizer, plan: EditPlan, budget: int, stops: set[
     finally:
         hook.remove()
     tokens = out[0, len(plan.prompt_ids):].tolist()
+    cut = stop_index(tokens, 0, stops, plan.stop_sequences)  # assisted generation may overshoot the stop
+    if cut is not None:
+        del tokens[cut:]
     prefill_s = calls[1] - start if len(calls) > 1 else seconds
     stats = DecodeStats(passes=max(len(calls) - 1, 0), tokens=len(tokens), accepted=(), proposed=(),
                         prefill_s=prefill_s, decode_s=seconds - prefill_s)

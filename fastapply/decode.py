@@ -140,7 +140,7 @@ def speculative_generate(
     out = [target.prefill(prompt_ids)]  # prefill: the first token
     prefill_s = time.perf_counter() - start
     drafter.update(out, 0)
-    done = _stop_at(out, 0, stop_ids, stop_sequences)
+    done = stop_index(out, 0, stop_ids, stop_sequences)
 
     def stats() -> DecodeStats:
         return DecodeStats(
@@ -173,7 +173,7 @@ def speculative_generate(
         before = len(out)
         out.extend(draft[:n])
         out.append(choices[n])
-        done = _stop_at(out, before, stop_ids, stop_sequences)
+        done = stop_index(out, before, stop_ids, stop_sequences)
         drafter.update(out, n)
         if on_pass is not None:
             on_pass(out, stats())
@@ -182,7 +182,7 @@ def speculative_generate(
     return out, stats()
 
 
-def _stop_at(out: list[int], since: int, stop_ids: Collection[int],
+def stop_index(out: list[int], since: int, stop_ids: Collection[int],
              stop_sequences: Sequence[Sequence[int]]) -> int | None:
     """Length to cut ``out`` to if a stop id or stop sequence ends at or after index ``since``."""
     for i in range(since, len(out)):

@@ -83,8 +83,9 @@ def _print_bench(rows, model: str, acceptance: str) -> None:
                 "vs prompt lookup", "same as plain"):
         table.add_column(col, justify="left" if col in ("case", "method") else "right")
     for r in rows:
-        table.add_row(r.case, r.method, str(r.passes), f"{r.tokens_per_pass:.2f}", f"{r.tokens_per_s:.1f}",
-                      f"{r.chars_per_s:.0f}", f"{r.seconds:.2f}", f"{r.speedup_plain:.2f}x",
+        s = r.stats
+        table.add_row(r.case, r.method, str(s.passes), f"{s.tokens_per_pass:.2f}", f"{s.tokens_per_s:.1f}",
+                      f"{s.chars_per_s:.0f}", f"{s.seconds:.2f}", f"{r.speedup_plain:.2f}x",
                       f"{r.speedup_prompt_lookup:.2f}x", "yes" if r.same_as_plain else "NO")
     Console(width=160).print(table)
 
