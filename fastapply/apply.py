@@ -6,6 +6,7 @@ write files, validate the result or print; the callers do.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, replace
 
@@ -13,6 +14,9 @@ from fastapply.decode import DecodeStats, speculative_generate
 from fastapply.draft import DraftContext, make_drafter
 from fastapply.errors import FastapplyError
 from fastapply.prompt import Preset, answer_ids, encode_text, get_preset, parse_answer, prompt_ids
+
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -82,8 +86,13 @@ def run_plan(target, tokenizer, plan: EditPlan, policy: str = "fastapply", max_n
     budget = max_new_tokens or plan.default_max_new_tokens
     drafter = make_drafter(policy, plan.context)
     stops = set(stop_ids) | ({tokenizer.eos_token_id} if tokenizer.eos_token_id is not None else set())
+    log.info("prompt %d tokens, prediction %d, snippet %d, merged candidate %s; budget %d, draft %s",
+             len(plan.prompt_ids), len(plan.context.prediction_ids), len(plan.context.snippet_ids),
+             "yes" if plan.context.merged_ids is not None else "no", budget, policy)
     tokens, stats = speculative_generate(target, drafter, plan.prompt_ids, budget, stops, plan.stop_sequences,
                                          on_pass)
+    log.info("%d tokens in %d passes (%.1f per pass), %.2f s", stats.tokens, stats.passes, stats.tokens_per_pass,
+             stats.seconds)
     return finish(tokenizer, plan, tokens, stats, stops)
 
 

@@ -10,6 +10,7 @@ This module does not choose drafts or loop; ``decode.py`` does.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import time
 import warnings
@@ -19,6 +20,8 @@ from pathlib import Path
 from typing import Protocol
 
 from fastapply.errors import FastapplyError, UsageError
+
+log = logging.getLogger(__name__)
 
 DTYPES = ("auto", "float32", "bfloat16", "float16")
 DEVICES = ("auto", "cpu", "cuda", "mps")
@@ -93,6 +96,8 @@ def load_model(model: str, device: str = "auto", dtype: str = "auto", adapter: s
     if adapter is not None:
         lm = _with_adapter(lm, adapter)
     lm.to(device).eval()
+    log.info("loaded %s (%.1fM parameters) on %s in %s", model, sum(p.numel() for p in lm.parameters()) / 1e6,
+             device, torch_dtype)
     return lm, tokenizer
 
 
@@ -247,6 +252,8 @@ class HFTarget:
         if key in table:
             return CostModel.monotone([(int(k), float(s)) for k, s in table[key]])
         model = CostModel.monotone([self._measure(k) for k in CALIBRATION_SIZES])
+        log.info("measured verify costs (draft tokens: seconds): %s",
+                 ", ".join(f"{k}: {seconds:.4f}" for k, seconds in model.points))
         table[key] = [list(p) for p in model.points]
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
