@@ -6,6 +6,11 @@ on them mostly copies its input, which is what makes the original file a good dr
 benchmarks use it to measure acceptance end to end without a downloaded checkpoint.
 
     python -m finetune.echo --out runs/echo --shape small --steps 600
+    python -m finetune.echo --out runs/copy-watchdog --file F.py --shape small --steps 150 --batch-size 1
+
+With ``--file`` every example is an edit of that one whole file: the model learns to write the file
+back (it memorises it), a stand-in for a model that copies, for end-to-end speed measurements on
+that file without a downloaded checkpoint. It is not an apply model.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ import random
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from fastapply.prompt import answer_ids, get_preset, prompt_ids
 from fastapply.snippet import make_snippet
@@ -109,12 +115,18 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=600)
     parser.add_argument("--examples", type=int, default=4000)
     parser.add_argument("--window", type=int, default=12)
+    parser.add_argument("--file", help="learn edits of this one whole file instead of windows of many")
+    parser.add_argument("--batch-size", type=int, default=8)
     args = parser.parse_args()
     corpus = stdlib_corpus()
     tokenizer = train_tokenizer(corpus, args.vocab_size)
     model = new_llama(len(tokenizer), args.shape)
-    examples = copy_examples(tokenizer, corpus[::2], args.examples, args.window)  # odd files held out
-    train(model, examples, args.steps, log_every=50)
+    if args.file:
+        text = Path(args.file).read_text(encoding="utf-8")
+        examples = copy_examples(tokenizer, [text + "\n"], args.examples, len(text.splitlines()))
+    else:
+        examples = copy_examples(tokenizer, corpus[::2], args.examples, args.window)  # odd files held out
+    train(model, examples, args.steps, batch_size=args.batch_size, log_every=10 if args.file else 50)
     save_checkpoint(model, tokenizer, args.out)
     print(f"wrote {args.out}")
 
