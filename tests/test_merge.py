@@ -154,34 +154,14 @@ CERTAIN = [
         def main():
             print("start")
         '''), PY[: PY.index("def main")] + 'def main():\n    print("start")\n'),
-    ("py-rest-of-code-wording", "python", PY, d('''
-        # ... rest of code ...
+    *[(f"py-marker-{slug}", "python", PY, marker + "\n" + d('''
         def main():
             reader = Reader()
             reader.open("c.txt")
             print("done")
-        '''), PY.replace('reader.open("a.txt")', 'reader.open("c.txt")')),
-    ("py-keep-existing-wording", "python", PY, d('''
-        # ... keep existing code
-        def main():
-            reader = Reader()
-            reader.open("c.txt")
-            print("done")
-        '''), PY.replace('reader.open("a.txt")', 'reader.open("c.txt")')),
-    ("py-bare-ellipsis-comment", "python", PY, d('''
-        # ...
-        def main():
-            reader = Reader()
-            reader.open("c.txt")
-            print("done")
-        '''), PY.replace('reader.open("a.txt")', 'reader.open("c.txt")')),
-    ("py-bare-ellipsis-line", "python", PY, d('''
-        ...
-        def main():
-            reader = Reader()
-            reader.open("c.txt")
-            print("done")
-        '''), PY.replace('reader.open("a.txt")', 'reader.open("c.txt")')),
+        '''), PY.replace('reader.open("a.txt")', 'reader.open("c.txt")'))
+      for slug, marker in [("rest-of-code", "# ... rest of code ..."), ("keep-existing", "# ... keep existing code"),
+                           ("bare-comment", "# ..."), ("bare-ellipsis-line", "...")]],
     ("py-decorator", "python", d('''
         import functools
 
