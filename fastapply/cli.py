@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 from enum import Enum
+from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
@@ -62,7 +63,8 @@ class Policy(str, Enum):
 
 
 ModelOpt = Annotated[Optional[str], typer.Option("--model", "-m", envvar="FASTAPPLY_MODEL",
-                                                 help="Checkpoint directory or hub id.")]
+                                                 help="Checkpoint directory or hub id (default: the bundled "
+                                                 "fastapply-small, when installed).")]
 DeviceOpt = Annotated[str, typer.Option(envvar="FASTAPPLY_DEVICE", help="auto, cpu, cuda or mps.")]
 DtypeOpt = Annotated[str, typer.Option(envvar="FASTAPPLY_DTYPE", help="auto (float32 on CPU, bfloat16 on GPU), "
                                                                      "float32, bfloat16 or float16.")]
@@ -89,6 +91,17 @@ ApplyEngineOpt = Annotated[ApplyEngine, typer.Option(envvar="FASTAPPLY_ENGINE", 
                                                      "model); model: the model only; auto: a certain merge without a "
                                                      "model, the model drafting from the merge with one.")]
 ForceOpt = Annotated[bool, typer.Option("--force", help="Write model output even when it fails validation.")]
+
+
+BUNDLED_MODEL = Path(__file__).resolve().parent.parent / "models" / "fastapply-small"
+
+
+def local_model(model: str | None) -> str | None:
+    """The model to load here: ``--model`` (or FASTAPPLY_MODEL) as given, else the bundled fastapply-small
+    when this installation has it (models/fastapply-small beside the package), else None."""
+    if model:
+        return model
+    return str(BUNDLED_MODEL) if (BUNDLED_MODEL / "config.json").is_file() else None
 
 
 class errors:

@@ -42,6 +42,7 @@ class TrainConfig:
     max_grad_norm: float = 1.0
     epochs: float = 1.0  # may be fractional
     max_steps: int | None = None  # when set, overrides epochs
+    max_minutes: float | None = None  # stop (saving a resumable checkpoint) after this long; the schedule stays
     batch_size: int = 1  # examples per forward pass; whole files are long, so accumulate instead
     grad_accum: int = 16
     max_length: int = 8192  # prompt + answer tokens; longer examples are skipped (and counted), not cut

@@ -21,6 +21,7 @@ SPECIAL_TOKENS = ["<s>", "</s>", "<pad>"]
 SHAPES = {
     "tiny": (64, 2, 4, 2, 128),
     "small": (256, 4, 4, 4, 704),
+    "fastapply-small": (384, 8, 6, 2, 1024),  # ~16M parameters with an 8k vocabulary: the shipped model
     "100m": (768, 12, 12, 12, 2048),
     "1b": (2048, 16, 32, 8, 8192),
 }
@@ -33,8 +34,12 @@ def stdlib_corpus(limit: int = 200) -> list[str]:
     return [f.read_text(encoding="utf-8", errors="replace") for f in files]
 
 
-def train_tokenizer(texts: Iterable[str], vocab_size: int = 1024):
-    """A byte-level BPE tokenizer (``PreTrainedTokenizerFast``) with ``<s>``, ``</s>`` and ``<pad>``."""
+def train_tokenizer(texts: Iterable[str], vocab_size: int = 1024, tags: Iterable[str] = ()):
+    """A byte-level BPE tokenizer (``PreTrainedTokenizerFast``) with ``<s>``, ``</s>`` and ``<pad>``.
+
+    Byte-level means every byte has a token, so any file encodes (the fallback for rare characters).
+    ``tags`` (a prompt preset's ``<code>``, ``</updated-code>``, ...) become special tokens of one id
+    each; fastapply still encodes a file's own text that looks like a tag as plain text."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
 
@@ -43,7 +48,7 @@ def train_tokenizer(texts: Iterable[str], vocab_size: int = 1024):
     tok.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(
         vocab_size=vocab_size,
-        special_tokens=SPECIAL_TOKENS,
+        special_tokens=SPECIAL_TOKENS + [t for t in tags if t not in SPECIAL_TOKENS],
         initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
         show_progress=False,
     )

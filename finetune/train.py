@@ -107,7 +107,8 @@ def train(config: TrainConfig, out_dir: str | Path, resume: str | Path | None = 
     window_nats = window_answer = window_tokens = 0.0
     window_start, train_seconds, trained_tokens, loss = time.perf_counter(), 0.0, 0, float("nan")
     model.train()
-    while step < total_steps:
+    deadline = time.perf_counter() + config.max_minutes * 60 if config.max_minutes else math.inf
+    while step < total_steps and time.perf_counter() < deadline:
         group = [collate([train_set.examples[i] for i in next(stream)], pad_id) for _ in range(config.grad_accum)]
         answer_tokens = sum(int((labels != IGNORE).sum()) for _, _, labels in group)
         for input_ids, mask, labels in group:
@@ -123,7 +124,7 @@ def train(config: TrainConfig, out_dir: str | Path, resume: str | Path | None = 
         scheduler.step()
         optimizer.zero_grad(set_to_none=True)
         step += 1
-        if step % config.log_every == 0 or step == total_steps:
+        if step % config.log_every == 0 or step == total_steps or time.perf_counter() >= deadline:
             _sync(device)
             seconds = time.perf_counter() - window_start
             loss = window_nats / window_answer
@@ -307,12 +308,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--train-file", help="override the config's train_file")
     parser.add_argument("--eval-file", help="override the config's eval_file")
     parser.add_argument("--max-steps", type=int, help="override the config's max_steps")
+    parser.add_argument("--max-minutes", type=float, help="override the config's max_minutes")
     parser.add_argument("--device", help="override the config's device")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", datefmt="%H:%M:%S", stream=sys.stderr)
     try:
         config = load_config(args.config, base_model=args.base_model, train_file=args.train_file,
-                             eval_file=args.eval_file, max_steps=args.max_steps, device=args.device)
+                             eval_file=args.eval_file, max_steps=args.max_steps,
+                             max_minutes=args.max_minutes, device=args.device)
         result = train(config, args.out, args.resume)
     except FastapplyError as exc:
         print(f"finetune: error: {exc}", file=sys.stderr)

@@ -24,6 +24,15 @@ def _private_cache(tmp_path_factory, monkeypatch):
     monkeypatch.setenv("FASTAPPLY_CACHE_DIR", str(tmp_path_factory.mktemp("fastapply-cache")))
 
 
+@pytest.fixture(autouse=True)
+def _no_bundled_model(tmp_path_factory, monkeypatch):
+    """Tests see no bundled model unless they install one: what a command does without --model must not
+    depend on whether models/fastapply-small is in the checkout (tests/test_shipped_model.py uses it)."""
+    from fastapply import cli
+
+    monkeypatch.setattr(cli, "BUNDLED_MODEL", tmp_path_factory.getbasetemp() / "no-bundled-model")
+
+
 @pytest.fixture(scope="session")
 def tokenizer():
     return train_tokenizer(stdlib_corpus(60), vocab_size=1024)

@@ -16,7 +16,7 @@ import typer
 
 from fastapply.cli import (AdapterOpt, ApiKeyOpt, ApplyEngine, ApplyEngineOpt, BackendOpt, BaseUrlOpt, DeviceOpt,
                            DraftOpt, DtypeOpt, ForceOpt, MaxTokensOpt, ModelOpt, Policy, PredictionOpt, PresetOpt,
-                           ServerOpt, VerboseOpt, app, errors, setup_logging, stderr)
+                           ServerOpt, VerboseOpt, app, errors, local_model, setup_logging, stderr)
 from fastapply.errors import UsageError
 
 
@@ -65,6 +65,8 @@ def apply_command(
         from fastapply.syntax import get_language, language_for_path
 
         remote = remote_base_url(backend, base_url, server)
+        if remote is None:
+            model = local_model(model)
         update = _read_edit(edit, edit_file, file)
         original, fmt = fileio.read_text(file)
         if language is not None:

@@ -12,7 +12,7 @@ import typer
 
 from fastapply.cli import (AdapterOpt, ApiKeyOpt, ApplyEngine, ApplyEngineOpt, BackendOpt, BaseUrlOpt, DeviceOpt,
                            DraftOpt, DtypeOpt, ForceOpt, MaxTokensOpt, ModelOpt, Policy, PredictionOpt, PresetOpt,
-                           ServerOpt, app, errors, stderr, task_progress)
+                           ServerOpt, app, errors, local_model, stderr, task_progress)
 from fastapply.errors import UsageError
 
 
@@ -45,6 +45,8 @@ def batch_command(
         from fastapply.client import RemoteBackend, remote_base_url
 
         remote = remote_base_url(backend, base_url, server)
+        if remote is None:
+            model = local_model(model)
         uses_model = engine != ApplyEngine.merge and (remote is not None or bool(model))
         if engine == ApplyEngine.model and not uses_model:
             raise UsageError("no model for --engine model: pass --model PATH_OR_HUB_ID, set FASTAPPLY_MODEL or "

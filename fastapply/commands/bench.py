@@ -9,7 +9,7 @@ from typing import Annotated, Optional
 import typer
 from rich.console import Console
 
-from fastapply.cli import DeviceOpt, DtypeOpt, MaxTokensOpt, ModelOpt, PresetOpt, app, errors
+from fastapply.cli import DeviceOpt, DtypeOpt, MaxTokensOpt, ModelOpt, PresetOpt, app, errors, local_model
 from fastapply.errors import UsageError
 
 
@@ -36,6 +36,7 @@ def bench_command(
         from fastapply.bench import BenchCase, run_bench
         from fastapply.target import load_model
 
+        model = local_model(model)
         if not model:
             raise UsageError("no model: pass --model PATH_OR_HUB_ID or set FASTAPPLY_MODEL")
         cases = _bench_cases(file, edit_file, expected, tasks, limit)

@@ -11,7 +11,7 @@ import typer
 from rich.console import Console
 
 from fastapply.cli import (AdapterOpt, ApiKeyOpt, BackendOpt, BaseUrlOpt, DeviceOpt, DtypeOpt, ModelOpt, PredictionOpt,
-                           PresetOpt, ServerOpt, app, errors, stderr, task_progress)
+                           PresetOpt, ServerOpt, app, errors, local_model, stderr, task_progress)
 from fastapply.errors import UsageError
 
 
@@ -70,12 +70,14 @@ def eval_command(
 
         if (judge_url is None) != (judge_model is None):
             raise UsageError("an LLM judge needs both --judge-url and --judge-model")
+        remote = remote_base_url(backend, base_url, server)
         config = EvalConfig(
             engine=engine.value, policies=tuple(p.strip() for p in (draft or "").split(",") if p.strip()),
-            model=model, tokenizer=tokenizer, adapter=adapter, device=device, dtype=dtype, preset=preset,
+            model=local_model(model) if remote is None and engine == Engine.model else model,
+            tokenizer=tokenizer, adapter=adapter, device=device, dtype=dtype, preset=preset,
             max_new_tokens=max_new_tokens, merge_draft=merge_draft,
             judge=JudgeConfig(judge_url, judge_model, judge_key) if judge_url else None,
-            server=remote_base_url(backend, base_url, server), send_prediction=prediction, api_key=api_key,
+            server=remote, send_prediction=prediction, api_key=api_key,
         ).resolved()
         tasks = tasks or default_tasks_path()
         task_list = load_tasks(tasks)[:limit]

@@ -6,7 +6,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from fastapply.cli import AdapterOpt, DeviceOpt, DtypeOpt, ModelOpt, VerboseOpt, app, errors, stderr
+from fastapply.cli import AdapterOpt, DeviceOpt, DtypeOpt, ModelOpt, VerboseOpt, app, errors, local_model, stderr
 from fastapply.errors import FastapplyError, UsageError
 
 
@@ -33,6 +33,7 @@ def serve_command(
         except ImportError as exc:
             raise FastapplyError(f"serve needs the serve extra ({exc.name} is missing): "
                                  "pip install 'fastapply[serve]'") from None
+        model = local_model(model)
         if not model:
             raise UsageError("no model: pass --model PATH_OR_HUB_ID or set FASTAPPLY_MODEL")
         if host not in ("127.0.0.1", "localhost", "::1") and not api_key:
