@@ -126,7 +126,7 @@ def spdx_license(value: str | None) -> str | None:
     if len(value) > 200 or "\n" in value:  # a licence pasted in (its "EXPRESS OR IMPLIED" is no operator)
         return _from_full_text(value)
     tokens = _TOKEN.findall(value)
-    if any(token in ("OR", "AND") for token in tokens):
+    if any(token in ("OR", "AND", "WITH") for token in tokens):
         return _expression(tokens)
     return None
 
