@@ -268,8 +268,9 @@ def summary(manifest: dict, seconds: float) -> str:
              f"shard(s), {len(manifest['packages'])} packages, Python {manifest['python']}, {seconds:.0f} s"]
     for title in ("by_language", "by_license"):
         lines.append(title.replace("_", " ") + ":")
-        lines += [f"  {key if len(key) <= 32 else key[:29] + '...':32} {row['files']:>7,} files {row['bytes'] / 1e6:>8.1f} MB"
-                  for key, row in list(manifest[title].items())[:8]]
+        for key, row in list(manifest[title].items())[:8]:
+            key = key if len(key) <= 32 else key[:29] + "..."
+            lines.append(f"  {key:32} {row['files']:>7,} files {row['bytes'] / 1e6:>8.1f} MB")
     lines.append("skipped files: " + ", ".join(f"{k} {v:,}" for k, v in manifest["skipped_files"].items()))
     for reason, names in manifest.get("skipped_packages", {}).items():
         more = " ..." if len(names) > 12 else ""
