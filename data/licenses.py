@@ -45,7 +45,8 @@ ALIASES = {
     "apache": "Apache-2.0", "apache 2": "Apache-2.0", "apache 2.0": "Apache-2.0", "apache-2": "Apache-2.0",
     "apache-2.0": "Apache-2.0", "apache license 2.0": "Apache-2.0", "apache license, version 2.0": "Apache-2.0",
     "apache license version 2.0": "Apache-2.0", "apache software license": "Apache-2.0",
-    "apache software license 2.0": "Apache-2.0", "apache2": "Apache-2.0", "asl 2.0": "Apache-2.0",
+    "apache software license 2.0": "Apache-2.0", "apache 2.0 license": "Apache-2.0", "apache2": "Apache-2.0",
+    "asl 2.0": "Apache-2.0",
     "isc": "ISC", "isc license": "ISC", "psf": "PSF-2.0", "psfl": "PSF-2.0", "psf license": "PSF-2.0",
     "psf-2.0": "PSF-2.0", "python software foundation license": "PSF-2.0", "unlicense": "Unlicense",
     "the unlicense": "Unlicense", "zlib": "Zlib", "cc0": "CC0-1.0", "cc0-1.0": "CC0-1.0",
@@ -54,6 +55,7 @@ ALIASES = {
 
 _SPDX_IDS = {name.lower(): name for name in PERMISSIVE}
 _TOKEN = re.compile(r"\(|\)|\bOR\b|\bAND\b|\bWITH\b|[^\s()]+")
+_SPDX_ID = re.compile(r"(LicenseRef-)?[A-Za-z][A-Za-z0-9.+-]*")
 
 
 def _one_license(text: str) -> str | None:
@@ -66,6 +68,9 @@ def _from_full_text(text: str) -> str | None:
     lowered = " ".join(text.lower().split())
     if "general public license" in lowered or "mozilla public license" in lowered:
         return None
+    first_line = _one_license(text.strip().splitlines()[0])  # "MIT License", "BSD 3-Clause License" as a title
+    if first_line:
+        return first_line
     if "permission is hereby granted, free of charge" in lowered:
         return "MIT"
     if "apache license" in lowered and "version 2.0" in lowered:
@@ -77,8 +82,39 @@ def _from_full_text(text: str) -> str | None:
     return None
 
 
+def _expression(tokens: list[str]) -> str | None:
+    """Tokens of an SPDX expression with known ids in their SPDX spelling, or None when they are not one.
+
+    An id fastapply does not list as permissive (``GPL-3.0-only``) is kept as written, so that
+    ``permissive`` can judge the whole expression; words that are not an id make it None.
+    """
+    parts = []
+    expect_id = True
+    for token in tokens:
+        if token in ("(", ")"):
+            parts.append(token)
+        elif expect_id:
+            name = _one_license(token) or (token if _SPDX_ID.fullmatch(token) else None)
+            if name is None:
+                return None
+            parts.append(name)
+            expect_id = False
+        elif token in ("OR", "AND", "WITH"):
+            parts.append(token)
+            expect_id = True
+        else:
+            return None
+    if expect_id:
+        return None
+    return " ".join(parts).replace("( ", "(").replace(" )", ")")
+
+
 def spdx_license(value: str | None) -> str | None:
-    """One licence value from metadata as an SPDX identifier or expression, or None when not recognised."""
+    """One licence value from metadata as an SPDX identifier or expression, or None when not recognised.
+
+    >>> spdx_license("MIT OR LGPL-3.0-or-later")
+    'MIT OR LGPL-3.0-or-later'
+    """
     if not value or not value.strip():
         return None
     value = value.strip()
@@ -87,30 +123,23 @@ def spdx_license(value: str | None) -> str | None:
         return single
     if value in CLASSIFIERS:
         return CLASSIFIERS[value]
-    tokens = _TOKEN.findall(value)
-    if any(token in ("OR", "AND") for token in tokens) and "WITH" not in tokens:
-        parts = []
-        for token in tokens:
-            if token in ("(", ")", "OR", "AND"):
-                parts.append(token)
-            else:
-                name = _one_license(token)
-                if name is None:
-                    return None
-                parts.append(name)
-        return " ".join(parts).replace("( ", "(").replace(" )", ")")
-    if len(value) > 200 or "\n" in value:
+    if len(value) > 200 or "\n" in value:  # a licence pasted in (its "EXPRESS OR IMPLIED" is no operator)
         return _from_full_text(value)
+    tokens = _TOKEN.findall(value)
+    if any(token in ("OR", "AND", "WITH") for token in tokens):
+        return _expression(tokens)
     return None
 
 
 def permissive(expression: str | None) -> bool:
     """Whether an SPDX expression lets fastapply redistribute the code: every AND term permissive, and
-    in an OR at least one alternative."""
+    in an OR at least one alternative. ``X WITH exception`` is judged by ``X`` (an exception only adds
+    permissions). Parentheses are not read: the terms are taken as ANDs of ORs, which refuses an unusual
+    expression such as ``(GPL-3.0-only AND LGPL-3.0-only) OR MIT`` and never accepts a wrong one."""
     if not expression:
         return False
     for conjunct in re.split(r"\bAND\b", expression.replace("(", " ").replace(")", " ")):
-        if not any(term.strip() in PERMISSIVE for term in re.split(r"\bOR\b", conjunct)):
+        if not any(re.split(r"\bWITH\b", term)[0].strip() in PERMISSIVE for term in re.split(r"\bOR\b", conjunct)):
             return False
     return True
 
