@@ -63,11 +63,13 @@ def build_tokenizer(corpus: str | Path, out: str | Path, vocab_size: int, max_by
     return tokenizer
 
 
-def encode_corpus(corpus: str | Path, tokenizer_dir: str | Path, out: str | Path) -> dict:
+def encode_corpus(corpus: str | Path, tokenizer_dir: str | Path, out: str | Path, workers: int | None = None) -> dict:
     """Write ``train.bin`` and ``valid.bin`` (uint16 token ids, documents ended by EOS) and ``meta.json``.
 
-    File text is encoded as fastapply encodes a user's file: text that looks like a tag stays text."""
-    import numpy as np
+    File text is encoded as fastapply encodes a user's file: text that looks like a tag stays text.
+    Batches of documents are encoded by ``workers`` processes (default: one per core), in order."""
+    import multiprocessing
+
     from transformers import AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(tokenizer_dir)
@@ -79,15 +81,15 @@ def encode_corpus(corpus: str | Path, tokenizer_dir: str | Path, out: str | Path
     files = {split: open(out / f"{split}.bin", "wb") for split in meta}
     index = 0
     try:
-        for batch in _batches(corpus_texts(corpus), ENCODE_BATCH):
-            encoded = tokenizer(batch, add_special_tokens=False, split_special_tokens=True)["input_ids"]
-            for text, ids in zip(batch, encoded):
-                split = "valid" if index % VALID_EVERY == VALID_EVERY - 1 else "train"
-                np.asarray([*ids, tokenizer.eos_token_id], dtype=np.uint16).tofile(files[split])
-                meta[split]["documents"] += 1
-                meta[split]["tokens"] += len(ids) + 1
-                meta[split]["bytes"] += len(text.encode("utf-8"))
-                index += 1
+        with multiprocessing.get_context("spawn").Pool(workers, _load_encoder, (str(tokenizer_dir),)) as pool:
+            for batch, encoded in pool.imap(_encode, _batches(corpus_texts(corpus), ENCODE_BATCH)):
+                for n_bytes, ids in zip(batch, encoded):
+                    split = "valid" if index % VALID_EVERY == VALID_EVERY - 1 else "train"
+                    ids.tofile(files[split])
+                    meta[split]["documents"] += 1
+                    meta[split]["tokens"] += len(ids)
+                    meta[split]["bytes"] += n_bytes
+                    index += 1
     finally:
         for handle in files.values():
             handle.close()
@@ -96,6 +98,25 @@ def encode_corpus(corpus: str | Path, tokenizer_dir: str | Path, out: str | Path
     meta["vocab_size"] = len(tokenizer)
     (out / "meta.json").write_text(json.dumps(meta, indent=2) + "\n")
     return meta
+
+
+_encoder = None
+
+
+def _load_encoder(tokenizer_dir: str) -> None:
+    global _encoder
+    from transformers import AutoTokenizer
+
+    _encoder = AutoTokenizer.from_pretrained(tokenizer_dir)
+
+
+def _encode(batch: list[str]):
+    """(UTF-8 sizes, uint16 ids each ended by EOS) of a batch of documents, in a worker process."""
+    import numpy as np
+
+    encoded = _encoder(batch, add_special_tokens=False, split_special_tokens=True)["input_ids"]
+    eos = _encoder.eos_token_id
+    return [len(text.encode("utf-8")) for text in batch], [np.asarray([*ids, eos], dtype=np.uint16) for ids in encoded]
 
 
 def _batches(texts: Iterable[str], size: int) -> Iterable[list[str]]:
@@ -289,6 +310,7 @@ def main(argv: list[str] | None = None) -> int:
     enc.add_argument("--corpus", required=True)
     enc.add_argument("--tokenizer", required=True)
     enc.add_argument("--out", required=True)
+    enc.add_argument("--workers", type=int, default=None, help="encoding processes (default: one per core)")
     run = commands.add_parser("train", help="pretrain (or --resume) a model on token files")
     run.add_argument("--tokens", required=True)
     run.add_argument("--tokenizer", required=True)
@@ -320,7 +342,7 @@ def main(argv: list[str] | None = None) -> int:
             tokenizer = build_tokenizer(args.corpus, args.out, args.vocab_size, args.max_bytes, args.preset)
             print(f"wrote {args.out}: vocabulary {len(tokenizer)}")
         elif args.command == "tokens":
-            meta = encode_corpus(args.corpus, args.tokenizer, args.out)
+            meta = encode_corpus(args.corpus, args.tokenizer, args.out, args.workers)
             print(json.dumps(meta))
         else:
             summary = pretrain(args)
