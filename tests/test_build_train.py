@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from data.build_train import Example, TrainSpec, build_training_set, select
+from data.build_train import Example, Origin, TrainSpec, build_training_set, select
 from data.releases import Release, ReleasePair
 from data.styles import MARKERS
 from data.transforms import add_function, add_import, delete_function, modify_function, remove_comment, rename_symbol
@@ -128,7 +128,8 @@ def test_eval_packages_are_refused():
 
 def _example(i: int, kind: str, name: str, lines: int, original: str | None = None, expected: str | None = None):
     body = "".join(f"x{i}_{n} = {n}\n" for n in range(lines))
-    return Example(f"{kind}-{i}", kind, "release" if kind == "real" else "t", _pair("pypi", "p"), f"pkg/{name}",
+    origin = Origin.of_pair(_pair("pypi", "p"))
+    return Example(f"{kind}-{i}", kind, "release" if kind == "real" else "t", origin, f"pkg/{name}",
                    "python", body if original is None else original, body + "y = 1\n" if expected is None else expected, "")
 
 
