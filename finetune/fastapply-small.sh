@@ -12,8 +12,10 @@
 # Inputs: $APPLY_DATA (default runs/small/apply-train.jsonl.gz), made where tree-sitter is installed:
 #   python -m data.build_train --corpus runs/corpus --out runs/train-corpus --max-examples 30000 --transforms-per-file 6
 #   cat data/train/train.jsonl.gz runs/train-corpus/train.jsonl.gz > runs/small/apply-train.jsonl.gz
-# Everything lands in runs/small/; with $OUT set (the device machine), "eval" packs the release and
-# the eval summaries into $OUT as 15 MB parts: cat release.tar.* | tar x
+# Everything lands in runs/small/. With $OUT set (the device machine), each stage leaves what must come
+# back in $OUT, in parts of at most 15 MB: "finetune" the release (cat release.tar.* | tar x), "eval" the
+# eval runs (cat evals.tar.* | tar x). Each eval run stops after $EVAL_SECONDS, so that a model that
+# drafts badly cannot use up the command's time before its results are packed.
 # The sizes below are the GPU run's; CPU smoke runs shrink them with the same variables.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -34,7 +36,8 @@ EVAL_LIMIT=${EVAL_LIMIT:-450}     # tasks for the fastapply policy (exact match,
 PEER_LIMIT=${PEER_LIMIT:-10}      # tasks for plain decoding and prompt lookup, which are slow
 RELEASE=${RELEASE:-models/fastapply-small}
 DEVICE=${DEVICE:-auto}
-COMPILE=${COMPILE:---compile}
+EVAL_SECONDS=${EVAL_SECONDS:-150}
+COMPILE=${COMPILE:-}               # --compile: torch.compile the model
 export PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1
 
 pretrain() {
@@ -44,8 +47,16 @@ pretrain() {
 }
 
 evaluate() {  # draft policies, how many tasks, tasks file, name of the run
-    $PY -m fastapply eval --engine model --model "$RELEASE" --draft "$1" --limit "$2" --tasks "$3" \
-        --device "$DEVICE" --out "$RUN/eval-$4"
+    timeout "$EVAL_SECONDS" $PY -m fastapply eval --engine model --model "$RELEASE" --draft "$1" --limit "$2" \
+        --tasks "$3" --device "$DEVICE" --out "$RUN/eval-$4" || echo "eval-$4 stopped (status $?)" >&2
+}
+
+pack() {  # name, paths: into $OUT as name.tar.aa, name.tar.ab, ... when $OUT is set
+    local name=$1
+    shift
+    if [ -n "${OUT:-}" ]; then
+        tar cf - "$@" | split -b 15M - "$OUT/$name.tar."
+    fi
 }
 
 case "${1:-}" in
@@ -60,21 +71,20 @@ pretrain)
     else
         pretrain --minutes "$PRETRAIN_MINUTES"
     fi
+    pack pretrain "$RUN"/pretrain/pretrain.json "$RUN"/corpus/manifest.json "$RUN"/tokens/meta.json
     ;;
 finetune)
     pretrain --resume --minutes "$RESUME_MINUTES"
     $PY -m finetune.train finetune/configs/fastapply-small.yaml --out "$RUN/finetune" --base-model "$RUN/pretrain" \
         --train-file "$APPLY_DATA" --max-minutes "$FINETUNE_MINUTES" --device "$DEVICE"
     $PY -m finetune.ship "$RUN/finetune" --out "$RELEASE"
+    pack release "$RELEASE" "$RUN"/pretrain/pretrain.json "$RUN"/finetune/metrics.json
     ;;
 eval)
     evaluate fastapply "$EVAL_LIMIT" evals/tasks/suite.jsonl.gz suite
     evaluate none,pld,fastapply "$PEER_LIMIT" evals/tasks/suite.jsonl.gz peers
     evaluate fastapply 6 evals/tasks/simple.jsonl simple
-    if [ -n "${OUT:-}" ]; then
-        tar cf - "$RELEASE" "$RUN"/pretrain/pretrain.json "$RUN"/finetune/metrics.json \
-            "$RUN"/eval-*/summary.json "$RUN"/eval-*/report.md | split -b 15M - "$OUT/release.tar."
-    fi
+    pack evals "$RUN"/eval-*
     ;;
 *)
     echo "usage: $0 pretrain|finetune|eval" >&2
