@@ -32,6 +32,7 @@ RESUME_MINUTES=${RESUME_MINUTES:-3}
 FINETUNE_MINUTES=${FINETUNE_MINUTES:-5}
 CORPUS_BYTES=${CORPUS_BYTES:-600000000}
 APPLY_DATA=${APPLY_DATA:-$RUN/apply-train.jsonl.gz}
+FINETUNE_CONFIG=${FINETUNE_CONFIG:-finetune/configs/fastapply-small.yaml}
 EVAL_LIMIT=${EVAL_LIMIT:-450}     # tasks for the fastapply policy (exact match, speed)
 PEER_LIMIT=${PEER_LIMIT:-10}      # tasks for plain decoding and prompt lookup, which are slow
 RELEASE=${RELEASE:-models/fastapply-small}
@@ -75,7 +76,7 @@ pretrain)
     ;;
 finetune)
     pretrain --resume --minutes "$RESUME_MINUTES"
-    $PY -m finetune.train finetune/configs/fastapply-small.yaml --out "$RUN/finetune" --base-model "$RUN/pretrain" \
+    $PY -m finetune.train "$FINETUNE_CONFIG" --out "$RUN/finetune" --base-model "$RUN/pretrain" \
         --train-file "$APPLY_DATA" --max-minutes "$FINETUNE_MINUTES" --device "$DEVICE"
     $PY -m finetune.ship "$RUN/finetune" --out "$RELEASE"
     pack release "$RELEASE" "$RUN"/pretrain/pretrain.json "$RUN"/finetune/metrics.json
