@@ -30,7 +30,7 @@ from functools import partial
 from pathlib import Path
 
 from fastapply.errors import FastapplyError, UsageError
-from fastapply.prompt import encode_text, get_preset
+from fastapply.prompt import get_preset
 from finetune.scratch import SHAPES, new_llama, train_tokenizer
 from finetune.train import lr_factor
 

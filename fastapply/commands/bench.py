@@ -33,7 +33,7 @@ def bench_command(
 ) -> None:
     """Compare plain decoding, prompt lookup, n-gram and speculative edits on one model in one run."""
     with errors():
-        from fastapply.bench import BenchCase, run_bench
+        from fastapply.bench import run_bench
         from fastapply.target import load_model
 
         model = local_model(model)
