@@ -7,7 +7,7 @@ finetune/README.md.
     python -m finetune.pretrain tokenizer --corpus runs/corpus --out runs/small/tokenizer --vocab-size 8192
     python -m finetune.pretrain tokens --corpus runs/corpus --tokenizer runs/small/tokenizer --out runs/small/tokens
     python -m finetune.pretrain train --tokens runs/small/tokens --tokenizer runs/small/tokenizer \\
-        --out runs/small/pretrain --shape fastapply-small --context 8192 --batch-size 16 --steps 4000 --minutes 9
+        --out runs/small/pretrain --shape fastapply-small --context 8192 --batch-size 16 --steps 1500 --minutes 8
     python -m finetune.pretrain train ... --resume      # the same command again continues where it stopped
 
 Documents are joined with ``</s>`` and cut into random windows of ``--context`` tokens (positions are
@@ -30,7 +30,8 @@ from functools import partial
 from pathlib import Path
 
 from fastapply.errors import FastapplyError, UsageError
-from fastapply.prompt import get_preset
+from fastapply.prompt import encode_text, get_preset
+from finetune.examples import bits_per_byte
 from finetune.scratch import SHAPES, new_llama, train_tokenizer
 from finetune.train import lr_factor
 
@@ -114,9 +115,9 @@ def _encode(batch: list[str]):
     """(UTF-8 sizes, uint16 ids each ended by EOS) of a batch of documents, in a worker process."""
     import numpy as np
 
-    encoded = _encoder(batch, add_special_tokens=False, split_special_tokens=True)["input_ids"]
     eos = _encoder.eos_token_id
-    return [len(text.encode("utf-8")) for text in batch], [np.asarray([*ids, eos], dtype=np.uint16) for ids in encoded]
+    return ([len(text.encode("utf-8")) for text in batch],
+            [np.asarray([*encode_text(_encoder, text), eos], dtype=np.uint16) for text in batch])
 
 
 def _batches(texts: Iterable[str], size: int) -> Iterable[list[str]]:
@@ -168,7 +169,7 @@ class Windows:
 
     def bits_per_byte(self, nats_per_token: float) -> float:
         valid = self.meta["valid"]
-        return nats_per_token / math.log(2) * valid["tokens"] / valid["bytes"]
+        return bits_per_byte(nats_per_token / math.log(2) * valid["tokens"], valid["bytes"])
 
 
 def pretrain(args: argparse.Namespace) -> dict:
