@@ -22,8 +22,9 @@ TRUNCATED = "truncated"  # the answer was cut off before its closing tag
 MARKERS_LEFT = "markers left"  # more lazy-marker comments than the reference file has
 SYNTAX_ERROR = "syntax error"  # more tree-sitter errors than the reference file has
 OUTSIDE_EDIT = "change outside the edit"  # lines changed where the reference changes nothing
+NOT_APPLIED = "edit not applied"  # the original written back, or none of the lines the reference adds
 WRONG_EDIT = "wrong edit"  # none of the above, yet not the reference: the edited region itself differs
-ERROR_CATEGORIES = (NO_OUTPUT, TRUNCATED, MARKERS_LEFT, SYNTAX_ERROR, OUTSIDE_EDIT, WRONG_EDIT)
+ERROR_CATEGORIES = (NO_OUTPUT, TRUNCATED, MARKERS_LEFT, SYNTAX_ERROR, OUTSIDE_EDIT, NOT_APPLIED, WRONG_EDIT)
 
 
 @dataclass(frozen=True)
@@ -66,6 +67,8 @@ def score(output: str | None, expected: str, original: str, language: str | None
         errors.append(SYNTAX_ERROR)
     if changes_outside_edit(original, output, expected):
         errors.append(OUTSIDE_EDIT)
+    if not_applied(original, output, expected):
+        errors.append(NOT_APPLIED)
     return Accuracy(exact, exact_ws, tree_equal, tuple(errors) or (WRONG_EDIT,))
 
 
@@ -108,6 +111,24 @@ def changed_ranges(original: str, other: str) -> list[tuple[int, int]]:
     """
     matcher = difflib.SequenceMatcher(a=original.splitlines(), b=other.splitlines(), autojunk=False)
     return [(i1, i2) for tag, i1, i2, _j1, _j2 in matcher.get_opcodes() if tag != "equal"]
+
+
+def not_applied(original: str, output: str, expected: str) -> bool:
+    """Whether ``output`` leaves the edit out: it is the original although the reference differs, or the
+    reference adds lines, the output has none of them and changes nothing where the reference does.
+
+    >>> not_applied("a\\n", "a\\n", "a\\nb\\n"), not_applied("a\\n", "a\\nb\\n", "a\\nb\\nc\\n")
+    (True, False)
+    """
+    if output == original:
+        return expected != original
+    old = {line.strip() for line in original.splitlines()}
+    added = {line.strip() for line in expected.splitlines() if line.strip() and line.strip() not in old}
+    if not added or added & {line.strip() for line in output.splitlines()}:
+        return False
+    reference = changed_ranges(original, expected)
+    return not any(start <= ref_end and ref_start <= end for ref_start, ref_end in reference
+                   for start, end in changed_ranges(original, output))
 
 
 def changes_outside_edit(original: str, output: str, expected: str) -> bool:

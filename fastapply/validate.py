@@ -2,8 +2,9 @@
 
 ``validate(original, output, update, language, closed)`` names every problem it finds: lazy markers
 left in the output that the original did not have, a truncated answer (no closing tag, or a file that
-ends in the middle of a construct), more syntax errors than the original, and deletions far from every
-place the edit touches that the edit did not ask for. It judges; it does not fix, write or decide what
+ends in the middle of a construct), more syntax errors than the original, deletions far from every
+place the edit touches that the edit did not ask for, and an edit not applied (the original written
+back unchanged, or new lines of the update left out: a small model's commonest failure). It judges; it does not fix, write or decide what
 the caller does with the problems (the CLI refuses to write unless ``--force``).
 """
 
@@ -14,16 +15,18 @@ import re
 from dataclasses import dataclass
 
 from fastapply.defs import definitions
-from fastapply.markers import count_markers
+from fastapply.markers import count_markers, has_inline_marker, marker_lines
 from fastapply.syntax import count_errors, parse
 
 _NEAR = 3  # deleted lines this close to a line the update repeats count as part of the edit
+# A sentence, not code: a capitalised word, two more words, a full stop; no code punctuation.
+_PROSE = re.compile(r"[A-Z][a-z]+(?: +[^\s=;{}]+){2,}[.!?]")
 _DELETE_WORDS = re.compile(r"\b(delete|deleted|remove|removed|drop|dropped|get rid of)\b", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
 class Problem:
-    name: str  # "markers-left" | "truncated" | "syntax-errors" | "unrelated-deletion"
+    name: str  # "markers-left" | "truncated" | "syntax-errors" | "unrelated-deletion" | "edit-not-applied"
     message: str  # one line for the user
 
 
@@ -53,7 +56,51 @@ def validate(original: str, output: str, update: str, language: str | None, clos
         first, last = deleted[0], deleted[-1]
         problems.append(Problem("unrelated-deletion", f"the output deletes {len(deleted)} original line(s) far from "
                                                       f"the edit (lines {first + 1}-{last + 1})"))
+    not_applied = edit_not_applied(original, output, update, language)
+    if not_applied:
+        problems.append(Problem("edit-not-applied", not_applied))
     return tuple(problems)
+
+
+def new_lines(original: str, update: str, language: str | None) -> list[str]:
+    """The update's lines (stripped) that are not in the original: the code the edit adds. Blank lines,
+    lazy markers, lines carrying an inline marker and sentences of prose ("Remove the save function.")
+    are left out.
+
+    >>> new_lines("a = 1\\nb = 2\\n", "# ... existing code ...\\nb = 2\\nc = 3\\n", "python")
+    ['c = 3']
+    """
+    old = {line.strip() for line in original.split("\n")}
+    lines = update.split("\n")
+    return [line.strip() for line, marker in zip(lines, marker_lines(lines, language))
+            if line.strip() and not marker and not has_inline_marker(line) and line.strip() not in old
+            and not _PROSE.fullmatch(line.strip())]
+
+
+def edit_not_applied(original: str, output: str, update: str, language: str | None) -> str | None:
+    """Why ``output`` does not apply ``update``, or None: it is the original unchanged although the
+    update adds code, or it leaves out lines the update adds. An update that shares no line with the
+    original or the output and has no marker reads as prose (an instruction): only the first check
+    applies to it.
+
+    >>> edit_not_applied("a = 1\\n", "a = 1\\n", "a = 1\\nb = 2\\n", "python")
+    'the output is the original unchanged, but the update adds code'
+    """
+    added = new_lines(original, update, language)
+    if not added:
+        return None  # the update adds nothing: a deletion, or it only repeats the original
+    if output == original:
+        return "the output is the original unchanged, but the update adds code"
+    written = {line.strip() for line in output.split("\n")}
+    shown = {line.strip() for line in update.split("\n") if line.strip()}
+    old = {line.strip() for line in original.split("\n") if line.strip()}
+    if not (shown & (old | written)) and not count_markers(update, language):
+        return None  # prose, not a snippet
+    missing = [line for line in added if line not in written]
+    if missing:
+        return (f"the output leaves out {len(missing)} new line(s) of the update, "
+                f"such as {missing[0][:60]!r}: the edit is not applied")
+    return None
 
 
 def _merges_to(original: str, update: str, language: str | None, output: str) -> bool:

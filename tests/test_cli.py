@@ -11,10 +11,11 @@ from typer.testing import CliRunner
 from fastapply.cli import app
 from tests.samples import SMALL_PY
 
+# The edit deletes the docstring and adds nothing: the copy-trained model may write the file back, which
+# validation accepts only for an edit that adds no code (tests/test_validate.py covers the refusal).
 UPDATE = '''\
 def read_config(path):
-    """Read a key=value config file."""
-    config = dict()
+    config = {}
 # ... existing code ...
 '''
 
@@ -131,3 +132,11 @@ def test_help_of_every_command_imports_no_model_server_or_plotting_code():
                     if line.startswith("import time:")}
         assert "typer" in imported and not imported & heavy, (command, imported & heavy)
         assert "Usage:" in out.stdout
+
+
+def test_help_shows_the_main_form_and_its_options():
+    out = subprocess.run([sys.executable, "-m", "fastapply", "--help"], capture_output=True, text=True).stdout
+    assert "fastapply FILE --edit TEXT [OPTIONS]" in out
+    for option in ("--edit-file", "--in-place", "--diff", "--engine", "--model"):
+        assert option in out
+    assert "model" in out.split("Commands:")[1]  # the other commands are still listed

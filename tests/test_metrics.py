@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from fastapply.metrics import (
-    MARKERS_LEFT, NO_OUTPUT, OUTSIDE_EDIT, SYNTAX_ERROR, TRUNCATED, WRONG_EDIT, changed_ranges,
+    MARKERS_LEFT, NO_OUTPUT, NOT_APPLIED, OUTSIDE_EDIT, SYNTAX_ERROR, TRUNCATED, WRONG_EDIT, changed_ranges,
     changes_outside_edit, geomean, median, same_tree, score, speedups,
 )
 
@@ -98,8 +98,10 @@ def test_wrong_edit_in_the_right_place():
     assert score(output, EXPECTED, ORIGINAL, "python").errors == (WRONG_EDIT,)
 
 
-def test_edit_not_applied_is_a_wrong_edit():
-    assert score(ORIGINAL, EXPECTED, ORIGINAL, "python").errors == (WRONG_EDIT,)
+def test_edit_not_applied_is_its_own_category():
+    assert score(ORIGINAL, EXPECTED, ORIGINAL, "python").errors == (NOT_APPLIED,)  # the original copied back
+    elsewhere = ORIGINAL.replace("import os", "import os  # files")  # a change, but not the edit's
+    assert NOT_APPLIED in score(elsewhere, EXPECTED, ORIGINAL, "python").errors
 
 
 def test_unknown_language_has_no_tree_verdict():

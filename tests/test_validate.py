@@ -75,7 +75,7 @@ def test_deletion_inside_the_edited_function_is_fine():
 
 def test_deletion_the_update_asks_for_is_fine():
     output = ORIGINAL.replace('def save(path, text):\n    with open(path, "w") as f:\n        f.write(text)\n\n\n', "")
-    update = "Remove the save function.\n# ... existing code ...\ndef main():\n    print(load('a.txt'))\n"
+    update = 'Remove the save function.\n# ... existing code ...\ndef main():\n    print(load("a.txt"))\n'
     assert validate(ORIGINAL, output, update, "python") == ()
 
 
