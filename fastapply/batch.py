@@ -59,9 +59,10 @@ def read_items(text: str) -> list[BatchItem]:
 
 
 def apply_item(item: BatchItem, run_model: ModelRunner | None, in_place: bool, engine: str = "auto",
-               force: bool = False) -> dict:
-    """Apply one item with ``engine`` (``run_model`` None: no model); the record describing the outcome
-    (never raises a fastapply error)."""
+               force: bool = False, merge_first: bool = False) -> dict:
+    """Apply one item with ``engine`` (``run_model`` None: no model; ``merge_first``: a certain merge
+    before the model, see ``engine.resolve_edit``); the record describing the outcome (never raises a
+    fastapply error)."""
     try:
         if item.problem:
             raise UsageError(item.problem)
@@ -70,7 +71,7 @@ def apply_item(item: BatchItem, run_model: ModelRunner | None, in_place: bool, e
         original, fmt = fileio.read_text(item.file)
         model = None if run_model is None else lambda merged: run_model(original, item.edit, item.instruction, merged)
         outcome = resolve_edit(original, item.edit, language_for_path(item.file), engine, model, force,
-                               item.instruction)
+                               item.instruction, merge_first)
         changed = outcome.text != original
         if in_place and changed:
             fileio.write_atomic(item.file, fileio.encode(outcome.text, fmt))
@@ -85,18 +86,18 @@ def apply_item(item: BatchItem, run_model: ModelRunner | None, in_place: bool, e
 
 
 def run_batch(items: list[BatchItem], run_model: ModelRunner | None, in_place: bool = False, workers: int = 1,
-              engine: str = "auto", force: bool = False) -> Iterator[dict]:
+              engine: str = "auto", force: bool = False, merge_first: bool = False) -> Iterator[dict]:
     """The record of every item, in input order; ``workers`` > 1 sends items concurrently (a server)."""
     if workers <= 1:
         for item in items:
-            yield apply_item(item, run_model, in_place, engine, force)
+            yield apply_item(item, run_model, in_place, engine, force, merge_first)
         return
     targets = [os.path.realpath(item.file) for item in items if not item.problem]
     if in_place and len(set(targets)) < len(targets):
         raise UsageError("with --in-place and --workers, each file may appear only once (edits to one file "
                          "would race); run them with --workers 1")
     with ThreadPoolExecutor(max_workers=workers) as pool:
-        yield from pool.map(lambda item: apply_item(item, run_model, in_place, engine, force), items)
+        yield from pool.map(lambda item: apply_item(item, run_model, in_place, engine, force, merge_first), items)
 
 
 def local_runner(model: str, device: str = "auto", dtype: str = "auto", adapter: str | None = None,

@@ -1,7 +1,8 @@
 """How one edit is applied: the merge engine alone, the model, or the model drafting from the merge.
 
 ``resolve_edit`` picks by engine name (DESIGN.md §6): ``merge`` returns only a certain merge;
-``auto`` returns a certain merge when no model is configured and otherwise runs the model with the
+``auto`` returns a certain merge when no model is configured, or when ``merge_first`` (the default
+model, fastapply-small, is less exact than a certain merge), and otherwise runs the model with the
 merge (certain or likely) as its first draft source; ``model`` runs the model drafting from the
 original file. Model output is validated (``validate.py``) and refused unless ``force``; a refusal is an
 ``EditRefused`` that carries what was refused (the merge's answer, the model's run, the problems), so a
@@ -54,9 +55,10 @@ class EditRefused(RefusedError):
 
 def resolve_edit(original: str, update: str, language: str | None, engine: str = "auto",
                  run_model: Callable[[str | None], ModelRun] | None = None, force: bool = False,
-                 instruction: str = "") -> EditOutcome:
+                 instruction: str = "", merge_first: bool = False) -> EditOutcome:
     """Apply ``update`` to ``original`` with ``engine``; ``run_model(merged)`` runs the model with an
-    optional merged candidate as its draft (None when no model is configured)."""
+    optional merged candidate as its draft (None when no model is configured). With ``merge_first``,
+    ``auto`` returns a certain merge without running the model."""
     if engine not in ENGINES:
         raise UsageError(f"unknown engine {engine!r}; choose one of: {', '.join(ENGINES)}")
     if engine == "model":
@@ -66,7 +68,7 @@ def resolve_edit(original: str, update: str, language: str | None, engine: str =
     if engine == "merge" and instruction:
         raise UsageError("the merge engine applies update snippets; an --instruction needs a model")
     merged = merge(original, update, language)
-    if engine == "merge" or run_model is None:
+    if engine == "merge" or run_model is None or (merge_first and merged.confidence == "certain"):
         if merged.confidence != "certain":
             hint = "" if engine == "merge" else " and no model is configured (--model)"
             raise EditRefused(f"the merge is not certain{hint}: {'; '.join(merged.reasons)}; nothing was written",

@@ -43,6 +43,7 @@ class ServeConfig:
     queue_size: int = 16  # requests that may wait behind the running one; more are answered 503
     max_body_bytes: int = 8 * 1024 * 1024  # larger request bodies are answered 413
     model_name: str = "fastapply"  # the id /v1/models reports and responses carry
+    merge_first: bool = False  # /v1/apply's auto engine returns a certain merge without the model (fastapply-small)
 
 
 class Cancelled(Exception):
@@ -199,7 +200,7 @@ def create_app(model, tokenizer, config: ServeConfig = ServeConfig()):
         def work():
             try:
                 return resolve_edit(body.original, body.update, body.language, body.engine, run_model, body.force,
-                                    body.instruction)
+                                    body.instruction, config.merge_first)
             except EditRefused as refused:
                 return refused
 

@@ -16,7 +16,7 @@ import typer
 
 from fastapply.cli import (AdapterOpt, ApiKeyOpt, ApplyEngine, ApplyEngineOpt, BackendOpt, BaseUrlOpt, DeviceOpt,
                            DraftOpt, DtypeOpt, ForceOpt, MaxTokensOpt, ModelOpt, Policy, PredictionOpt, PresetOpt,
-                           ServerOpt, VerboseOpt, app, errors, local_model, setup_logging, stderr)
+                           ServerOpt, VerboseOpt, app, errors, local_model, ready_model, setup_logging, stderr)
 from fastapply.errors import UsageError
 
 
@@ -64,6 +64,8 @@ def apply_command(
         from fastapply.engine import ModelRun, resolve_edit
         from fastapply.syntax import get_language, language_for_path
 
+        from fastapply import bundled
+
         remote = remote_base_url(backend, base_url, server)
         if remote is None:
             model = local_model(model)
@@ -83,7 +85,8 @@ def apply_command(
             return ModelRun(result.text, result.closed, result.stats.as_dict())
 
         outcome = resolve_edit(original, update, language, engine.value,
-                               run_model if model or remote is not None else None, force, instruction)
+                               run_model if model or remote is not None else None, force, instruction,
+                               merge_first=remote is None and model == bundled.NAME)
         new_text = outcome.text
         for problem in outcome.problems:
             stderr.print(f"fastapply: warning: {problem.message} (written because of --force)", markup=False)
@@ -141,6 +144,7 @@ def _run_model(original, update, instruction, model, adapter, device, dtype, pol
     from fastapply.apply import apply_edit
     from fastapply.target import load_model
 
+    model = ready_model(model)
     with _progress() as on_pass:
         lm, tokenizer = load_model(model, device, dtype, adapter)
         return apply_edit(lm, tokenizer, original, update, instruction, preset=preset, policy=policy,

@@ -44,6 +44,8 @@ def batch_command(
         from fastapply.batch import local_runner, read_items, remote_runner, run_batch
         from fastapply.client import RemoteBackend, remote_base_url
 
+        from fastapply import bundled
+
         remote = remote_base_url(backend, base_url, server)
         if remote is None:
             model = local_model(model)
@@ -65,7 +67,9 @@ def batch_command(
                 run_model = local_runner(model, device, dtype, adapter, preset, draft.value, max_new_tokens)
             sink = stack.enter_context(open(out, "w", encoding="utf-8")) if out is not None else sys.stdout
             on_task = stack.enter_context(task_progress(len(items), "batch"))
-            for done, record in enumerate(run_batch(items, run_model, in_place, workers, engine.value, force), 1):
+            merge_first = remote is None and model == bundled.NAME
+            for done, record in enumerate(run_batch(items, run_model, in_place, workers, engine.value, force,
+                                                    merge_first), 1):
                 sink.write(json.dumps(record) + "\n")
                 sink.flush()
                 if not record["ok"]:

@@ -33,6 +33,8 @@ def serve_command(
         except ImportError as exc:
             raise FastapplyError(f"serve needs the serve extra ({exc.name} is missing): "
                                  "pip install 'fastapply[serve]'") from None
+        from fastapply import bundled
+
         model = local_model(model)
         if not model:
             raise UsageError("no model: pass --model PATH_OR_HUB_ID or set FASTAPPLY_MODEL")
@@ -40,6 +42,7 @@ def serve_command(
             stderr.print(f"fastapply: warning: serving on {host} without --api-key: anyone who can reach it may use it")
         serve(model, device, dtype, adapter, ServeConfig(host=host, port=port, api_key=api_key, queue_size=queue_size,
                                                          max_body_bytes=max_body_bytes,
-                                                         model_name=served_model_name or model),
+                                                         model_name=served_model_name or model,
+                                                         merge_first=model == bundled.NAME),
               log_level="debug" if verbose else "info", threads=threads)
 
