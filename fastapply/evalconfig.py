@@ -1,7 +1,9 @@
 """What an eval run is: its engine, policies, model source and options (``EvalConfig``), checked, and
 the provenance every result records (fastapply version, git commit, time).
 
-Engines: ``merge`` (the deterministic merge engine), ``model`` (a transformers model with each draft
+Engines: ``merge`` (the deterministic merge engine), ``auto`` (what ``fastapply FILE`` does with the
+default model: a certain merge as it is, else the model drafting from the merge, its answer validated;
+one policy, ``fastapply``), ``model`` (a transformers model with each draft
 policy, plus ``plain`` = greedy ``model.generate`` and ``prompt-lookup`` = ``generate`` with prompt
 lookup; or, with ``server``, an OpenAI-compatible server that drafts as it does, policy ``server``) and
 ``replay`` (``ReplayTarget``: the reference answer stands in for the model). This module runs nothing.
@@ -20,16 +22,16 @@ from fastapply.draft import POLICIES
 from fastapply.errors import UsageError
 from fastapply.judge import JudgeConfig
 
-ENGINES = ("merge", "model", "replay")
+ENGINES = ("merge", "auto", "model", "replay")
 GENERATE_METHODS = ("plain", "prompt-lookup")  # transformers' generate, run beside the loop's policies
 REMOTE_POLICY = "server"  # the one policy of a model behind a server: it drafts as it does (from `prediction`)
-DEFAULT_POLICIES = {"merge": ("merge",), "replay": ("fastapply", "ngram", "pld", "none"),
+DEFAULT_POLICIES = {"merge": ("merge",), "auto": ("fastapply",), "replay": ("fastapply", "ngram", "pld", "none"),
                     "model": ("plain", "prompt-lookup", "ngram", "fastapply")}
 
 
 @dataclass(frozen=True)
 class EvalConfig:
-    engine: str  # merge, model or replay
+    engine: str  # merge, auto, model or replay
     policies: tuple[str, ...] = ()  # draft policies (and generate methods); () = the engine's defaults
     model: str | None = None  # checkpoint path or hub id (model engine; replay takes its tokenizer); with a
     #                           server, the model name sent (None: the first it lists)
@@ -58,7 +60,7 @@ class EvalConfig:
         if self.server is not None:
             return self._resolved_remote()
         policies = self.policies or DEFAULT_POLICIES[self.engine]
-        allowed = {"merge": ("merge",), "replay": tuple(POLICIES),
+        allowed = {"merge": ("merge",), "auto": ("fastapply",), "replay": tuple(POLICIES),
                    "model": (*GENERATE_METHODS, *POLICIES)}[self.engine]
         for policy in policies:
             if policy not in allowed:
@@ -66,16 +68,16 @@ class EvalConfig:
                     if policy in GENERATE_METHODS else ""
                 raise UsageError(f"--draft {policy!r} does not go with --engine {self.engine}; "
                                  f"choose from: {', '.join(allowed)}{hint}")
-        if self.engine == "model" and not self.model:
-            raise UsageError("--engine model needs --model PATH_OR_HUB_ID (or a server: --server URL)")
-        if self.engine == "merge" and not merge_engine_available():
-            raise UsageError("--engine merge needs the merge engine (fastapply.merge), which this install lacks")
+        if self.engine in ("model", "auto") and not self.model:
+            raise UsageError(f"--engine {self.engine} needs --model PATH_OR_HUB_ID (or a server: --server URL)")
+        if self.engine in ("merge", "auto") and not merge_engine_available():
+            raise UsageError(f"--engine {self.engine} needs the merge engine (fastapply.merge), which this install lacks")
         return EvalConfig(**{**asdict(self), "policies": tuple(dict.fromkeys(policies)), "judge": self.judge})
 
     def _resolved_remote(self) -> EvalConfig:
-        if self.engine != "model":
-            raise UsageError(f"a server answers for --engine model only, not --engine {self.engine}")
-        if self.policies not in ((), (REMOTE_POLICY,)):
+        if self.engine not in ("model", "auto"):
+            raise UsageError(f"a server answers for --engine model and auto only, not --engine {self.engine}")
+        if self.policies not in ((), (REMOTE_POLICY,), ("fastapply",)):
             raise UsageError(f"with a server, the server drafts (from the `prediction` fastapply sends): "
                              f"--draft {REMOTE_POLICY} is the only policy")
         if self.adapter is not None or self.tokenizer is not None:

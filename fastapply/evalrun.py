@@ -15,6 +15,7 @@ from fastapply.errors import FastapplyError, UsageError
 from fastapply.evalconfig import GENERATE_METHODS, REMOTE_POLICY, EvalConfig, git_commit, merge_engine_available, now
 from fastapply.metrics import score
 from fastapply.tasks import Task
+from fastapply.validate import validate
 
 _WORKER: dict = {}  # per process: the config and loaded resources
 
@@ -60,7 +61,7 @@ def _setup(config: EvalConfig, tokenizer, model) -> None:
     _WORKER["config"] = config
     if config.engine == "replay":
         _WORKER["tokenizer"] = tokenizer if tokenizer is not None else _load_tokenizer(config)
-    elif config.engine == "model":
+    elif config.engine in ("model", "auto"):
         if model is None or tokenizer is None:
             from fastapply.target import load_model
 
@@ -85,13 +86,16 @@ def _load_tokenizer(config: EvalConfig):
 
 
 def _run_task(task: Task, policies: Sequence[str]) -> list[dict]:
-    """Every policy on one task: the records, scored."""
+    """Every policy on one task: the records, scored; a model's answers also validated (``validation``
+    names the checks that refuse it, ``refused`` says whether fastapply would have written nothing)."""
     config: EvalConfig = _WORKER["config"]
-    merged = None
+    merged = merge_record = None
     drafts_merge = any(p in ("fastapply", REMOTE_POLICY) for p in policies)
-    if config.engine != "merge" and config.merge_draft and drafts_merge and merge_engine_available():
+    if config.engine != "merge" and (config.merge_draft or config.engine == "auto") and drafts_merge \
+            and merge_engine_available():
         try:
-            merged = _merge(task)[0].text
+            merge_result, merge_record = _merge(task)
+            merged = merge_result.text
         except Exception:  # noqa: BLE001 - a failing merge only means no merged draft for this task
             merged = None
     records = []
@@ -101,19 +105,27 @@ def _run_task(task: Task, policies: Sequence[str]) -> list[dict]:
             if config.engine == "merge":
                 result, extra = _merge(task)
                 output, closed, speed = result.text, True, None
-                extra = {"merge": extra}
-            elif config.server is not None:
-                output, closed, speed = _remote(task, merged)
-                extra = {"merged_draft": merged is not None}
+                extra = {"merge": extra, "refused": result.confidence != "certain"}
+            elif config.engine == "auto" and merge_record is not None and merge_record["confidence"] == "certain":
+                output, closed, speed = merged, True, None
+                extra = {"merge": merge_record, "decided_by": "merge", "refused": False}
             else:
-                applied = _decode(task, policy, merged if policy == "fastapply" else None)
-                output, closed, speed = applied.text, applied.closed, applied.stats.as_dict()
-                extra = {"merged_draft": merged is not None} if policy == "fastapply" else {}
+                if config.server is not None:
+                    output, closed, speed = _remote(task, merged)
+                else:
+                    applied = _decode(task, policy, merged if policy in ("fastapply", REMOTE_POLICY) else None)
+                    output, closed, speed = applied.text, applied.closed, applied.stats.as_dict()
+                extra = {"merged_draft": merged is not None} if policy in ("fastapply", REMOTE_POLICY) else {}
+                if config.engine == "auto":
+                    extra |= {"merge": merge_record, "decided_by": "model"}
+                if config.engine != "replay":
+                    validation = [p.name for p in validate(task.original, output, task.update, task.language, closed)]
+                    extra |= {"validation": validation, "refused": bool(validation)}
             error = None
         except FastapplyError as exc:
-            output, closed, speed, extra, error = None, False, None, {}, str(exc)
+            output, closed, speed, extra, error = None, False, None, {"refused": True}, str(exc)
         except Exception as exc:  # noqa: BLE001 - one broken task is recorded, not the end of a 450-task run
-            output, closed, speed, extra, error = None, False, None, {}, f"{type(exc).__name__}: {exc}"
+            output, closed, speed, extra, error = None, False, None, {"refused": True}, f"{type(exc).__name__}: {exc}"
         seconds = time.perf_counter() - started
         if speed is None:
             speed = {"seconds": round(seconds, 4), "chars": len(output or ""),

@@ -64,7 +64,7 @@ def run_eval(tasks: Sequence[Task], config: EvalConfig, out_dir: str | Path, wor
     config = config.resolved()
     if workers < 1:
         raise UsageError("--workers must be at least 1")
-    if config.engine == "model" and config.server is None and workers > 1:
+    if config.engine in ("model", "auto") and config.server is None and workers > 1:
         raise UsageError("--workers runs merge and replay tasks, or requests to a server, in parallel; a local "
                          "model runs one task at a time on its device")
     out_dir = Path(out_dir)
@@ -110,7 +110,7 @@ def run_meta(config: EvalConfig, run: EvalRun, tasks: Path, limit: int | None, o
     if config.server is not None:
         args += ["--backend", "openai", "--base-url", config.server]
         args += [] if config.send_prediction else ["--no-prediction"]
-    elif config.engine == "model":
+    elif config.engine in ("model", "auto"):
         args += ["--device", config.device, "--dtype", config.dtype]
     if not config.merge_draft:
         args.append("--no-merge-draft")

@@ -38,7 +38,8 @@ def summarize(records: Sequence[dict], meta: dict | None = None) -> dict:
                    "tokens_per_pass": speed.get("tokens_per_pass"), "tokens_per_s": speed.get("tokens_per_s"),
                    "chars_per_s": speed.get("chars_per_s"), "seconds": speed.get("seconds"),
                    "speedup_plain": ratios.get(policy, {}).get("plain"),
-                   "speedup_prompt_lookup": ratios.get(policy, {}).get("prompt_lookup")}
+                   "speedup_prompt_lookup": ratios.get(policy, {}).get("prompt_lookup"),
+                   "refused": r.get("refused"), "validation": r.get("validation")}
             if "merge" in r:
                 row["confidence"] = r["merge"]["confidence"]
             if "score" in (r.get("judge") or {}):
@@ -74,6 +75,18 @@ def _policy_figures(rows: list[dict]) -> dict:
         "correct": _share([not r["errors"] for r in rows]),
         "errors": errors,
     }
+    judged_safe = [r for r in rows if r["refused"] is not None]
+    if judged_safe:  # what fastapply would have written: refusals by validation (or an uncertain merge)
+        written = [r for r in judged_safe if not r["refused"]]
+        reasons = [name for r in judged_safe for name in (r["validation"] or [])]
+        figures |= {
+            "refused": _share([r["refused"] for r in judged_safe]),
+            "written_exact": _share([not r["refused"] and r["exact"] for r in judged_safe]),
+            "written_wrong": _share([not r["refused"] and bool(r["errors"]) for r in judged_safe]),
+            "written_not_exact": _share([not r["refused"] and not r["exact"] for r in judged_safe]),
+            "refusal_reasons": {name: reasons.count(name) for name in dict.fromkeys(reasons)},
+            "written": len(written),
+        }
     timed = [r for r in rows if r["passes"]]
     if timed:
         passes = sum(r["passes"] for r in timed)
@@ -135,6 +148,7 @@ def columns(summary: dict) -> list[tuple[str, str]]:
     candidates = [
         ("results", "results"), ("exact", "exact"), ("ws-exact", "exact_ws"), ("tree-equal", "tree_equal"),
         ("certain", "certain"), ("exact | certain", "exact_among_certain"), ("judge", "judge_mean"),
+        ("written exact", "written_exact"), ("written wrong", "written_wrong"), ("refused", "refused"),
         ("tokens/pass", "tokens_per_pass"), ("tok/s", "tokens_per_s_median"), ("chars/s", "chars_per_s_median"),
         (f"x plain ({unit})", "speedup_plain_geomean"),
         (f"x prompt lookup ({unit})", "speedup_prompt_lookup_geomean"),
@@ -146,7 +160,8 @@ def columns(summary: dict) -> list[tuple[str, str]]:
 
 
 def cell(key: str, value) -> str:
-    if key in ("exact", "exact_ws", "tree_equal", "certain", "exact_among_certain"):
+    if key in ("exact", "exact_ws", "tree_equal", "certain", "exact_among_certain", "written_exact", "written_wrong",
+               "refused"):
         return _pct(value)
     if key == "results":
         return str(value)
@@ -174,6 +189,11 @@ def markdown(summary: dict, plots: Sequence[str] = ()) -> str:
               "| policy | " + " | ".join(ERROR_CATEGORIES) + " |", "|---" * (len(ERROR_CATEGORIES) + 1) + "|"]
     for policy, figures in summary["policies"].items():
         lines.append(f"| {policy} | " + " | ".join(str(figures["errors"][c]) for c in ERROR_CATEGORIES) + " |")
+    refusals = {p: f["refusal_reasons"] for p, f in summary["policies"].items() if f.get("refusal_reasons")}
+    if refusals:
+        lines += ["", "## Refused by validation (results with each problem; a result may have several)", ""]
+        lines += [f"- {policy}: " + ", ".join(f"{name} {n}" for name, n in reasons.items())
+                  for policy, reasons in refusals.items()]
     if plots:
         lines += ["", "## Plots", ""] + [f"![{name}]({name})" for name in plots]
     return "\n".join(lines) + "\n"

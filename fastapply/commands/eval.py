@@ -17,6 +17,7 @@ from fastapply.errors import UsageError
 
 class Engine(str, Enum):
     merge = "merge"
+    auto = "auto"
     model = "model"
     replay = "replay"
 
@@ -25,8 +26,9 @@ class Engine(str, Enum):
 def eval_command(
     tasks: Annotated[Optional[Path], typer.Option("--tasks", help="Tasks in the eval schema (.jsonl or .jsonl.gz); "
                                                                   "default: the repository's 450-task suite.")] = None,
-    engine: Annotated[Engine, typer.Option(envvar="FASTAPPLY_ENGINE", help="merge: the merge engine; model: "
-                                           "a model with each draft policy; replay: the reference answer stands "
+    engine: Annotated[Engine, typer.Option(envvar="FASTAPPLY_ENGINE", help="merge: the merge engine; auto: "
+                                           "a certain merge, else the model drafting from the merge, validated (what "
+                                           "`fastapply FILE` does); model: a model with each draft policy; replay: the reference answer stands "
                                            "in for the model (draft policies compared, no weights needed).")] = Engine.model,
     model: ModelOpt = None,
     tokenizer: Annotated[Optional[str], typer.Option(help="Tokenizer for --engine replay (default: the model's).")] = None,
@@ -73,7 +75,7 @@ def eval_command(
         remote = remote_base_url(backend, base_url, server)
         config = EvalConfig(
             engine=engine.value, policies=tuple(p.strip() for p in (draft or "").split(",") if p.strip()),
-            model=local_model(model) if remote is None and engine == Engine.model else model,
+            model=local_model(model) if remote is None and engine in (Engine.model, Engine.auto) else model,
             tokenizer=tokenizer, adapter=adapter, device=device, dtype=dtype, preset=preset,
             max_new_tokens=max_new_tokens, merge_draft=merge_draft,
             judge=JudgeConfig(judge_url, judge_model, judge_key) if judge_url else None,
