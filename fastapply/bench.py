@@ -74,6 +74,37 @@ def run_bench(model, tokenizer, cases: list[BenchCase], acceptance: str = "model
     return rows
 
 
+def summarize(rows: list[BenchRow]) -> dict[str, dict]:
+    """Per method, over the cases: the median and spread (min, quartiles, max) of its speedups over
+    plain decoding and over prompt lookup, how many cases gave plain's tokens, and its total seconds.
+
+    >>> from fastapply.decode import DecodeStats
+    >>> stats = DecodeStats(passes=1, tokens=2, accepted=(), proposed=(), prefill_s=0.5, decode_s=0.5)
+    >>> rows = [BenchRow(str(i), "fastapply", stats, True, s, s / 2) for i, s in enumerate([2.0, 4.0, 9.0])]
+    >>> summarize(rows)["fastapply"]["speedup_plain"]
+    {'median': 4.0, 'min': 2.0, 'q1': 3.0, 'q3': 6.5, 'max': 9.0}
+    """
+    from fastapply.metrics import median
+
+    def spread(values: list[float]) -> dict | None:
+        if not values:
+            return None
+        values = sorted(values)
+        lower, upper = values[: (len(values) + 1) // 2], values[len(values) // 2:]  # halves share an odd median
+        return {"median": round(median(values), 3), "min": round(values[0], 3), "q1": round(median(lower), 3),
+                "q3": round(median(upper), 3), "max": round(values[-1], 3)}
+
+    out = {}
+    for method in dict.fromkeys(r.method for r in rows):
+        mine = [r for r in rows if r.method == method]
+        out[method] = {"cases": len(mine), "same_as_plain": sum(r.same_as_plain for r in mine),
+                       "seconds": round(sum(r.stats.seconds for r in mine), 2),
+                       "speedup_plain": spread([r.speedup_plain for r in mine if r.speedup_plain]),
+                       "speedup_prompt_lookup": spread([r.speedup_prompt_lookup for r in mine
+                                                        if r.speedup_prompt_lookup])}
+    return out
+
+
 def _run(model, tokenizer, case: BenchCase, method: str, acceptance: str, preset: str,
          max_new_tokens: int | None) -> ApplyResult:
     """One method on one case."""

@@ -33,7 +33,7 @@ def bench_command(
 ) -> None:
     """Compare plain decoding, prompt lookup, n-gram and speculative edits on one model in one run."""
     with errors():
-        from fastapply.bench import run_bench
+        from fastapply.bench import run_bench, summarize
         from fastapply.target import load_model
 
         model = local_model(model)
@@ -54,7 +54,7 @@ def bench_command(
                 "model": model, "acceptance": acceptance, "device": str(lm.device), "dtype": str(lm.dtype),
                 "machine": f"{platform.machine()}, {torch.get_num_threads()} threads, {platform.processor() or platform.system()}",
                 "parameters": sum(p.numel() for p in lm.parameters()),
-                "rows": [row.as_dict() for row in rows]}, indent=1))
+                "summary": summarize(rows), "rows": [row.as_dict() for row in rows]}, indent=1))
 
 
 def _bench_cases(file, edit_file, expected, tasks, limit):
@@ -62,13 +62,9 @@ def _bench_cases(file, edit_file, expected, tasks, limit):
     from fastapply.bench import BenchCase
 
     if tasks is not None:
-        cases = []
-        with open(tasks, encoding="utf-8") as handle:
-            for line in handle:
-                if line.strip():
-                    t = json.loads(line)
-                    cases.append(BenchCase(t["id"], t["original"], t["update"], t.get("instruction", ""),
-                                           t.get("expected")))
+        from fastapply.tasks import load_tasks
+
+        cases = [BenchCase(t.id, t.original, t.update, t.instruction, t.expected) for t in load_tasks(tasks)]
         return cases[:limit] if limit else cases
     if file is None or edit_file is None:
         raise UsageError("give a case with --file and --edit-file (and --expected), or --tasks FILE.jsonl")
@@ -89,4 +85,18 @@ def _print_bench(rows, model: str, acceptance: str) -> None:
                       f"{s.chars_per_s:.0f}", f"{s.seconds:.2f}", f"{r.speedup_plain:.2f}x",
                       f"{r.speedup_prompt_lookup:.2f}x", "yes" if r.same_as_plain else "NO")
     Console(width=160).print(table)
+    if len({r.case for r in rows}) > 1:
+        from fastapply.bench import summarize
+
+        spread = Table(title="over the cases: speedup median [min, quartiles, max]")
+        for col in ("method", "cases", "same as plain", "seconds", "vs plain", "vs prompt lookup"):
+            spread.add_column(col, justify="left" if col == "method" else "right")
+
+        def show(s):
+            return "-" if s is None else f"{s['median']:.2f}x [{s['min']:.2f}, {s['q1']:.2f}, {s['q3']:.2f}, {s['max']:.2f}]"
+
+        for method, s in summarize(rows).items():
+            spread.add_row(method, str(s["cases"]), str(s["same_as_plain"]), f"{s['seconds']:.1f}",
+                           show(s["speedup_plain"]), show(s["speedup_prompt_lookup"]))
+        Console(width=160).print(spread)
 
