@@ -27,15 +27,6 @@ class Preset:
         block = self.instruction_block.format(instruction=instruction) if instruction.strip() else ""
         return self.user.format(instruction_block=block, original=original, update=update)
 
-    def tags(self) -> list[str]:
-        """The XML-like tags of the template (``<code>``, ``</update>``, ...), in order of first use.
-
-        >>> get_preset("default").tags()[:4]
-        ['<code>', '</code>', '<update>', '</update>']
-        """
-        text = "".join((self.user, self.instruction_block, self.answer_open, self.answer_close))
-        return list(dict.fromkeys(re.findall(r"</?[a-z][a-z-]*>", text)))
-
     def answer(self, file_text: str) -> str:
         """The whole answer for ``file_text``: with the original file this is the predicted output."""
         return self.answer_open + file_text + self.answer_close

@@ -1,6 +1,6 @@
 """Tokenizers and Llama models built from scratch, saved as ordinary checkpoints.
 
-The tests, the benchmarks and pretraining all start here: a byte-level BPE tokenizer trained with
+The tests and the benchmarks start here: a byte-level BPE tokenizer trained with
 ``tokenizers`` on source files, and a randomly initialised ``LlamaForCausalLM`` of a chosen shape,
 both saved with ``save_pretrained`` so that fastapply loads them through the same path as a user's
 checkpoint. Nothing here trains the model; see ``echo.py`` for that.
@@ -21,7 +21,6 @@ SPECIAL_TOKENS = ["<s>", "</s>", "<pad>"]
 SHAPES = {
     "tiny": (64, 2, 4, 2, 128),
     "small": (256, 4, 4, 4, 704),
-    "fastapply-small": (384, 8, 6, 2, 1024),  # ~16M parameters with an 8k vocabulary: the shipped model
     "100m": (768, 12, 12, 12, 2048),
     "1b": (2048, 16, 32, 8, 8192),
 }
@@ -34,12 +33,10 @@ def stdlib_corpus(limit: int = 200) -> list[str]:
     return [f.read_text(encoding="utf-8", errors="replace") for f in files]
 
 
-def train_tokenizer(texts: Iterable[str], vocab_size: int = 1024, tags: Iterable[str] = ()):
+def train_tokenizer(texts: Iterable[str], vocab_size: int = 1024):
     """A byte-level BPE tokenizer (``PreTrainedTokenizerFast``) with ``<s>``, ``</s>`` and ``<pad>``.
 
-    Byte-level means every byte has a token, so any file encodes (the fallback for rare characters).
-    ``tags`` (a prompt preset's ``<code>``, ``</updated-code>``, ...) become special tokens of one id
-    each; fastapply still encodes a file's own text that looks like a tag as plain text."""
+    Byte-level means every byte has a token, so any file encodes (the fallback for rare characters)."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
 
@@ -48,7 +45,7 @@ def train_tokenizer(texts: Iterable[str], vocab_size: int = 1024, tags: Iterable
     tok.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(
         vocab_size=vocab_size,
-        special_tokens=SPECIAL_TOKENS + [t for t in tags if t not in SPECIAL_TOKENS],
+        special_tokens=SPECIAL_TOKENS,
         initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
         show_progress=False,
     )
