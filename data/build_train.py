@@ -288,8 +288,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--max-examples", type=int, default=None)
     parser.add_argument("--corpus", type=Path, default=None, help="synthetic edits of this corpus instead")
     parser.add_argument("--transforms-per-file", type=int, default=TrainSpec.transforms_per_file)
+    parser.add_argument("--max-lines", type=int, default=TrainSpec.max_lines,
+                        help="longest file kept (short files first: a CPU trains on few long ones)")
+    parser.add_argument("--short-keep", type=float, default=TrainSpec.short_keep,
+                        help="share of the examples of files under 100 lines that is kept (1 keeps all)")
     args = parser.parse_args(argv)
-    spec = replace(TrainSpec(), max_examples=args.max_examples, transforms_per_file=args.transforms_per_file)
+    spec = replace(TrainSpec(), max_examples=args.max_examples, transforms_per_file=args.transforms_per_file,
+                   max_lines=args.max_lines, short_keep=args.short_keep)
     if args.corpus is not None:
         train, valid, counts = build_corpus_training_set(corpus_trees(args.corpus), spec, args.seed,
                                                          eval_package_names(args.eval_pairs))

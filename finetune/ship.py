@@ -1,55 +1,73 @@
-"""Release a trained checkpoint as fastapply's bundled model: bfloat16 safetensors and the tokenizer in
-``models/fastapply-small/``, which the CLI uses when no ``--model`` is given.
+"""Release a trained LoRA adapter as fastapply-small, the default model: the adapter in bfloat16, the
+base's tokenizer files and the training record, inside the package (``fastapply/models/fastapply-small``)
+so that a wheel or a non-editable install carries it.
 
-    python -m finetune.ship runs/small/finetune --out models/fastapply-small
+    python -m finetune.ship runs/fastapply-small
 
-The weights are rounded once to bfloat16 (the dtype they were trained in under autocast); a release
-over ``--max-mb`` is refused, so the repository stays small enough to clone and copy. This module
-writes no model card; finetune/README.md says what goes in it.
+The adapter's weights are rounded once to bfloat16 (merging casts them back to float32); a release
+over ``--max-mb`` is refused. ``adapter_config.json`` names the base as ``smollm2-135m-instruct``, the
+name fastapply fetches it by (``fastapply.basemodel``). ``training.json`` keeps the run's config and
+metrics. The model card (``README.md`` there) is written by hand from the eval results and is left
+as it is; this module does not merge or evaluate.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import shutil
 import sys
 from pathlib import Path
 
 from fastapply.errors import FastapplyError, UsageError
 
-MAX_MB = 50.0
+MAX_MB = 25.0
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "chat_template.jinja")
 
 
-def ship(checkpoint: str | Path, out: str | Path, max_mb: float = MAX_MB) -> float:
-    """Save ``checkpoint`` in bfloat16 to ``out``; return the weights' size in MB (10^6 bytes)."""
+def ship(run: str | Path, out: str | Path | None = None, max_mb: float = MAX_MB) -> float:
+    """Copy the adapter of the training run ``run`` into ``out`` (default: the package's release
+    directory) in bfloat16; return its size in MB (10^6 bytes)."""
     import torch
+    from safetensors.torch import load_file, save_file
 
-    from fastapply.target import load_model
+    from fastapply import basemodel, bundled
 
-    model, tokenizer = load_model(str(checkpoint), device="cpu", dtype="float32")
-    size_mb = sum(p.numel() for p in model.parameters()) * 2 / 1e6
+    run = Path(run)
+    weights = run / "adapter_model.safetensors"
+    if not weights.is_file():
+        raise UsageError(f"{run} holds no LoRA adapter (adapter_model.safetensors); ship a `mode: lora` run")
+    tensors = {name: t.to(torch.bfloat16).contiguous() for name, t in load_file(weights).items()}
+    size_mb = sum(t.numel() for t in tensors.values()) * 2 / 1e6
     if size_mb > max_mb:
-        raise UsageError(f"{checkpoint} is {size_mb:.1f} MB in bfloat16, over the {max_mb:g} MB a release may hold")
-    out = Path(out)
+        raise UsageError(f"the adapter is {size_mb:.1f} MB in bfloat16, over the {max_mb:g} MB a release may hold")
+    out = Path(out) if out is not None else bundled.ADAPTER_DIR
     out.mkdir(parents=True, exist_ok=True)
-    for stale in out.glob("*.safetensors*"):
-        stale.unlink()
-    model.to(torch.bfloat16).save_pretrained(out)
-    tokenizer.save_pretrained(out)
+    save_file(tensors, out / "adapter_model.safetensors", metadata={"format": "pt"})
+    config = json.loads((run / "adapter_config.json").read_text())
+    config["base_model_name_or_path"] = basemodel.BASE.name
+    (out / "adapter_config.json").write_text(json.dumps(config, indent=1, sort_keys=True) + "\n")
+    tokenizer_dir = basemodel.checkpoint()
+    for name in TOKENIZER_FILES:
+        shutil.copyfile(tokenizer_dir / name, out / name)
+    record = {name: json.loads((run / f"{name}.json").read_text()) for name in ("train_config", "metrics")
+              if (run / f"{name}.json").is_file()}
+    (out / "training.json").write_text(json.dumps(record, indent=1) + "\n")
     return size_mb
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("checkpoint", help="a trained checkpoint directory (finetune.train --out)")
-    parser.add_argument("--out", required=True, help="release directory, e.g. models/fastapply-small")
+    parser.add_argument("run", help="a LoRA training run (finetune.train --out)")
+    parser.add_argument("--out", help="release directory (default: fastapply/models/fastapply-small)")
     parser.add_argument("--max-mb", type=float, default=MAX_MB)
     args = parser.parse_args(argv)
     try:
-        size_mb = ship(args.checkpoint, args.out, args.max_mb)
+        size_mb = ship(args.run, args.out, args.max_mb)
     except FastapplyError as exc:
         print(f"finetune.ship: error: {exc}", file=sys.stderr)
         return exc.exit_code
-    print(f"wrote {args.out}: {size_mb:.1f} MB of bfloat16 weights")
+    print(f"released {args.run} ({size_mb:.1f} MB adapter in bfloat16) into {args.out or 'fastapply/models/fastapply-small'}")
     return 0
 
 

@@ -1,0 +1,82 @@
+"""Mix training sets into one schedule for a CPU-sized fine-tuning run: short files only, real and
+synthetic edits at a fixed share, languages other than Python kept whole.
+
+    python -m data.mix --out runs/mix/train.jsonl.gz --max-lines 80 --examples 800 \\
+        data/train/train.jsonl.gz runs/train-short/train.jsonl.gz
+
+Inputs are training sets in the eval-task schema (``data.build_train``: ``source.kind`` is ``real`` or
+``synthetic``). Examples whose original or expected file has more than ``--max-lines`` lines are left
+out (a 2-core CPU trains ~150 tokens/s, so long files are for a GPU). Of the rest, every real edit is
+kept, repeated up to ``--real-share`` of the output when real edits are scarce (repeats are counted in
+the summary), then synthetic edits fill the remainder: every non-Python one first (the suite's other
+languages are rarer in the inputs), then Python ones. Exact duplicates across inputs are dropped and
+the output is shuffled by ``--seed``. It writes the output file and prints a summary; it builds no
+examples itself.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import random
+from collections import Counter
+from pathlib import Path
+
+from fastapply.tasks import dump_tasks
+from finetune.examples import read_records
+
+
+def lines(record: dict) -> int:
+    return max(record["original"].count("\n"), record["expected"].count("\n")) + 1
+
+
+def mix(sets: list[list[dict]], max_lines: int, examples: int, real_share: float, seed: int) -> tuple[list[dict], dict]:
+    """(records, summary): at most ``examples`` records of at most ``max_lines`` lines, as described above."""
+    seen, pool = set(), []
+    for records in sets:
+        for r in records:
+            key = hashlib.sha256(f"{r['original']}\0{r['expected']}".encode()).hexdigest()
+            if key not in seen and lines(r) <= max_lines:
+                seen.add(key)
+                pool.append(r)
+    rng = random.Random(seed)
+    rng.shuffle(pool)
+    real = [r for r in pool if r["source"]["kind"] == "real"]
+    synthetic = [r for r in pool if r["source"]["kind"] != "real"]
+    real_target = min(round(examples * real_share), len(real) * 3)  # at most three passes over a real edit
+    chosen_real = [real[i % len(real)] for i in range(real_target)] if real else []
+    synthetic.sort(key=lambda r: r["language"] == "python")  # stable: other languages first, still shuffled
+    chosen = chosen_real + synthetic[: examples - len(chosen_real)]
+    rng.shuffle(chosen)
+    summary = {
+        "examples": len(chosen),
+        "distinct_real": len({r["id"] for r in chosen_real}),
+        "real_repeats": len(chosen_real) - len({r["id"] for r in chosen_real}),
+        "by_kind": dict(Counter(r["source"]["kind"] for r in chosen)),
+        "by_language": dict(Counter(r["language"] for r in chosen).most_common()),
+        "by_transform": dict(Counter(r["source"].get("transform", "") for r in chosen).most_common()),
+        "max_lines": max_lines,
+    }
+    return chosen, summary
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("inputs", nargs="+", type=Path, help="training sets (.jsonl or .jsonl.gz)")
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--max-lines", type=int, default=80)
+    parser.add_argument("--examples", type=int, default=800)
+    parser.add_argument("--real-share", type=float, default=0.2, help="real : synthetic 1:4 is 0.2")
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+    records, summary = mix([read_records(p) for p in args.inputs], args.max_lines, args.examples,
+                           args.real_share, args.seed)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    dump_tasks(args.out, records)
+    args.out.with_suffix("").with_suffix(".summary.json").write_text(json.dumps(summary, indent=1) + "\n")
+    print(json.dumps(summary, indent=1))
+
+
+if __name__ == "__main__":
+    main()
