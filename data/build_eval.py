@@ -250,6 +250,22 @@ def discover(names: dict[str, list[str]], pairs_per_package: int, workers: int =
     return [pair for pairs in found for pair in pairs]
 
 
+def stratified_subset(tasks: list, share: float, seed: int = 0) -> list:
+    """``share`` of ``tasks`` drawn within each (language group, size bucket) cell, so the subset keeps
+    the suite's mix; suite order kept. For a model too slow to run on all 450 (a CPU)."""
+    import random
+
+    cells: dict[tuple[str, str], list] = {}
+    for task in tasks:
+        cells.setdefault((language_group(task.language), size_bucket(len(task.original.splitlines()))), []).append(task)
+    chosen = set()
+    for key in sorted(cells):
+        members = sorted(cells[key], key=lambda t: t.id)
+        random.Random(f"{seed}/{key}").shuffle(members)
+        chosen.update(t.id for t in members[: max(1, round(len(members) * share))])
+    return [t for t in tasks if t.id in chosen]
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -263,7 +279,19 @@ def main(argv: list[str] | None = None) -> None:
     b.add_argument("--out", type=Path, default=ROOT / "evals" / "tasks")
     b.add_argument("--cache", type=Path, default=CACHE)
     b.add_argument("--seed", type=int, default=0)
+    s = sub.add_parser("subset", help="a stratified subset of the suite (language group x size bucket)")
+    s.add_argument("--tasks", type=Path, default=ROOT / "evals" / "tasks" / "suite.jsonl.gz")
+    s.add_argument("--share", type=float, default=0.34)
+    s.add_argument("--seed", type=int, default=0)
+    s.add_argument("--out", type=Path, default=ROOT / "evals" / "tasks" / "stratified.jsonl.gz")
     args = parser.parse_args(argv)
+    if args.command == "subset":
+        from fastapply.tasks import dump_tasks, load_tasks
+
+        chosen = stratified_subset(load_tasks(args.tasks), args.share, args.seed)
+        dump_tasks(args.out, chosen)
+        print(f"{len(chosen)} tasks -> {args.out}", file=sys.stderr)
+        return
     if args.command == "discover":
         names = json.loads(args.names.read_text(encoding="utf-8"))[args.section]
         pairs = discover(names, args.pairs_per_package)
