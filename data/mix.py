@@ -6,7 +6,9 @@ synthetic edits at a fixed share, languages other than Python kept whole.
 
 Inputs are training sets in the eval-task schema (``data.build_train``: ``source.kind`` is ``real`` or
 ``synthetic``). Examples whose original or expected file has more than ``--max-lines`` lines are left
-out (a 2-core CPU trains ~150 tokens/s, so long files are for a GPU). Of the rest, every real edit is
+out (a 2-core CPU trains ~150 tokens/s, so long files are for a GPU), except real edits, which are cut
+to a window of top-level statements around their changes where one fits (``data.windows``). Of the
+rest, every real edit is
 kept, repeated up to ``--real-share`` of the output when real edits are scarce (repeats are counted in
 the summary), then synthetic edits fill the remainder: every non-Python one first (the suite's other
 languages are rarer in the inputs), then Python ones. Exact duplicates across inputs are dropped and
@@ -23,6 +25,7 @@ import random
 from collections import Counter
 from pathlib import Path
 
+from data.windows import window
 from fastapply.tasks import dump_tasks
 from finetune.examples import read_records
 
@@ -33,14 +36,17 @@ def lines(record: dict) -> int:
 
 def mix(sets: list[list[dict]], max_lines: int, examples: int, real_share: float, seed: int) -> tuple[list[dict], dict]:
     """(records, summary): at most ``examples`` records of at most ``max_lines`` lines, as described above."""
-    seen, pool = set(), []
+    seen, pool, windows = set(), [], 0
+    rng = random.Random(seed)
     for records in sets:
         for r in records:
+            if lines(r) > max_lines and r["source"]["kind"] == "real":
+                r = window(r, max_lines, rng) or r
+                windows += "-window-" in r["id"]
             key = hashlib.sha256(f"{r['original']}\0{r['expected']}".encode()).hexdigest()
             if key not in seen and lines(r) <= max_lines:
                 seen.add(key)
                 pool.append(r)
-    rng = random.Random(seed)
     rng.shuffle(pool)
     real = [r for r in pool if r["source"]["kind"] == "real"]
     synthetic = [r for r in pool if r["source"]["kind"] != "real"]
@@ -52,6 +58,7 @@ def mix(sets: list[list[dict]], max_lines: int, examples: int, real_share: float
     summary = {
         "examples": len(chosen),
         "distinct_real": len({r["id"] for r in chosen_real}),
+        "real_windows": windows,
         "real_repeats": len(chosen_real) - len({r["id"] for r in chosen_real}),
         "by_kind": dict(Counter(r["source"]["kind"] for r in chosen)),
         "by_language": dict(Counter(r["language"] for r in chosen).most_common()),

@@ -1,0 +1,36 @@
+"""data.windows: a long real edit cut to the top-level statements around its change, and data.mix."""
+
+import random
+
+from data.mix import mix
+from data.windows import window
+
+FUNCS = "".join(f"def f{i}(x):\n    return x + {i}\n\n\n" for i in range(40))  # 160 lines
+
+
+def record(original, expected, kind="real"):
+    return {"id": "r", "language": "python", "path": "a.py", "original": original, "update": "",
+            "instruction": "", "expected": expected, "source": {"kind": kind}}
+
+
+def test_window_cuts_both_files_at_the_same_top_level_boundaries():
+    expected = FUNCS.replace("    return x + 20\n", "    y = x * 2\n    return y + 20\n")
+    cut = window(record(FUNCS, expected), 30, random.Random(0))
+    assert cut is not None and cut["id"] == "r-window-77"
+    assert cut["original"].startswith("def f19(x):") and cut["original"].endswith("return x + 21\n")
+    assert cut["expected"] == cut["original"].replace("    return x + 20\n", "    y = x * 2\n    return y + 20\n")
+    assert "y = x * 2" in cut["update"]
+
+
+def test_changes_spread_wider_than_the_window_are_left_alone():
+    expected = FUNCS.replace("return x + 1\n", "return x - 1\n").replace("return x + 39\n", "return x - 39\n")
+    assert window(record(FUNCS, expected), 60, random.Random(0)) is None
+
+
+def test_mix_keeps_short_files_cuts_long_real_edits_and_repeats_scarce_real_ones():
+    expected = FUNCS.replace("    return x + 20\n", "    return -x\n")
+    synthetic = [record(f"x = {i}\n", f"x = {i + 1}\n", "synthetic") | {"id": f"s{i}"} for i in range(20)]
+    records, summary = mix([[record(FUNCS, expected)], synthetic], 30, 10, 0.2, seed=0)
+    assert len(records) == 10 and summary["real_windows"] == 1
+    assert sum(r["source"]["kind"] == "real" for r in records) == 2  # one window, shown twice
+    assert all(r["original"].count("\n") <= 30 for r in records)
