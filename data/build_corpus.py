@@ -1,4 +1,5 @@
-"""Build a pretraining corpus of permissively licensed source code from the installed Python packages.
+"""Build a corpus of permissively licensed source code from the installed Python packages: the files
+that `data.build_train --corpus` turns into synthetic apply examples.
 
 Commands (from the repository root)::
 
