@@ -38,12 +38,13 @@ class EvalRun:
 
 
 def default_tasks_path() -> Path:
-    """The repository's suite, ``evals/tasks/suite.jsonl.gz``; ``UsageError`` when this install lacks it."""
-    path = Path(__file__).resolve().parent.parent / "evals" / "tasks" / "suite.jsonl.gz"
-    if not path.exists():
-        raise UsageError(f"no --tasks given and no suite at {path} (it ships with a fastapply checkout): "
-                         "pass --tasks FILE.jsonl")
-    return path
+    """The 450-task suite: ``evals/tasks/`` of a checkout, else ``fastapply/suite/`` where a wheel
+    installs it; ``UsageError`` when this install has neither."""
+    here = Path(__file__).resolve().parent
+    for path in (here.parent / "evals" / "tasks" / "suite.jsonl.gz", here / "suite" / "suite.jsonl.gz"):
+        if path.exists():
+            return path
+    raise UsageError("no --tasks given and no suite in this installation: pass --tasks FILE.jsonl")
 
 
 def result_path(out_dir: Path, task_id: str, policy: str) -> Path:
