@@ -77,7 +77,7 @@ class EvalConfig:
     def _resolved_remote(self) -> EvalConfig:
         if self.engine not in ("model", "auto"):
             raise UsageError(f"a server answers for --engine model and auto only, not --engine {self.engine}")
-        if self.policies not in ((), (REMOTE_POLICY,), ("fastapply",)):
+        if self.policies not in ((), (REMOTE_POLICY,)):
             raise UsageError(f"with a server, the server drafts (from the `prediction` fastapply sends): "
                              f"--draft {REMOTE_POLICY} is the only policy")
         if self.adapter is not None or self.tokenizer is not None:

@@ -103,3 +103,13 @@ def test_merge_engine_cli_does_not_import_torch(tmp_path):
     imported = {line.rsplit("|", 1)[-1].strip().split(".")[0] for line in out.stderr.splitlines()
                 if line.startswith("import time:")}
     assert "typer" in imported and "torch" not in imported and "transformers" not in imported
+
+
+def test_merge_first_returns_a_certain_merge_without_running_the_model():
+    from fastapply.engine import resolve_edit
+
+    def model_must_not_run(merged):
+        raise AssertionError("the model ran")
+
+    outcome = resolve_edit(SAMPLE_PY, SAMPLE_UPDATE, "python", "auto", model_must_not_run, merge_first=True)
+    assert outcome.engine == "merge" and outcome.text == SAMPLE_EXPECTED

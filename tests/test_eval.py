@@ -241,3 +241,29 @@ def test_eval_with_judge_records_scores_and_reports_the_mean(tmp_path, tokenizer
     run = run_eval(TASKS[:3], config, tmp_path, tokenizer=tokenizer)
     assert "score" not in run.records[2]["judge"] and "no score" in run.records[2]["judge"]["error"]
     assert summarize(run.records)["policies"]["fastapply"]["judged"] == 2
+
+
+def test_auto_engine_takes_certain_merges_and_validates_the_model(tmp_path, tiny_model):
+    """A certain merge is written as it is; otherwise the model's answer is validated, and a random
+    model's answer is refused, never counted as written."""
+    from dataclasses import replace
+
+    from fastapply.merge import merge
+
+    model, tokenizer = tiny_model
+    tasks = [*TASKS, replace(TASKS[1], id="prose", update="Make it print to stderr.")]  # no certain merge
+    config = EvalConfig("auto", model="tiny", max_new_tokens=24, dtype="float32", device="cpu")
+    run = run_eval(tasks, config, tmp_path, model=model, tokenizer=tokenizer)
+    for task, record in zip(tasks, run.records):
+        certain = merge(task.original, task.update, task.language).confidence == "certain"
+        assert record["decided_by"] == ("merge" if certain else "model")
+        if certain:
+            assert record["refused"] is False and record["output"] == merge(task.original, task.update,
+                                                                             task.language).text
+        else:
+            assert record["refused"] is True and record["validation"]  # 24 random tokens: cut off at least
+    figures = summarize(run.records)["policies"]["fastapply"]
+    certain_share = sum(r["decided_by"] == "merge" for r in run.records) / len(tasks)
+    assert 0 < certain_share < 1  # both paths ran
+    assert figures["refused"] == pytest.approx(1 - certain_share, abs=1e-3)  # shares are rounded to 4 places
+    assert figures["written_exact"] + figures["written_not_exact"] == pytest.approx(certain_share, abs=1e-3)

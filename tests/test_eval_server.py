@@ -98,7 +98,7 @@ def test_eval_server_options_are_checked(tmp_path, monkeypatch):
         monkeypatch.delenv(name, raising=False)
     write_tasks(tmp_path / "tasks.jsonl")
     base = ["eval", "--tasks", str(tmp_path / "tasks.jsonl"), "--out", str(tmp_path / "out")]
-    for extra, words in ((["--engine", "replay", "--server", "http://127.0.0.1:9"], "--engine model only"),
+    for extra, words in ((["--engine", "replay", "--server", "http://127.0.0.1:9"], "--engine model and auto only"),
                          (["--server", "http://127.0.0.1:9", "--draft", "fastapply"], "the only policy"),
                          (["--backend", "openai"], "--base-url"),
                          (["--workers", "2", "--model", "some-model"], "one task at a time")):
