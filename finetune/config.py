@@ -46,6 +46,7 @@ class TrainConfig:
     batch_size: int = 1  # examples per forward pass; whole files are long, so accumulate instead
     grad_accum: int = 16
     max_length: int = 8192  # prompt + answer tokens; longer examples are skipped (and counted), not cut
+    edit_weight: float = 1.0  # loss weight of answer tokens that are not a copy of the original (1: plain mean)
 
     # Runtime.
     device: str = "auto"  # auto, cpu, cuda, mps

@@ -4,11 +4,15 @@ batches, and the bits-per-byte measure of held-out loss.
 A record has the eval-task fields ``original``, ``update``, ``instruction`` and ``expected`` (others,
 such as ``source``, are ignored). The prompt is ``fastapply.prompt.prompt_ids`` and the answer
 ``answer_ids(expected)`` -- the same token ids the model sees and writes at apply time -- so the loss
-is exactly the loss of the answer given the prompt. This module does not run a model.
+is exactly the loss of the answer given the prompt. Each answer token also has a training weight:
+``edit_weight`` on the tokens where the answer departs from a copy of the original (written, or the
+first token after a deletion), 1 elsewhere, so the few tokens that apply the edit are not drowned by
+the many that copy. This module does not run a model.
 """
 
 from __future__ import annotations
 
+import difflib
 import gzip
 import json
 import math
@@ -28,6 +32,7 @@ class Example:
     input_ids: tuple[int, ...]  # prompt + answer (+ EOS)
     labels: tuple[int, ...]  # IGNORE on the prompt, the token itself on the answer
     answer_bytes: int  # UTF-8 bytes of the answer text (tags and file), the unit of bits per byte
+    weights: tuple[float, ...] = ()  # per answer token: edit_weight where the answer is not a copy, else 1
 
     @property
     def answer_tokens(self) -> int:
@@ -63,21 +68,43 @@ def read_records(path: str | Path) -> list[dict]:
     return records
 
 
-def build_example(tokenizer, preset: Preset, record: dict) -> Example:
+def build_example(tokenizer, preset: Preset, record: dict, edit_weight: float = 1.0) -> Example:
     prompt = prompt_ids(tokenizer, preset, record["original"], record["update"], record.get("instruction") or "")
     answer = answer_ids(tokenizer, preset, record["expected"])
+    weights = edit_weights(answer_ids(tokenizer, preset, record["original"]), answer, edit_weight) \
+        if edit_weight != 1.0 else ()
     return Example(
         input_ids=(*prompt, *answer),
         labels=(*[IGNORE] * len(prompt), *answer),
         answer_bytes=len(preset.answer(record["expected"]).encode("utf-8")),
+        weights=weights,
     )
 
 
-def build_examples(tokenizer, preset: Preset, records: Sequence[dict], max_length: int) -> ExampleSet:
+def edit_weights(copy: Sequence[int], answer: Sequence[int], weight: float) -> tuple[float, ...]:
+    """``weight`` for each token of ``answer`` that is not a copy of ``copy`` (the original's answer),
+    and for the first token after a deletion; 1 for the rest.
+
+    >>> edit_weights([1, 2, 3, 4], [1, 9, 3, 4], 5.0)
+    (1.0, 5.0, 1.0, 1.0)
+    >>> edit_weights([1, 2, 3, 4], [1, 3, 4], 5.0)
+    (1.0, 5.0, 1.0)
+    """
+    weights = [1.0] * len(answer)
+    for tag, _i1, _i2, j1, j2 in difflib.SequenceMatcher(None, list(copy), list(answer), autojunk=False).get_opcodes():
+        if tag in ("replace", "insert"):
+            weights[j1:j2] = [weight] * (j2 - j1)
+        elif tag == "delete" and j1 < len(answer):
+            weights[j1] = weight  # where the answer jumps over deleted code
+    return tuple(weights)
+
+
+def build_examples(tokenizer, preset: Preset, records: Sequence[dict], max_length: int,
+                   edit_weight: float = 1.0) -> ExampleSet:
     """Examples for ``records``; those longer than ``max_length`` tokens are left out and counted."""
     kept, skipped = [], 0
     for record in records:
-        example = build_example(tokenizer, preset, record)
+        example = build_example(tokenizer, preset, record, edit_weight)
         if len(example.input_ids) > max_length:
             skipped += 1
         else:
@@ -101,6 +128,18 @@ def collate(examples: Sequence[Example], pad_id: int):
     return input_ids, mask, labels
 
 
+def label_weights(examples: Sequence[Example], width: int):
+    """[B, width] training weights aligned with ``collate``'s labels (1 where an example has none)."""
+    import torch
+
+    weights = torch.ones((len(examples), width))
+    for row, e in enumerate(examples):
+        if e.weights:
+            start = len(e.input_ids) - len(e.weights)
+            weights[row, start:len(e.input_ids)] = torch.tensor(e.weights)
+    return weights
+
+
 def micro_batches(n_examples: int, batch_size: int, seed: int, start: int = 0) -> Iterator[list[int]]:
     """Endless example-index batches: each epoch a fresh permutation seeded by ``seed + epoch``.
 
@@ -119,8 +158,9 @@ def micro_batches(n_examples: int, batch_size: int, seed: int, start: int = 0) -
         epoch, skip = epoch + 1, 0
 
 
-def answer_nll_bits(logits, labels):
-    """Summed negative log-likelihood, in bits, of the labelled tokens.
+def answer_nll_bits(logits, labels, weights=None):
+    """Summed negative log-likelihood, in bits, of the labelled tokens (each times its ``weights`` [B, S]
+    entry when given).
 
     ``logits`` [B, S, V] are the model's predictions for ``labels`` [B, S] position by position (already
     shifted: ``logits[:, t]`` predicts ``labels[:, t]``); positions labelled ``IGNORE`` count nothing.
@@ -128,8 +168,12 @@ def answer_nll_bits(logits, labels):
     """
     import torch.nn.functional as F
 
-    nats = F.cross_entropy(logits.float().reshape(-1, logits.shape[-1]), labels.reshape(-1),
-                           ignore_index=IGNORE, reduction="sum")
+    if weights is None:
+        nats = F.cross_entropy(logits.float().reshape(-1, logits.shape[-1]), labels.reshape(-1),
+                               ignore_index=IGNORE, reduction="sum")
+    else:
+        nats = (F.cross_entropy(logits.float().reshape(-1, logits.shape[-1]), labels.reshape(-1),
+                                ignore_index=IGNORE, reduction="none") * weights.reshape(-1)).sum()
     return nats / math.log(2)
 
 

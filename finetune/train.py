@@ -34,7 +34,7 @@ from fastapply.errors import FastapplyError, UsageError
 from fastapply.prompt import get_preset
 from finetune.config import TrainConfig, load_config
 from finetune.examples import (IGNORE, Example, answer_nll_bits, bits_per_byte, build_examples, collate,
-                               micro_batches, read_records)
+                               label_weights, micro_batches, read_records)
 
 log = logging.getLogger("finetune")
 STATE_FILE = "trainer_state.pt"
@@ -66,7 +66,8 @@ def train(config: TrainConfig, out_dir: str | Path, resume: str | Path | None = 
     device = resolve_device(config.device)
     model, tokenizer = load_for_training(config, device, resume_dir)
     preset = get_preset(config.preset)
-    train_set = build_examples(tokenizer, preset, read_records(config.train_file), config.max_length)
+    train_set = build_examples(tokenizer, preset, read_records(config.train_file), config.max_length,
+                               config.edit_weight)
     if not train_set.examples:
         raise UsageError(f"no training examples in {config.train_file} fit max_length {config.max_length}")
     eval_set = None
@@ -109,13 +110,20 @@ def train(config: TrainConfig, out_dir: str | Path, resume: str | Path | None = 
     model.train()
     deadline = time.perf_counter() + config.max_minutes * 60 if config.max_minutes else math.inf
     while step < total_steps and time.perf_counter() < deadline:
-        group = [collate([train_set.examples[i] for i in next(stream)], pad_id) for _ in range(config.grad_accum)]
+        batches = [[train_set.examples[i] for i in next(stream)] for _ in range(config.grad_accum)]
+        group = [collate(batch, pad_id) for batch in batches]
         answer_tokens = sum(int((labels != IGNORE).sum()) for _, _, labels in group)
-        for input_ids, mask, labels in group:
+        weights = [label_weights(batch, labels.shape[1]) * (labels != IGNORE) for batch, (_, _, labels) in
+                   zip(batches, group)] if config.edit_weight != 1.0 else None
+        total_weight = sum(float(w.sum()) for w in weights) if weights else answer_tokens
+        for index, (input_ids, mask, labels) in enumerate(group):
             input_ids, mask, labels = input_ids.to(device), mask.to(device), labels.to(device)
             with autocast:
-                nats = answer_nll_bits(*answer_logits(model, input_ids, mask, labels)) * math.log(2)
-            (nats / answer_tokens).backward()
+                logits, targets = answer_logits(model, input_ids, mask, labels)
+                nats = answer_nll_bits(logits, targets) * math.log(2)
+                weighted = nats if weights is None else answer_nll_bits(
+                    logits, targets, weights[index][:, -targets.shape[1]:].to(device)) * math.log(2)
+            (weighted / total_weight).backward()
             window_nats += float(nats.detach())
             window_tokens += int(mask.sum())
         window_answer += answer_tokens

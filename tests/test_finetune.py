@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 
 import pytest
 
@@ -245,3 +246,26 @@ def test_cli_reports_a_missing_adapter(apply_model, tmp_path):
     result = CliRunner().invoke(app, [str(source), "--edit", "x = 2", "--model", str(apply_model.out_dir),
                                       "--adapter", str(tmp_path / "nowhere"), "--device", "cpu"])
     assert result.exit_code == 1 and "adapter path" in result.output
+
+
+def test_edit_weight_marks_the_tokens_that_apply_the_edit(tokenizer):
+    preset = get_preset("default")
+    record = {"original": "alpha = 1\nbeta = 2\n", "update": "beta = 3\n", "instruction": "",
+              "expected": "alpha = 1\nbeta = 3\n"}
+    example = build_example(tokenizer, preset, record, edit_weight=4.0)
+    answer = answer_ids(tokenizer, preset, record["expected"])
+    assert len(example.weights) == len(answer) and set(example.weights) == {1.0, 4.0}
+    edited = tokenizer.decode([t for t, w in zip(answer, example.weights) if w == 4.0])
+    assert "3" in edited and "alpha" not in edited  # the change, not the copied lines
+    assert build_example(tokenizer, preset, record).weights == ()  # weight 1: no per-token weights
+
+
+def test_edit_weighted_training_runs_and_trains_differently(apply_model, tmp_path):
+    train_file = write_jsonl(tmp_path / "train.jsonl", ADAPTER_RECORDS)
+    plain = train(config_for(apply_model.out_dir, train_file, learning_rate=1e-2, max_steps=3), tmp_path / "p")
+    weighted = train(config_for(apply_model.out_dir, train_file, learning_rate=1e-2, max_steps=3, edit_weight=5.0),
+                     tmp_path / "w")
+    assert math.isfinite(weighted.train_loss)
+    plain_weights = dict(plain.model.named_parameters())
+    assert any(not torch.allclose(p, plain_weights[n]) for n, p in weighted.model.named_parameters()
+               if p.requires_grad)
