@@ -100,7 +100,7 @@ def train(config: TrainConfig, out_dir: str | Path, resume: str | Path | None = 
     log.info("%d training examples (%d skipped as longer than %d tokens), %d steps, %d trainable parameters",
              len(train_set.examples), train_set.skipped_too_long, config.max_length, total_steps,
              metrics["trainable_parameters"])
-    autocast = _autocast(device)
+    autocast = _autocast(device, config.autocast)
     if eval_set is not None and step == 0:
         _record_eval(model, eval_set.examples, pad_id, config.batch_size, device, autocast, step, metrics)
 
@@ -247,12 +247,16 @@ def _record_eval(model, examples, pad_id, batch_size, device, autocast, step, me
     log.info("step %d  held-out %.4f bits per byte", step, bpb)
 
 
-def _autocast(device: str):
+def _autocast(device: str, setting: str = "auto"):
+    """The context the forward passes run in: bfloat16 autocast (trainable weights stay float32) on a GPU
+    under "auto", on any device under "bfloat16", nowhere under "off"."""
     import contextlib
 
     import torch
 
-    return torch.autocast("cuda", dtype=torch.bfloat16) if device == "cuda" else contextlib.nullcontext()
+    if setting == "bfloat16" or (setting == "auto" and device == "cuda"):
+        return torch.autocast(device, dtype=torch.bfloat16)
+    return contextlib.nullcontext()
 
 
 def _sync(device: str) -> None:
