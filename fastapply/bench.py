@@ -6,7 +6,11 @@ fastapply's loop) and ``fastapply`` (speculative edits). With ``acceptance="repl
 choices are replaced by the reference answer while every forward pass still runs for real: that times
 a model whose weights cannot do the task (random or untrained) as if it answered correctly, and then
 ``plain`` and ``prompt-lookup`` run in fastapply's loop with the ``none`` and ``pld`` drafters.
-This module measures and returns rows; the CLI prints them.
+
+Every case also gets its limit: the time of one forward pass over the prompt and the reference answer
+together (the expected file, or plain's answer when there is none), which no rewrite can beat on the
+same model; each row's ``vs_limit`` is its wall time over that. This module measures and returns rows;
+the CLI prints them.
 """
 
 from __future__ import annotations
@@ -40,11 +44,14 @@ class BenchRow:
     same_as_plain: bool  # the same tokens as plain decoding
     speedup_plain: float = 0.0
     speedup_prompt_lookup: float = 0.0
+    limit_s: float = 0.0  # one forward pass over prompt + reference answer: the floor of any rewrite
+    vs_limit: float = 0.0  # this method's seconds over limit_s (1.0 would be the limit itself)
 
     def as_dict(self) -> dict:
         return {"case": self.case, "method": self.method, "same_as_plain": self.same_as_plain,
                 "speedup_plain": round(self.speedup_plain, 3),
-                "speedup_prompt_lookup": round(self.speedup_prompt_lookup, 3), **self.stats.as_dict()}
+                "speedup_prompt_lookup": round(self.speedup_prompt_lookup, 3),
+                "limit_s": round(self.limit_s, 4), "vs_limit": round(self.vs_limit, 3), **self.stats.as_dict()}
 
 
 def run_bench(model, tokenizer, cases: list[BenchCase], acceptance: str = "model", preset: str = "default",
@@ -63,6 +70,7 @@ def run_bench(model, tokenizer, cases: list[BenchCase], acceptance: str = "model
     for case in cases:
         measured = {m: _run(model, tokenizer, case, m, acceptance, preset, max_new_tokens) for m in methods}
         seconds = {m: result.stats.seconds for m, result in measured.items()}
+        limit = _limit(model, tokenizer, case, preset, measured.get("plain"))
         for method, result in measured.items():
             own = result.stats.seconds
             rows.append(BenchRow(
@@ -70,13 +78,15 @@ def run_bench(model, tokenizer, cases: list[BenchCase], acceptance: str = "model
                 same_as_plain="plain" not in measured or result.token_ids == measured["plain"].token_ids,
                 speedup_plain=seconds["plain"] / own if "plain" in seconds and own else 0.0,
                 speedup_prompt_lookup=seconds["prompt-lookup"] / own if "prompt-lookup" in seconds and own else 0.0,
+                limit_s=limit, vs_limit=own / limit if limit else 0.0,
             ))
     return rows
 
 
 def summarize(rows: list[BenchRow]) -> dict[str, dict]:
     """Per method, over the cases: the median and spread (min, quartiles, max) of its speedups over
-    plain decoding and over prompt lookup, how many cases gave plain's tokens, and its total seconds.
+    plain decoding and over prompt lookup and of its time over the limit, how many cases gave plain's
+    tokens, and its total seconds.
 
     >>> from fastapply.decode import DecodeStats
     >>> stats = DecodeStats(passes=1, tokens=2, accepted=(), proposed=(), prefill_s=0.5, decode_s=0.5)
@@ -101,8 +111,44 @@ def summarize(rows: list[BenchRow]) -> dict[str, dict]:
                        "seconds": round(sum(r.stats.seconds for r in mine), 2),
                        "speedup_plain": spread([r.speedup_plain for r in mine if r.speedup_plain]),
                        "speedup_prompt_lookup": spread([r.speedup_prompt_lookup for r in mine
-                                                        if r.speedup_prompt_lookup])}
+                                                        if r.speedup_prompt_lookup]),
+                       "vs_limit": spread([r.vs_limit for r in mine if r.vs_limit])}
     return out
+
+
+def limit_seconds(model, token_ids: list[int], repeats: int = 2) -> float:
+    """The fastest of ``repeats`` prefills of ``token_ids``: one forward pass (cache written, one
+    position's logits kept), as the first pass of a rewrite runs."""
+    import torch
+
+    ids = torch.tensor([token_ids], device=model.device)
+    best = float("inf")
+    with torch.inference_mode():
+        for _ in range(repeats):
+            start = time.perf_counter()
+            model(input_ids=ids, use_cache=True, logits_to_keep=1)
+            _sync(model.device)
+            best = min(best, time.perf_counter() - start)
+    return best
+
+
+def _limit(model, tokenizer, case: BenchCase, preset: str, plain: ApplyResult | None) -> float:
+    """``limit_seconds`` of the case's prompt and reference answer (0.0 when there is no reference)."""
+    plan = plan_edit(tokenizer, case.original, case.update, case.instruction, preset)
+    if case.expected is not None:
+        reference = answer_ids(tokenizer, plan.preset, case.expected)
+    elif plain is not None:
+        reference = list(plain.token_ids)
+    else:
+        return 0.0
+    return limit_seconds(model, [*plan.prompt_ids, *reference])
+
+
+def _sync(device) -> None:
+    import torch
+
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
 
 
 def _run(model, tokenizer, case: BenchCase, method: str, acceptance: str, preset: str,

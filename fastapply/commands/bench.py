@@ -77,19 +77,21 @@ def _print_bench(rows, model: str, acceptance: str) -> None:
 
     table = Table(title=f"fastapply bench: {model} (acceptance: {acceptance})")
     for col in ("case", "method", "passes", "tokens/pass", "tok/s", "chars/s", "seconds", "vs plain",
-                "vs prompt lookup", "same as plain"):
+                "vs prompt lookup", "vs limit", "same as plain"):
         table.add_column(col, justify="left" if col in ("case", "method") else "right")
     for r in rows:
         s = r.stats
         table.add_row(r.case, r.method, str(s.passes), f"{s.tokens_per_pass:.2f}", f"{s.tokens_per_s:.1f}",
                       f"{s.chars_per_s:.0f}", f"{s.seconds:.2f}", f"{r.speedup_plain:.2f}x",
-                      f"{r.speedup_prompt_lookup:.2f}x", "yes" if r.same_as_plain else "NO")
+                      f"{r.speedup_prompt_lookup:.2f}x", f"{r.vs_limit:.2f}x" if r.vs_limit else "-",
+                      "yes" if r.same_as_plain else "NO")
     Console(width=160).print(table)
     if len({r.case for r in rows}) > 1:
         from fastapply.bench import summarize
 
-        spread = Table(title="over the cases: speedup median [min, quartiles, max]")
-        for col in ("method", "cases", "same as plain", "seconds", "vs plain", "vs prompt lookup"):
+        spread = Table(title="over the cases: median [min, quartiles, max]; vs limit = seconds over one "
+                             "prefill of prompt + answer")
+        for col in ("method", "cases", "same as plain", "seconds", "vs plain", "vs prompt lookup", "vs limit"):
             spread.add_column(col, justify="left" if col == "method" else "right")
 
         def show(s):
@@ -97,6 +99,6 @@ def _print_bench(rows, model: str, acceptance: str) -> None:
 
         for method, s in summarize(rows).items():
             spread.add_row(method, str(s["cases"]), str(s["same_as_plain"]), f"{s['seconds']:.1f}",
-                           show(s["speedup_plain"]), show(s["speedup_prompt_lookup"]))
+                           show(s["speedup_plain"]), show(s["speedup_prompt_lookup"]), show(s["vs_limit"]))
         Console(width=160).print(spread)
 
