@@ -11,8 +11,9 @@ to a window of top-level statements around their changes where one fits (``data.
 rest, every real edit is
 kept, repeated up to ``--real-share`` of the output when real edits are scarce (repeats are counted in
 the summary), then synthetic edits fill the remainder: every non-Python one first (the suite's other
-languages are rarer in the inputs), then Python ones. Exact duplicates across inputs are dropped and
-the output is shuffled by ``--seed``. It writes the output file and prints a summary; it builds no
+languages are rarer in the inputs), then Python ones. Synthetic edits' templated instructions are
+reworded or dropped as people word them (``data.instructions``; ``--keep-instructions`` leaves them).
+Exact duplicates across inputs are dropped and the output is shuffled by ``--seed``. It writes the output file and prints a summary; it builds no
 examples itself.
 """
 
@@ -25,6 +26,7 @@ import random
 from collections import Counter
 from pathlib import Path
 
+from data.instructions import vary
 from data.windows import window
 from fastapply.tasks import dump_tasks
 from finetune.examples import read_records
@@ -34,7 +36,8 @@ def lines(record: dict) -> int:
     return max(record["original"].count("\n"), record["expected"].count("\n")) + 1
 
 
-def mix(sets: list[list[dict]], max_lines: int, examples: int, real_share: float, seed: int) -> tuple[list[dict], dict]:
+def mix(sets: list[list[dict]], max_lines: int, examples: int, real_share: float, seed: int,
+        keep_instructions: bool = False) -> tuple[list[dict], dict]:
     """(records, summary): at most ``examples`` records of at most ``max_lines`` lines, as described above."""
     seen, pool, windows = set(), [], 0
     rng = random.Random(seed)
@@ -55,6 +58,8 @@ def mix(sets: list[list[dict]], max_lines: int, examples: int, real_share: float
     synthetic.sort(key=lambda r: r["language"] == "python")  # stable: other languages first, still shuffled
     chosen = chosen_real + synthetic[: examples - len(chosen_real)]
     rng.shuffle(chosen)
+    if not keep_instructions:
+        chosen = [{**r, "instruction": vary(r["instruction"], random.Random(f"{seed}/{r['id']}"))} for r in chosen]
     summary = {
         "examples": len(chosen),
         "distinct_real": len({r["id"] for r in chosen_real}),
@@ -63,6 +68,7 @@ def mix(sets: list[list[dict]], max_lines: int, examples: int, real_share: float
         "by_kind": dict(Counter(r["source"]["kind"] for r in chosen)),
         "by_language": dict(Counter(r["language"] for r in chosen).most_common()),
         "by_transform": dict(Counter(r["source"].get("transform", "") for r in chosen).most_common()),
+        "with_instruction": sum(bool(r["instruction"].strip()) for r in chosen),
         "max_lines": max_lines,
     }
     return chosen, summary
@@ -76,9 +82,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--examples", type=int, default=800)
     parser.add_argument("--real-share", type=float, default=0.2, help="real : synthetic 1:4 is 0.2")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--keep-instructions", action="store_true",
+                        help="leave synthetic edits' templated instructions as they are")
     args = parser.parse_args(argv)
     records, summary = mix([read_records(p) for p in args.inputs], args.max_lines, args.examples,
-                           args.real_share, args.seed)
+                           args.real_share, args.seed, args.keep_instructions)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     dump_tasks(args.out, records)
     args.out.with_suffix("").with_suffix(".summary.json").write_text(json.dumps(summary, indent=1) + "\n")

@@ -1,6 +1,7 @@
 """data.windows: a long real edit cut to the top-level statements around its change, and data.mix."""
 
 import random
+from collections import Counter
 
 from data.mix import mix
 from data.windows import window
@@ -34,3 +35,17 @@ def test_mix_keeps_short_files_cuts_long_real_edits_and_repeats_scarce_real_ones
     assert len(records) == 10 and summary["real_windows"] == 1
     assert sum(r["source"]["kind"] == "real" for r in records) == 2  # one window, shown twice
     assert all(r["original"].count("\n") <= 30 for r in records)
+
+
+def test_mix_rewords_or_drops_templated_instructions_and_keeps_them_when_asked():
+    synthetic = [record(f"x = {i}\n", f"x = {i + 1}\n", "synthetic")
+                 | {"id": f"s{i}", "instruction": f"Add the method `m{i}` to `C`."} for i in range(200)]
+    records, summary = mix([synthetic], 30, 200, 0.2, seed=0)
+    wordings = Counter("" if not r["instruction"] else "template" if r["instruction"].startswith("Add the method")
+                       else "reworded" for r in records)
+    assert 0.3 < wordings[""] / 200 < 0.5 and wordings["template"] > 20 and wordings["reworded"] > 60
+    assert summary["with_instruction"] == 200 - wordings[""]
+    assert all(f"m{r['id'][1:]}" in r["instruction"] for r in records if r["instruction"])  # the same method
+    assert records == mix([synthetic], 30, 200, 0.2, seed=0)[0]  # deterministic
+    kept, _ = mix([synthetic], 30, 200, 0.2, seed=0, keep_instructions=True)
+    assert all(r["instruction"].startswith("Add the method") for r in kept)

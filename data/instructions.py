@@ -1,0 +1,60 @@
+"""How an instruction is worded beside a training snippet: as users and agents word it, or not at all.
+
+The synthetic transforms (``data.transforms``) write one template per kind of edit ("Add the method
+`peek` to `Stack`."). A model trained only on those learns the template, and a user's "Add a peek
+method." then reads as something else (fastapply-small copied the snippet back as the file). The
+eval suite's tasks carry no instruction at all. ``vary`` rewords a templated instruction the way people
+write it, keeps it, or drops it, so that the snippet, not the instruction's wording, says what to write.
+It changes nothing else of an example.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+
+DROP = 0.4  # share of instructions left out (the suite has none; agents often send the snippet alone)
+KEEP = 0.2  # share kept in the template's wording; the rest are reworded
+
+# (template as data.transforms writes it, rewordings); groups are the template's names, in order.
+REWORDINGS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    (r"Add the method `([^`]+)` to `([^`]+)`\.", (
+        "Add a {0} method.", "Add a `{0}` method to `{1}`.", "add {0} to {1}", "Give {1} a {0} method.",
+        "Add the {0} method.", "{1}: add {0}")),
+    (r"Add the function `([^`]+)`\.", (
+        "Add a {0} function.", "Add a function `{0}`.", "add {0}()", "Write {0}.", "Add the helper {0}.")),
+    (r"Delete the method `([^`]+)` from `([^`]+)`\.", (
+        "Remove the {0} method.", "Delete {0} from {1}.", "drop {1}.{0}", "{1} no longer needs {0}.")),
+    (r"Delete the function `([^`]+)`\.", (
+        "Remove {0}.", "Delete the {0} function.", "remove the unused function {0}", "{0} is not needed any more.")),
+    (r"Rename `([^`]+)` to `([^`]+)`\.", (
+        "Rename {0} to {1}.", "rename {0} -> {1}", "Call {0} {1} instead, everywhere.")),
+    (r"Add the import `([^`]+)`\.", (
+        "Add the missing import.", "Import what is needed.", "add `{0}`")),
+    (r"Remove the comment that starts `([^`]+)`\.", (
+        "Remove that comment.", "Delete the comment.", "drop the stale comment")),
+    (r"Add a docstring to `([^`]+)`\.", (
+        "Document {0}.", "Add a docstring.", "add a docstring to {0}")),
+)
+
+
+def vary(instruction: str, rng: random.Random) -> str:
+    """``instruction`` dropped (``DROP``), kept (``KEEP``) or reworded; an empty or unknown one as it is.
+
+    >>> vary("Add the method `peek` to `Stack`.", random.Random(2))
+    'Add a peek method.'
+    >>> vary("", random.Random(0))
+    ''
+    """
+    if not instruction.strip():
+        return instruction
+    draw = rng.random()
+    if draw < DROP:
+        return ""
+    if draw < DROP + KEEP:
+        return instruction
+    for template, forms in REWORDINGS:
+        match = re.fullmatch(template, instruction)
+        if match:
+            return rng.choice(forms).format(*match.groups())
+    return instruction
