@@ -62,34 +62,42 @@ def validate(original: str, output: str, update: str, language: str | None, clos
     return tuple(problems)
 
 
+def snippet_code(update: str, language: str | None) -> list[str]:
+    """The update's lines of code, stripped: blank lines, lazy markers, lines carrying an inline marker
+    and sentences of prose ("Remove the save function.") are left out.
+
+    >>> snippet_code("# ... existing code ...\\nb = 2\\n\\nc = 3\\n", "python")
+    ['b = 2', 'c = 3']
+    """
+    lines = update.split("\n")
+    return [line.strip() for line, marker in zip(lines, marker_lines(lines, language))
+            if line.strip() and not marker and not has_inline_marker(line) and not _PROSE.fullmatch(line.strip())]
+
+
 def new_lines(original: str, update: str, language: str | None) -> list[str]:
-    """The update's lines (stripped) that are not in the original: the code the edit adds. Blank lines,
-    lazy markers, lines carrying an inline marker and sentences of prose ("Remove the save function.")
-    are left out.
+    """The update's lines of code (``snippet_code``) that are not in the original: the code the edit adds.
 
     >>> new_lines("a = 1\\nb = 2\\n", "# ... existing code ...\\nb = 2\\nc = 3\\n", "python")
     ['c = 3']
     """
     old = {line.strip() for line in original.split("\n")}
-    lines = update.split("\n")
-    return [line.strip() for line, marker in zip(lines, marker_lines(lines, language))
-            if line.strip() and not marker and not has_inline_marker(line) and line.strip() not in old
-            and not _PROSE.fullmatch(line.strip())]
+    return [line for line in snippet_code(update, language) if line not in old]
 
 
 def edit_not_applied(original: str, output: str, update: str, language: str | None) -> str | None:
     """Why ``output`` does not apply ``update``, or None: it is the original unchanged although the
-    update adds code, or it leaves out lines the update adds. An update that shares no line with the
-    original or the output and has no marker reads as prose (an instruction): only the first check
-    applies to it.
+    update adds code, it leaves out lines the update adds, or it leaves out lines of the original that
+    the update shows as kept (its context: a snippet's lines are the new file's lines). An update that
+    shares no line with the original or the output and has no marker reads as prose (an instruction):
+    only the first check applies to it.
 
     >>> edit_not_applied("a = 1\\n", "a = 1\\n", "a = 1\\nb = 2\\n", "python")
     'the output is the original unchanged, but the update adds code'
+    >>> edit_not_applied("a = 1\\nb = 2\\n", "c = 3\\n", "# ...\\nb = 2\\nc = 3\\n", "python")[:54]
+    'the output leaves out 1 line(s) the update keeps, such'
     """
     added = new_lines(original, update, language)
-    if not added:
-        return None  # the update adds nothing: a deletion, or it only repeats the original
-    if output == original:
+    if added and output == original:
         return "the output is the original unchanged, but the update adds code"
     written = {line.strip() for line in output.split("\n")}
     shown = {line.strip() for line in update.split("\n") if line.strip()}
@@ -100,6 +108,10 @@ def edit_not_applied(original: str, output: str, update: str, language: str | No
     if missing:
         return (f"the output leaves out {len(missing)} new line(s) of the update, "
                 f"such as {missing[0][:60]!r}: the edit is not applied")
+    dropped = [line for line in snippet_code(update, language) if line in old and line not in written]
+    if dropped:
+        return (f"the output leaves out {len(dropped)} line(s) the update keeps, "
+                f"such as {dropped[0][:60]!r}: the edit is not applied as shown")
     return None
 
 

@@ -92,3 +92,41 @@ def test_deletion_by_omission_between_shown_lines_is_fine():
     assert validate(original, output, update, "python") == ()
     assert names(validate(original, output, "# ... existing code ...\ndef z():\n    return 26\n", "python")) == [
         "unrelated-deletion"]
+
+
+JS = '''\
+const fs = require("fs");
+
+function readJson(path) {
+  return JSON.parse(fs.readFileSync(path, "utf8"));
+}
+
+function writeJson(path, data) {
+  fs.writeFileSync(path, JSON.stringify(data, null, 2));
+}
+
+module.exports = { readJson, writeJson };
+'''
+JS_UPDATE = '''\
+// ... existing code ...
+function writeJson(path, data) {
+  fs.writeFileSync(path, JSON.stringify(data, null, 2));
+}
+
+function jsonExists(path) {
+  return fs.existsSync(path);
+}
+
+module.exports = { readJson, writeJson, jsonExists };
+'''
+JS_EXPECTED = JS.replace("module.exports = { readJson, writeJson };\n", JS_UPDATE.split("\n", 1)[1])
+
+
+def test_a_line_the_snippet_keeps_but_the_output_drops_is_edit_not_applied():
+    assert validate(JS, JS_EXPECTED, JS_UPDATE, "javascript") == ()
+    # fastapply-small once wrote jsonExists in writeJson's place: every new line is there, the kept ones are not
+    dropped = JS_EXPECTED.replace('function writeJson(path, data) {\n  fs.writeFileSync(path, JSON.stringify(data, '
+                                  'null, 2));\n}\n\n', "")
+    problems = validate(JS, dropped, JS_UPDATE, "javascript")
+    assert names(problems) == ["edit-not-applied"]
+    assert "the update keeps" in problems[0].message and "function writeJson" in problems[0].message
