@@ -98,7 +98,7 @@ def _run_task(task: Task, policies: Sequence[str]) -> list[dict]:
             merged = merge_result.text
         except Exception:  # noqa: BLE001 - a failing merge only means no merged draft for this task
             merged = None
-    records = []
+    records, limit = [], None
     for policy in policies:
         started = time.perf_counter()
         try:
@@ -115,6 +115,9 @@ def _run_task(task: Task, policies: Sequence[str]) -> list[dict]:
                 else:
                     applied = _decode(task, policy, merged if policy in ("fastapply", REMOTE_POLICY) else None)
                     output, closed, speed = applied.text, applied.closed, applied.stats.as_dict()
+                    if config.engine != "replay" and config.measure_limit:
+                        limit = limit or _limit(task)
+                        speed |= {"limit_s": round(limit, 4), "vs_limit": round(speed["seconds"] / limit, 3)}
                 extra = {"merged_draft": merged is not None} if policy in ("fastapply", REMOTE_POLICY) else {}
                 if config.engine == "auto":
                     extra |= {"merge": merge_record, "decided_by": "model"}
@@ -157,6 +160,19 @@ def _remote(task: Task, merged: str | None) -> tuple[str, bool, dict]:
     output, closed, stats = _WORKER["backend"](task.original, task.update, task.instruction, merged)
     served = stats.get("server") or {}
     return output, closed, {**stats, **{k: served[k] for k in ("passes", "tokens", "tokens_per_pass") if k in served}}
+
+
+def _limit(task: Task) -> float:
+    """The task's limit on the local model: one prefill of the prompt and the reference answer
+    (``fastapply.bench.limit_seconds``), which no rewrite of it can beat."""
+    from fastapply.apply import plan_edit
+    from fastapply.bench import limit_seconds
+    from fastapply.prompt import answer_ids
+
+    config: EvalConfig = _WORKER["config"]
+    tokenizer = _WORKER["tokenizer"]
+    plan = plan_edit(tokenizer, task.original, task.update, task.instruction, config.preset)
+    return limit_seconds(_WORKER["model"], [*plan.prompt_ids, *answer_ids(tokenizer, plan.preset, task.expected)], 1)
 
 
 def _decode(task: Task, policy: str, merged: str | None):

@@ -39,6 +39,7 @@ def summarize(records: Sequence[dict], meta: dict | None = None) -> dict:
                    "chars_per_s": speed.get("chars_per_s"), "seconds": speed.get("seconds"),
                    "speedup_plain": ratios.get(policy, {}).get("plain"),
                    "speedup_prompt_lookup": ratios.get(policy, {}).get("prompt_lookup"),
+                   "limit_s": speed.get("limit_s"), "vs_limit": speed.get("vs_limit"),
                    "refused": r.get("refused"), "validation": r.get("validation")}
             if "merge" in r:
                 row["confidence"] = r["merge"]["confidence"]
@@ -106,6 +107,9 @@ def _policy_figures(rows: list[dict]) -> dict:
         if values:
             figures[f"{name}_geomean"] = _round(geomean(values))
             figures[f"{name}_median"] = _round(median(values))
+    over_limit = [r["vs_limit"] for r in rows if r["vs_limit"]]
+    if over_limit:  # wall time over one prefill of prompt + reference answer (1.0 would be the limit)
+        figures["vs_limit_median"] = _round(median(over_limit))
     confidences = [r["confidence"] for r in rows if "confidence" in r]
     if confidences:
         certain = [r for r in rows if r.get("confidence") == "certain"]
@@ -152,6 +156,7 @@ def columns(summary: dict) -> list[tuple[str, str]]:
         ("tokens/pass", "tokens_per_pass"), ("tok/s", "tokens_per_s_median"), ("chars/s", "chars_per_s_median"),
         (f"x plain ({unit})", "speedup_plain_geomean"),
         (f"x prompt lookup ({unit})", "speedup_prompt_lookup_geomean"),
+        ("x limit (median)", "vs_limit_median"),
     ]
     if unit == "passes":  # the replay target's wall time is the drafting loop's alone: not a speed
         candidates = [(h, k) for h, k in candidates if k not in ("tokens_per_s_median", "chars_per_s_median")]
@@ -165,7 +170,7 @@ def cell(key: str, value) -> str:
         return _pct(value)
     if key == "results":
         return str(value)
-    if key.startswith("speedup"):
+    if key.startswith("speedup") or key == "vs_limit_median":
         return _num(value, "x")
     return _num(value)
 

@@ -157,6 +157,16 @@ def test_model_engine_with_tiny_model(tmp_path, tiny_model):
     assert row["speedup_plain"] == pytest.approx(base / by[row["task"], "fastapply"]["speed"]["seconds"], rel=1e-3)
     written = write_report(tmp_path, summary)
     assert {p.name for p in written} >= {"summary.json", "report.md", *PLOTS}
+    for task in tasks:  # one limit per task, shared by its policies; each policy's seconds over it
+        limits = {by[task.id, p]["speed"]["limit_s"] for p in policies}
+        assert len(limits) == 1 and limits.pop() > 0
+        speed = by[task.id, "plain"]["speed"]
+        assert speed["vs_limit"] == pytest.approx(speed["seconds"] / speed["limit_s"], rel=1e-2)
+    assert summary["policies"]["plain"]["vs_limit_median"] > 0
+    unmeasured = run_eval(tasks[:1], EvalConfig("model", ("fastapply",), model="tiny", max_new_tokens=24,
+                                                dtype="float32", device="cpu", measure_limit=False),
+                          tmp_path / "no-limit", model=model, tokenizer=tokenizer)
+    assert "limit_s" not in unmeasured.records[0]["speed"]
 
 
 @pytest.mark.skipif(not merge_engine_available(), reason="the merge engine (fastapply.merge) is not in this branch")

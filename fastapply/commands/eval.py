@@ -37,6 +37,8 @@ def eval_command(
                                                       "--engine model also plain and prompt-lookup (model.generate). "
                                                       "Default: all of them.")] = None,
     merge_draft: Annotated[bool, typer.Option(help="Let the fastapply policy draft the merge engine's candidate.")] = True,
+    measure_limit: Annotated[bool, typer.Option(help="With a local model, also time one prefill of prompt + reference "
+                                                     "answer per task: the limit (limit_s, vs_limit).")] = True,
     limit: Annotated[Optional[int], typer.Option(min=1, help="Run the first N tasks only.")] = None,
     workers: Annotated[int, typer.Option(min=1, help="Parallel processes (merge and replay engines), or requests "
                                                      "sent to a server at once.")] = 1,
@@ -77,7 +79,7 @@ def eval_command(
             engine=engine.value, policies=tuple(p.strip() for p in (draft or "").split(",") if p.strip()),
             model=local_model(model) if remote is None and engine in (Engine.model, Engine.auto) else model,
             tokenizer=tokenizer, adapter=adapter, device=device, dtype=dtype, preset=preset,
-            max_new_tokens=max_new_tokens, merge_draft=merge_draft,
+            max_new_tokens=max_new_tokens, merge_draft=merge_draft, measure_limit=measure_limit,
             judge=JudgeConfig(judge_url, judge_model, judge_key) if judge_url else None,
             server=remote, send_prediction=prediction, api_key=api_key,
         ).resolved()
