@@ -283,12 +283,15 @@ def main(argv: list[str] | None = None) -> None:
     s.add_argument("--tasks", type=Path, default=ROOT / "evals" / "tasks" / "suite.jsonl.gz")
     s.add_argument("--share", type=float, default=0.34)
     s.add_argument("--seed", type=int, default=0)
+    s.add_argument("--max-lines", type=int, default=None, help="only tasks whose original has at most this many lines")
     s.add_argument("--out", type=Path, default=ROOT / "evals" / "tasks" / "stratified.jsonl.gz")
     args = parser.parse_args(argv)
     if args.command == "subset":
         from fastapply.tasks import dump_tasks, load_tasks
 
-        chosen = stratified_subset(load_tasks(args.tasks), args.share, args.seed)
+        tasks = [t for t in load_tasks(args.tasks)
+                 if args.max_lines is None or len(t.original.splitlines()) <= args.max_lines]
+        chosen = stratified_subset(tasks, args.share, args.seed)
         dump_tasks(args.out, chosen)
         print(f"{len(chosen)} tasks -> {args.out}", file=sys.stderr)
         return
