@@ -19,6 +19,7 @@ import sys
 import tempfile
 import zipfile
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 from fastapply.errors import FastapplyError
@@ -136,11 +137,18 @@ def load_base(dtype=None, base: BaseWheel = BASE, progress: bool = False):
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from transformers.utils import logging as hf_logging
 
+    from transformers import modeling_gguf_pytorch_utils as gguf_loading
+
     path = gguf_path(base, progress)
     hf_logging.set_verbosity_error()
     hf_logging.disable_progress_bar()
-    tokenizer = AutoTokenizer.from_pretrained(path.parent, gguf_file=path.name)
-    model = AutoModelForCausalLM.from_pretrained(path.parent, gguf_file=path.name, dtype=dtype or torch.float32)
+    bar = gguf_loading.tqdm  # its dequantizing bar ignores the setting above: shown only with progress
+    gguf_loading.tqdm = partial(bar, disable=not progress)
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(path.parent, gguf_file=path.name)
+        model = AutoModelForCausalLM.from_pretrained(path.parent, gguf_file=path.name, dtype=dtype or torch.float32)
+    finally:
+        gguf_loading.tqdm = bar
     model.hf_quantizer = None  # the weights are dequantized now: nothing of the GGUF is left to keep
     if hasattr(model.config, "quantization_config"):
         del model.config.quantization_config
