@@ -100,12 +100,13 @@ def run_eval(tasks: Sequence[Task], config: EvalConfig, out_dir: str | Path, wor
     return EvalRun(records=ordered, ran=len(records) - resumed, resumed=resumed)
 
 
-def run_meta(config: EvalConfig, run: EvalRun, tasks: Path, limit: int | None, out: Path) -> dict:
+def run_meta(config: EvalConfig, run: EvalRun, tasks: Path, limit: int | None, out: Path,
+             max_lines: int | None = None) -> dict:
     """What the report says about the run, with the command that reproduces it (never a key)."""
     args = ["--tasks", str(tasks), "--engine", config.engine, "--draft", ",".join(config.policies)]
     for flag, value in (("--model", config.model), ("--tokenizer", config.tokenizer), ("--adapter", config.adapter),
                         ("--preset", config.preset), ("--max-new-tokens", config.max_new_tokens),
-                        ("--limit", limit), ("--out", out)):
+                        ("--max-lines", max_lines), ("--limit", limit), ("--out", out)):
         if value is not None and not (flag == "--preset" and value == "default"):
             args += [flag, str(value)]
     if config.server is not None:
@@ -115,6 +116,8 @@ def run_meta(config: EvalConfig, run: EvalRun, tasks: Path, limit: int | None, o
         args += ["--device", config.device, "--dtype", config.dtype]
     if not config.merge_draft:
         args.append("--no-merge-draft")
+    if not config.measure_limit and config.engine in ("model", "auto") and config.server is None:
+        args.append("--no-time-prefill")
     if config.judge is not None:
         args += ["--judge-url", config.judge.url, "--judge-model", config.judge.model]
     return {"fastapply_version": __version__, "git_commit": git_commit(), "model": config.model_source,

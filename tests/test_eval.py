@@ -183,6 +183,23 @@ def test_merge_engine(tmp_path):
     assert (tmp_path / "accuracy.png") in written and "| merge | 5 |" in (tmp_path / "report.md").read_text()
 
 
+@pytest.mark.skipif(not merge_engine_available(), reason="the merge engine (fastapply.merge) is not in this branch")
+def test_cli_max_lines_runs_only_the_short_files(tmp_path):
+    from tests.evaltasks import write_tasks
+
+    tasks = write_tasks(tmp_path / "tasks.jsonl")
+    lengths = sorted(len(t.original.splitlines()) for t in TASKS)
+    cut = lengths[2]
+    out = tmp_path / "out"
+    result = CliRunner().invoke(app, ["eval", "--tasks", str(tasks), "--engine", "merge", "--max-lines", str(cut),
+                                      "--out", str(out), "--json"])
+    assert result.exit_code == 0, result.output
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["tasks"] == sum(n <= cut for n in lengths) < len(TASKS)
+    assert all(row["lines"] <= cut for row in summary["per_task"])
+    assert f"--max-lines {cut}" in summary["command"]
+
+
 # -- the LLM judge, through a real HTTP server on 127.0.0.1 ------------------------------------------
 
 class _Judge(BaseHTTPRequestHandler):

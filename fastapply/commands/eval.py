@@ -37,9 +37,10 @@ def eval_command(
                                                       "--engine model also plain and prompt-lookup (model.generate). "
                                                       "Default: all of them.")] = None,
     merge_draft: Annotated[bool, typer.Option(help="Let the fastapply policy draft the merge engine's candidate.")] = True,
-    measure_limit: Annotated[bool, typer.Option(help="With a local model, also time one prefill of prompt + reference "
-                                                     "answer per task: the limit (limit_s, vs_limit).")] = True,
-    limit: Annotated[Optional[int], typer.Option(min=1, help="Run the first N tasks only.")] = None,
+    time_prefill: Annotated[bool, typer.Option(help="With a local model, also time one prefill of prompt + reference "
+                                                    "answer per task: the limit of any rewrite (limit_s, vs_limit).")] = True,
+    max_lines: Annotated[Optional[int], typer.Option(min=1, help="Run only the tasks whose file has at most N lines.")] = None,
+    limit: Annotated[Optional[int], typer.Option(min=1, help="Run the first N tasks only (after --max-lines).")] = None,
     workers: Annotated[int, typer.Option(min=1, help="Parallel processes (merge and replay engines), or requests "
                                                      "sent to a server at once.")] = 1,
     out: Annotated[Optional[Path], typer.Option("--out", help="Results directory (default: runs/eval-ENGINE); "
@@ -79,18 +80,19 @@ def eval_command(
             engine=engine.value, policies=tuple(p.strip() for p in (draft or "").split(",") if p.strip()),
             model=local_model(model) if remote is None and engine in (Engine.model, Engine.auto) else model,
             tokenizer=tokenizer, adapter=adapter, device=device, dtype=dtype, preset=preset,
-            max_new_tokens=max_new_tokens, merge_draft=merge_draft, measure_limit=measure_limit,
+            max_new_tokens=max_new_tokens, merge_draft=merge_draft, measure_limit=time_prefill,
             judge=JudgeConfig(judge_url, judge_model, judge_key) if judge_url else None,
             server=remote, send_prediction=prediction, api_key=api_key,
         ).resolved()
         tasks = tasks or default_tasks_path()
-        task_list = load_tasks(tasks)[:limit]
+        task_list = [t for t in load_tasks(tasks)
+                     if max_lines is None or len(t.original.splitlines()) <= max_lines][:limit]
         if not task_list:
             raise UsageError(f"no tasks in {tasks}")
         out = out or Path("runs") / f"eval-{engine.value}"
         with task_progress(len(task_list)) as on_task:
             run = run_eval(task_list, config, out, workers, on_task)
-        summary = summarize(run.records, run_meta(config, run, tasks, limit, out))
+        summary = summarize(run.records, run_meta(config, run, tasks, limit, out, max_lines))
         write_report(out, summary)
         if as_json:
             typer.echo(json.dumps({k: v for k, v in summary.items() if k != "per_task"}, indent=1))
