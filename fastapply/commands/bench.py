@@ -89,7 +89,7 @@ def _print_bench(rows, model: str, acceptance: str) -> None:
     if len({r.case for r in rows}) > 1:
         from fastapply.bench import summarize
 
-        spread = Table(title="over the cases: median [min, quartiles, max]; vs limit = seconds over one "
+        spread = Table(title="over the cases: median \\[min, quartiles, max]; vs limit = seconds over one "
                              "prefill of prompt + answer")
         for col in ("method", "cases", "same as plain", "seconds", "vs plain", "vs prompt lookup", "vs limit"):
             spread.add_column(col, justify="left" if col == "method" else "right")
