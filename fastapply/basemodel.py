@@ -135,9 +135,8 @@ def load_base(dtype=None, base: BaseWheel = BASE, progress: bool = False):
     transformers model that ``save_pretrained`` writes like any other."""
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
-    from transformers.utils import logging as hf_logging
-
     from transformers import modeling_gguf_pytorch_utils as gguf_loading
+    from transformers.utils import logging as hf_logging
 
     path = gguf_path(base, progress)
     hf_logging.set_verbosity_error()

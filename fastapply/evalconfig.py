@@ -43,7 +43,7 @@ class EvalConfig:
     max_new_tokens: int | None = None  # None: twice the file and the edit plus 256 (and within the model's context);
     #                                    with a server, None lets the server decide
     merge_draft: bool = True  # the fastapply policy (or the server's prediction) drafts the merge engine's candidate
-    measure_limit: bool = True  # a local model also times one prefill of prompt + reference answer per task
+    time_prefill: bool = True  # a local model also times one prefill of prompt + reference answer per task
     judge: JudgeConfig | None = None
     server: str | None = None  # an OpenAI-compatible API base (e.g. http://127.0.0.1:8000/v1) answering for the model
     send_prediction: bool = True  # with a server: send the expected answer as `prediction` (predicted outputs)

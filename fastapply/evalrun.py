@@ -115,7 +115,7 @@ def _run_task(task: Task, policies: Sequence[str]) -> list[dict]:
                 else:
                     applied = _decode(task, policy, merged if policy in ("fastapply", REMOTE_POLICY) else None)
                     output, closed, speed = applied.text, applied.closed, applied.stats.as_dict()
-                    if config.engine != "replay" and config.measure_limit:
+                    if config.engine != "replay" and config.time_prefill:
                         limit = limit or _limit(task)
                         speed |= {"limit_s": round(limit, 4), "vs_limit": round(speed["seconds"] / limit, 3)}
                 extra = {"merged_draft": merged is not None} if policy in ("fastapply", REMOTE_POLICY) else {}

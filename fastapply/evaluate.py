@@ -116,7 +116,7 @@ def run_meta(config: EvalConfig, run: EvalRun, tasks: Path, limit: int | None, o
         args += ["--device", config.device, "--dtype", config.dtype]
     if not config.merge_draft:
         args.append("--no-merge-draft")
-    if not config.measure_limit and config.engine in ("model", "auto") and config.server is None:
+    if not config.time_prefill and config.engine in ("model", "auto") and config.server is None:
         args.append("--no-time-prefill")
     if config.judge is not None:
         args += ["--judge-url", config.judge.url, "--judge-model", config.judge.model]

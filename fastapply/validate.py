@@ -74,16 +74,6 @@ def snippet_code(update: str, language: str | None) -> list[str]:
             if line.strip() and not marker and not has_inline_marker(line) and not _PROSE.fullmatch(line.strip())]
 
 
-def new_lines(original: str, update: str, language: str | None) -> list[str]:
-    """The update's lines of code (``snippet_code``) that are not in the original: the code the edit adds.
-
-    >>> new_lines("a = 1\\nb = 2\\n", "# ... existing code ...\\nb = 2\\nc = 3\\n", "python")
-    ['c = 3']
-    """
-    old = {line.strip() for line in original.split("\n")}
-    return [line for line in snippet_code(update, language) if line not in old]
-
-
 def edit_not_applied(original: str, output: str, update: str, language: str | None) -> str | None:
     """Why ``output`` does not apply ``update``, or None: it is the original unchanged although the
     update adds code, it leaves out lines the update adds, or it leaves out lines of the original that
@@ -96,19 +86,20 @@ def edit_not_applied(original: str, output: str, update: str, language: str | No
     >>> edit_not_applied("a = 1\\nb = 2\\n", "c = 3\\n", "# ...\\nb = 2\\nc = 3\\n", "python")[:54]
     'the output leaves out 1 line(s) the update keeps, such'
     """
-    added = new_lines(original, update, language)
+    code = snippet_code(update, language)
+    old = {line.strip() for line in original.split("\n") if line.strip()}
+    added = [line for line in code if line not in old]  # the code the edit adds
     if added and output == original:
         return "the output is the original unchanged, but the update adds code"
     written = {line.strip() for line in output.split("\n")}
     shown = {line.strip() for line in update.split("\n") if line.strip()}
-    old = {line.strip() for line in original.split("\n") if line.strip()}
     if not (shown & (old | written)) and not count_markers(update, language):
         return None  # prose, not a snippet
     missing = [line for line in added if line not in written]
     if missing:
         return (f"the output leaves out {len(missing)} new line(s) of the update, "
                 f"such as {missing[0][:60]!r}: the edit is not applied")
-    dropped = [line for line in snippet_code(update, language) if line in old and line not in written]
+    dropped = [line for line in code if line in old and line not in written]
     if dropped:
         return (f"the output leaves out {len(dropped)} line(s) the update keeps, "
                 f"such as {dropped[0][:60]!r}: the edit is not applied as shown")

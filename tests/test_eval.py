@@ -164,7 +164,7 @@ def test_model_engine_with_tiny_model(tmp_path, tiny_model):
         assert speed["vs_limit"] == pytest.approx(speed["seconds"] / speed["limit_s"], rel=1e-2)
     assert summary["policies"]["plain"]["vs_limit_median"] > 0
     unmeasured = run_eval(tasks[:1], EvalConfig("model", ("fastapply",), model="tiny", max_new_tokens=24,
-                                                dtype="float32", device="cpu", measure_limit=False),
+                                                dtype="float32", device="cpu", time_prefill=False),
                           tmp_path / "no-limit", model=model, tokenizer=tokenizer)
     assert "limit_s" not in unmeasured.records[0]["speed"]
 
