@@ -11,7 +11,7 @@ from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, replace
 
 from fastapply.decode import DecodeStats, speculative_generate
-from fastapply.draft import DraftContext, make_drafter
+from fastapply.draft import DraftContext, ModelDrafters, make_drafter
 from fastapply.errors import FastapplyError
 from fastapply.prompt import Preset, answer_ids, encode_text, get_preset, parse_answer, prompt_ids
 
@@ -81,10 +81,12 @@ def _closing_tokens(tokenizer, prediction: Sequence[int], close_tag: str) -> tup
 
 
 def run_plan(target, tokenizer, plan: EditPlan, policy: str = "fastapply", max_new_tokens: int | None = None,
-             stop_ids: Collection[int] = (), on_pass: Callable | None = None) -> ApplyResult:
-    """Decode one planned request on ``target`` with the draft ``policy`` and parse the answer."""
+             stop_ids: Collection[int] = (), on_pass: Callable | None = None,
+             models: ModelDrafters | None = None) -> ApplyResult:
+    """Decode one planned request on ``target`` with the draft ``policy`` and parse the answer;
+    ``models`` builds the model-run drafters the policy may name (``draft.make_drafter``)."""
     budget = max_new_tokens or plan.default_max_new_tokens
-    drafter = make_drafter(policy, plan.context)
+    drafter = make_drafter(policy, plan.context, models)
     stops = set(stop_ids) | ({tokenizer.eos_token_id} if tokenizer.eos_token_id is not None else set())
     log.info("prompt %d tokens, prediction %d, snippet %d, merged candidate %s; budget %d, draft %s",
              len(plan.prompt_ids), len(plan.context.prediction_ids), len(plan.context.snippet_ids),

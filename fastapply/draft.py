@@ -12,7 +12,7 @@ model or choose the draft length; ``decode.py`` does.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -119,9 +119,10 @@ def _nearer(end: int, other: int, pointer: int) -> bool:
 
 class SpecEditsDrafter:
     """fastapply's policy: pointer sources (merged prediction, original prediction, snippet), the one with
-    the longest current matched run proposing (ties in that order), then the output's own history."""
+    the longest current matched run proposing (ties in that order); where none is live, the fallback: the
+    output's own history, or a model-run drafter (``fastapply+draft-model``, ``fastapply+medusa``)."""
 
-    def __init__(self, context: DraftContext):
+    def __init__(self, context: DraftContext, fallback: Drafter | None = None):
         sources = []
         if context.merged_ids is not None and list(context.merged_ids) != list(context.prediction_ids):
             sources.append(PointerSource("merged", context.merged_ids, context.newline_ids))
@@ -130,7 +131,7 @@ class SpecEditsDrafter:
             sources.append(PointerSource("snippet", context.snippet_ids, context.newline_ids))
             sources[-1].pointer = None  # the snippet is only reached by re-sync
         self.sources = sources
-        self.history = HistoryLookup()
+        self.fallback = fallback if fallback is not None else HistoryLookup()
         self.source = ""
         self._seen = 0
 
@@ -140,8 +141,8 @@ class SpecEditsDrafter:
             best = max(live, key=lambda s: s.run)  # max() keeps the first of equal runs: source order
             self.source = best.name
             return best.propose(k)
-        draft = self.history.propose(out, k)
-        self.source = "history" if draft else ""
+        draft = self.fallback.propose(out, k)
+        self.source = self.fallback.source if draft else ""
         return draft
 
     def update(self, out: Sequence[int], n_accepted: int) -> None:
@@ -149,6 +150,7 @@ class SpecEditsDrafter:
         self._seen = len(out)
         for source in self.sources:
             source.follow(new, out)
+        self.fallback.update(out, n_accepted)
 
 
 class HistoryLookup:
@@ -261,12 +263,26 @@ POLICIES = {
     "pld": PromptLookupDrafter,
     "ngram": NgramDrafter,
 }
+# Drafters that run a model of their own: the caller holds that model and passes a factory per name.
+MODEL_DRAFTERS = ("draft-model", "medusa")
+MODEL_POLICIES = (*MODEL_DRAFTERS, *(f"fastapply+{name}" for name in MODEL_DRAFTERS))
+ModelDrafters = Mapping[str, Callable[[DraftContext], Drafter]]
 
 
-def make_drafter(policy: str, context: DraftContext) -> Drafter:
-    """The drafter registered under ``policy`` for one request."""
+def make_drafter(policy: str, context: DraftContext, models: ModelDrafters | None = None) -> Drafter:
+    """The drafter registered under ``policy`` for one request. ``models`` builds the model-run drafters
+    (``draft-model``, ``medusa``) that ``policy`` names, alone or as ``fastapply+NAME``'s fallback."""
+    models = models or {}
+    if policy in MODEL_POLICIES:
+        name = policy.removeprefix("fastapply+")
+        if name not in models:
+            option = "--draft-model" if name == "draft-model" else "--medusa"
+            raise UsageError(f"the draft policy {policy!r} needs {option} PATH")
+        drafter = models[name](context)
+        return SpecEditsDrafter(context, fallback=drafter) if policy != name else drafter
     try:
         factory = POLICIES[policy]
     except KeyError:
-        raise UsageError(f"unknown draft policy {policy!r}; choose one of: {', '.join(POLICIES)}") from None
+        raise UsageError(f"unknown draft policy {policy!r}; choose one of: "
+                         f"{', '.join([*POLICIES, *MODEL_POLICIES])}") from None
     return factory(context)

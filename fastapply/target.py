@@ -190,7 +190,7 @@ class HFTarget:
     """
 
     def __init__(self, model, temperature: float = 0.0, seed: int | None = None, prefill_chunk: int = 1024,
-                 model_key: str | None = None):
+                 model_key: str | None = None, keep_hidden: bool = False):
         import torch
 
         self.model = model
@@ -205,6 +205,25 @@ class HFTarget:
         self.pending: int | None = None  # the model's last choice, not yet fed to the cache
         self.choices: list[int] = []  # the model's choices from the last verify
         self._cost: CostModel | None = None
+        # With ``keep_hidden``, ``last_hidden`` is the decoder's final (normed) hidden state [H] at the
+        # position whose logits chose ``pending``: what draft heads read to propose the tokens after it.
+        self.last_hidden = None
+        self._hidden = None  # [S, H] of the last forward pass
+        self._decoder = None
+        if keep_hidden:
+            core = model.get_base_model() if hasattr(model, "get_base_model") else model
+            self._decoder = core.get_decoder()
+
+    def _forward(self, **kwargs):
+        """One forward pass of the model; with ``keep_hidden``, its decoder's last hidden states kept."""
+        if self._decoder is None:
+            return self.model(**kwargs)
+        hook = self._decoder.register_forward_hook(
+            lambda module, args, output: setattr(self, "_hidden", output.last_hidden_state[0]))
+        try:
+            return self.model(**kwargs)
+        finally:
+            hook.remove()
 
     # -- the protocol ------------------------------------------------------------------------
     def prefill(self, ids: list[int]) -> int:
@@ -218,9 +237,11 @@ class HFTarget:
         with torch.inference_mode():
             for start in range(0, len(ids), self.prefill_chunk):
                 chunk = torch.tensor([ids[start:start + self.prefill_chunk]], device=self.device)  # [1, S]
-                logits = self.model(input_ids=chunk, past_key_values=self.cache, use_cache=True,
-                                    logits_to_keep=1).logits  # [1, 1, V]
+                logits = self._forward(input_ids=chunk, past_key_values=self.cache, use_cache=True,
+                                       logits_to_keep=1).logits  # [1, 1, V]
         self.pending = self._choose(logits[0])[0]
+        if self._hidden is not None:
+            self.last_hidden = self._hidden[-1]
         return self.pending
 
     def verify(self, draft: list[int]) -> list[int]:
@@ -229,8 +250,8 @@ class HFTarget:
         fed = [self.pending, *draft]
         with torch.inference_mode():
             x = torch.tensor([fed], device=self.device)  # [1, k+1]
-            logits = self.model(input_ids=x, past_key_values=self.cache, use_cache=True,
-                                logits_to_keep=len(fed)).logits  # [1, k+1, V]
+            logits = self._forward(input_ids=x, past_key_values=self.cache, use_cache=True,
+                                   logits_to_keep=len(fed)).logits  # [1, k+1, V]
         self.choices = self._choose(logits[0])
         return self.choices
 
@@ -240,6 +261,8 @@ class HFTarget:
         if keep < fed:
             self.cache.crop(-(fed - keep))
         self.pending = self.choices[n]
+        if self._hidden is not None:
+            self.last_hidden = self._hidden[n]
 
     def cost(self, k: int) -> float:
         if self._cost is None:

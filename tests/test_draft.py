@@ -116,5 +116,28 @@ def test_ngram_takes_the_longest_match_then_the_earliest():
 
 
 def test_unknown_policy_lists_the_valid_ones():
-    with pytest.raises(UsageError, match="fastapply, none, pld, ngram"):
-        make_drafter("medusa", DraftContext(prompt_ids=[], prediction_ids=[]))
+    with pytest.raises(UsageError, match="fastapply, none, pld, ngram, draft-model, medusa"):
+        make_drafter("lookahead", DraftContext(prompt_ids=[], prediction_ids=[]))
+
+
+def test_a_model_policy_without_its_model_says_which_option_it_needs():
+    with pytest.raises(UsageError, match="needs --medusa PATH"):
+        make_drafter("fastapply+medusa", DraftContext(prompt_ids=[], prediction_ids=[]))
+
+
+def test_fastapply_with_a_model_fallback_drafts_from_it_only_where_no_pointer_is_live():
+    class Nines:  # a model-run drafter that always proposes 9s
+        source = "draft-model"
+
+        def propose(self, out, k):
+            return [9] * k
+
+        def update(self, out, n_accepted):
+            pass
+
+    fallback = Nines()
+    context = DraftContext(prompt_ids=[], prediction_ids=[1, 2, 3])
+    drafter = make_drafter("fastapply+draft-model", context, {"draft-model": lambda ctx: fallback})
+    assert drafter.propose([], 2) == [1, 2] and drafter.source == "prediction"
+    drafter.update([7, 7, 7, 7], 0)  # off the prediction, no re-sync point
+    assert drafter.propose([7, 7, 7, 7], 2) == [9, 9] and drafter.source == "draft-model"
