@@ -21,8 +21,12 @@ from dataclasses import dataclass, field
 
 from fastapply.draft import Drafter
 from fastapply.target import Target
+from fastapply.tree import DraftTree
 
 MAX_DRAFT = 512  # longest draft one pass may verify
+BRANCH_TOKENS = 8  # longest alternative branch verified beside the draft
+TREE_NODES = 32  # most alternative tokens one pass verifies beside the draft
+BRANCH = "branch"  # the acceptance tracker's name for "a pass took an alternative branch"
 DRAFT_SIZES = (0, 1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512)
 
 
@@ -114,11 +118,32 @@ def choose_draft_length(cost: Callable[[int], float], rate: float, limit: int) -
     """
     best_k, best_value = 0, 0.0
     for k in [size for size in DRAFT_SIZES if size < limit] + [max(limit, 0)]:
-        expected = (1 - rate ** (k + 1)) / (1 - rate) if rate < 1 else k + 1
-        value = expected / cost(k)
+        value = expected_tokens(rate, k) / cost(k)
         if value > best_value:
             best_k, best_value = k, value
     return best_k
+
+
+def expected_tokens(rate: float, k: int) -> float:
+    """Tokens a pass yields on average from a draft of ``k`` at per-token acceptance ``rate``, the
+    target's own token included: ``1 + rate + ... + rate^k``."""
+    return (1 - rate ** (k + 1)) / (1 - rate) if rate < 1 else k + 1
+
+
+def tree_pays(cost: Callable[[int], float], k: int, extra: int, rate: float, branch_rate: float,
+              branch_len: int) -> bool:
+    """Whether verifying ``extra`` alternative tokens beside a draft of ``k`` gives more expected tokens
+    per second: an alternative is only reached when the draft's first token is wrong (1 - ``rate``),
+    and then is right with probability ``branch_rate``.
+
+    >>> tree_pays(lambda n: 1.0, 8, 8, 0.5, 0.5, 8)          # free extra tokens: always
+    True
+    >>> tree_pays(lambda n: 1.0 + n / 8, 8, 8, 0.9, 0.3, 8)  # dear, and seldom reached: no
+    False
+    """
+    single = expected_tokens(rate, k) / cost(k)
+    gain = (1 - rate) * branch_rate * (expected_tokens(rate, branch_len) - 1)
+    return (expected_tokens(rate, k) + gain) / cost(k + extra) > single
 
 
 def speculative_generate(
@@ -129,9 +154,11 @@ def speculative_generate(
     stop_ids: Collection[int] = (),
     stop_sequences: Sequence[Sequence[int]] = (),
     on_pass: Callable[[list[int], DecodeStats], None] | None = None,
+    trees: bool = True,
 ) -> tuple[list[int], DecodeStats]:
     """Generate up to ``max_new_tokens`` tokens after ``prompt_ids``; stop after a stop id or a stop
-    sequence (which stays in the output). Returns the tokens and the stats."""
+    sequence (which stays in the output). Returns the tokens and the stats. With ``trees`` (where the
+    target and the drafter both can) a drafter's alternatives are verified beside its draft as a tree."""
     tracker = AcceptanceTracker()
     accepted_per_pass: list[int] = []
     proposed_per_pass: list[int] = []
@@ -149,30 +176,50 @@ def speculative_generate(
             decode_s=time.perf_counter() - start - prefill_s, sources=dict(by_source),
         )
 
+    trees = trees and getattr(target, "verifies_trees", False) and hasattr(drafter, "candidates")
     while done is None and len(out) < max_new_tokens:
         # propose: as many tokens as pay for themselves, never past the budget
         limit = min(MAX_DRAFT, max_new_tokens - len(out) - 1)
-        draft = drafter.propose(out, limit)
+        chains = drafter.candidates(out, limit) if trees else [drafter.propose(out, limit)]
+        draft = chains[0] if chains else []
         k = choose_draft_length(target.cost, tracker.rate(drafter.source), min(limit, len(draft)))
         if draft and k == 0 and limit > 0:
             k = 1  # one drafted token costs next to nothing, and keeps the acceptance estimate learning
         draft = draft[:k]
-        # verify: the target's own choice after out, and after each draft prefix
-        choices = target.verify(draft)
-        # accept: the longest prefix of the draft the target agrees with, plus the target's next token
-        n = 0
-        while n < len(draft) and draft[n] == choices[n]:
-            n += 1
-        # roll back: the target forgets the rejected draft tokens
-        target.accept(n)
-        tracker.observe(drafter.source, len(draft), n)
+        tree = branch_tree(draft, chains[1:], limit) if trees else None
+        if tree is not None and not tree_pays(target.cost, len(draft), tree.size - len(draft),
+                                              tracker.rate(drafter.source), tracker.rate(BRANCH),
+                                              min(BRANCH_TOKENS, limit)):
+            tree = None
+        if tree is None:
+            # verify: the target's own choice after out, and after each draft prefix
+            choices = target.verify(draft)
+            # accept: the longest prefix of the draft the target agrees with, plus the target's next token
+            n = 0
+            while n < len(draft) and draft[n] == choices[n]:
+                n += 1
+            # roll back: the target forgets the rejected draft tokens
+            target.accept(n)
+            accepted, proposed = draft[:n], len(draft)
+            following = choices[n]
+        else:
+            # the same four steps over a tree: every branch verified in one pass, the longest agreeing kept
+            choices = target.verify_tree(tree)
+            path = tree.accepted(choices)
+            target.accept_path(path)
+            accepted, proposed = [tree.tokens[node] for node in path], tree.size
+            following = choices[path[-1] if path else 0]
+            off_draft = any(node > len(draft) for node in path)  # the draft's nodes come first, 1..len(draft)
+            tracker.observe(BRANCH, 1, int(off_draft))
+        n = len(accepted)
+        tracker.observe(drafter.source, len(draft), min(n, len(draft)))
         accepted_per_pass.append(n)
-        proposed_per_pass.append(len(draft))
+        proposed_per_pass.append(proposed)
         if n:
             by_source[drafter.source] += n
         before = len(out)
-        out.extend(draft[:n])
-        out.append(choices[n])
+        out.extend(accepted)
+        out.append(following)
         done = stop_index(out, before, stop_ids, stop_sequences)
         drafter.update(out, n)
         if on_pass is not None:
@@ -180,6 +227,22 @@ def speculative_generate(
     if done is not None:
         del out[done:]
     return out, stats()
+
+
+def branch_tree(draft: list[int], alternatives: Sequence[Sequence[int]], limit: int) -> DraftTree | None:
+    """The tree of ``draft`` and its ``alternatives`` (each cut to ``BRANCH_TOKENS``, all together to
+    ``TREE_NODES`` beyond the draft and to ``limit`` deep), or ``None`` when they add nothing to the draft.
+
+    >>> branch_tree([1, 2], [[1, 3], [1, 2]], 8).tokens
+    (-1, 1, 2, 3)
+    >>> branch_tree([1, 2], [[1]], 8) is None
+    True
+    """
+    if not alternatives:
+        return None
+    cut = min(BRANCH_TOKENS, limit)
+    tree = DraftTree.from_chains([draft, *(chain[:cut] for chain in alternatives)], len(draft) + TREE_NODES)
+    return None if tree.size == len(draft) else tree
 
 
 def stop_index(out: list[int], since: int, stop_ids: Collection[int],

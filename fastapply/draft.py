@@ -11,6 +11,7 @@ model or choose the draft length; ``decode.py`` does.
 
 from __future__ import annotations
 
+import functools
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -42,6 +43,7 @@ class DraftContext:
 
 MIN_MATCH = 3  # tokens a re-sync match needs, unless it ends at a line break
 MAX_MATCH = 64  # longer suffix matches are not told apart
+MAX_OTHERS = 3  # re-sync points offered beside the best one, for tree verification
 
 
 class PointerSource:
@@ -66,10 +68,12 @@ class PointerSource:
             if self.tokens[i] in newline_ids:
                 self._newlines[self.tokens[i]].append(i)
         self._last_pointer = 0
+        self.others: list[int] = []  # the next best re-sync points, after a re-sync
 
     def follow(self, new: Sequence[int], out: Sequence[int]) -> None:
         """Advance over ``new`` output tokens while they match; re-synchronise when they do not."""
         p = self.pointer
+        self.others = []
         if p is not None and self.tokens[p:p + len(new)] == list(new):
             self.pointer = p + len(new)
             self.run += len(new)
@@ -79,7 +83,8 @@ class PointerSource:
             self._last_pointer = self.pointer
 
     def resync(self, out: Sequence[int]) -> None:
-        """Point after the longest suffix of ``out`` found in the tokens, nearest at or after the old pointer."""
+        """Point after the longest suffix of ``out`` found in the tokens, nearest at or after the old
+        pointer; the next best matches (longest, then nearest) are kept in ``others``."""
         candidates: list[int] = []  # start positions of a match of the last MIN_MATCH tokens (or 1 newline)
         width = 0
         if len(out) >= MIN_MATCH:
@@ -88,7 +93,7 @@ class PointerSource:
         if not candidates and out and out[-1] in self.newline_ids:
             candidates = self._newlines.get(out[-1], [])
             width = 1
-        best_end, best_len = None, 0
+        matches: list[tuple[int, int]] = []  # (end, length)
         for start in candidates:
             end = start + width
             if end >= len(self.tokens):
@@ -97,16 +102,27 @@ class PointerSource:
             while (length < MAX_MATCH and start - (length - width) > 0 and length < len(out)
                    and self.tokens[start - (length - width) - 1] == out[-length - 1]):
                 length += 1
-            if best_end is None or length > best_len or (
-                    length == best_len and _nearer(end, best_end, self._last_pointer)):
-                best_end, best_len = end, length
-        self.pointer = best_end
-        self.run = best_len
+            matches.append((end, length))
+        ranked = sorted(matches, key=functools.cmp_to_key(self._better))
+        self.pointer, self.run = ranked[0] if ranked else (None, 0)
+        self.others = [end for end, _ in ranked[1:1 + MAX_OTHERS]]
+
+    def _better(self, a: tuple[int, int], b: tuple[int, int]) -> int:
+        """Order of re-sync matches (end, length): longer first, then nearer the old pointer."""
+        if a[1] != b[1]:
+            return b[1] - a[1]
+        if a[0] == b[0]:
+            return 0
+        return -1 if _nearer(a[0], b[0], self._last_pointer) else 1
 
     def propose(self, k: int) -> list[int]:
         if self.pointer is None:
             return []
         return self.tokens[self.pointer:self.pointer + k]
+
+    def alternatives(self, k: int) -> list[list[int]]:
+        """What the next best re-sync points would propose, right after a re-sync (else nothing)."""
+        return [self.tokens[end:end + k] for end in self.others]
 
 
 def _nearer(end: int, other: int, pointer: int) -> bool:
@@ -144,6 +160,22 @@ class SpecEditsDrafter:
         draft = self.fallback.propose(out, k)
         self.source = self.fallback.source if draft else ""
         return draft
+
+    def candidates(self, out: Sequence[int], k: int) -> list[list[int]]:
+        """``propose``'s draft first, then the alternatives a tree verifies beside it: the other live
+        sources' drafts and every source's next best re-sync points; where no source is live, the
+        fallback's own candidates (draft heads' top-k) if it has them."""
+        live = [s for s in self.sources if s.pointer is not None and s.pointer < len(s.tokens)]
+        if not live and hasattr(self.fallback, "candidates"):
+            chains = self.fallback.candidates(out, k)
+            self.source = self.fallback.source if chains and chains[0] else ""
+            return chains
+        chains = [self.propose(out, k)]
+        for source in live:
+            chains.append(source.propose(k))
+        for source in self.sources:
+            chains.extend(source.alternatives(k))
+        return [chains[0], *(chain for chain in chains[1:] if chain and chain != chains[0])]
 
     def update(self, out: Sequence[int], n_accepted: int) -> None:
         new = out[self._seen:]

@@ -204,6 +204,12 @@ class HFTarget:
         self.cache = None
         self.pending: int | None = None  # the model's last choice, not yet fed to the cache
         self.choices: list[int] = []  # the model's choices from the last verify
+        from fastapply.kvcache import RollbackCache
+
+        # A cache that rolls back by moving a length, where every layer attends to the whole context;
+        # it is also what keeps a verified tree's branch, so only then can ``verify_tree`` run.
+        self.verifies_trees = RollbackCache.supports(model.config)
+        self._tree_base = 0  # cache length before the last verify_tree
         self._cost: CostModel | None = None
         # With ``keep_hidden``, ``last_hidden`` is the decoder's final (normed) hidden state [H] at the
         # position whose logits chose ``pending``: what draft heads read to propose the tokens after it.
@@ -228,11 +234,10 @@ class HFTarget:
     # -- the protocol ------------------------------------------------------------------------
     def prefill(self, ids: list[int]) -> int:
         import torch
-        from transformers import DynamicCache
 
         if not ids:
             raise FastapplyError("the prompt is empty")
-        self.cache = DynamicCache(config=self.model.config)
+        self.cache = self._new_cache()
         logits = None
         with torch.inference_mode():
             for start in range(0, len(ids), self.prefill_chunk):
@@ -264,12 +269,54 @@ class HFTarget:
         if self._hidden is not None:
             self.last_hidden = self._hidden[n]
 
+    # -- tree verification -------------------------------------------------------------------
+    def verify_tree(self, tree) -> list[int]:
+        """Feed [last token] + the tree's nodes in one pass, each seeing the context and its own branch
+        at position context + depth; return the model's choice after every node (node 0: the last token)."""
+        import torch
+
+        base = self.cache.get_seq_length()
+        nodes = len(tree.tokens)
+        dtype = next(self.model.parameters()).dtype
+        with torch.inference_mode():
+            x = torch.tensor([[self.pending, *tree.tokens[1:]]], device=self.device)  # [1, N]
+            seen = torch.ones(nodes, base + nodes, dtype=torch.bool, device=self.device)  # [N, base + N]
+            seen[:, base:] = torch.tensor(tree.visibility(), device=self.device)
+            mask = torch.zeros(1, 1, nodes, base + nodes, dtype=dtype, device=self.device)
+            mask.masked_fill_(~seen, torch.finfo(dtype).min)  # additive: eager and sdpa attention alike
+            positions = torch.tensor([[base + depth for depth in tree.depths]], device=self.device)  # [1, N]
+            logits = self._forward(input_ids=x, attention_mask=mask, position_ids=positions,
+                                   past_key_values=self.cache, use_cache=True, logits_to_keep=nodes).logits
+        self.choices = self._choose(logits[0])
+        self._tree_base = base
+        return self.choices
+
+    def accept_path(self, path: Sequence[int]) -> None:
+        """Keep the branch of the last ``verify_tree`` through ``path`` (nodes after the root, ascending)."""
+        import torch
+
+        base = self._tree_base
+        with torch.inference_mode():
+            self.cache.keep(base + 1, [base + node for node in path])
+        last = path[-1] if path else 0
+        self.pending = self.choices[last]
+        if self._hidden is not None:
+            self.last_hidden = self._hidden[last]
+
     def cost(self, k: int) -> float:
         if self._cost is None:
             self._cost = self._load_or_calibrate()
         return self._cost(k)
 
     # -- helpers -----------------------------------------------------------------------------
+    def _new_cache(self):
+        """A cache that rolls back by moving a length where the model allows it, else transformers' own."""
+        from transformers import DynamicCache
+
+        from fastapply.kvcache import RollbackCache
+
+        return RollbackCache(self.model.config) if self.verifies_trees else DynamicCache(config=self.model.config)
+
     def _choose(self, logits) -> list[int]:
         """The model's token at each position of ``logits`` [S, V]: argmax, or a sample at the temperature."""
         import torch
@@ -355,6 +402,17 @@ class ReplayTarget:
     def accept(self, n: int) -> None:
         self.position += n + 1
 
+    verifies_trees = True
+
+    def verify_tree(self, tree) -> list[int]:
+        # Only nodes on the reference's own branch are ever reached, and there the choice is the
+        # reference token one deeper.
+        self.choices = [self._at(self.position + 1 + depth) for depth in tree.depths]
+        return self.choices
+
+    def accept_path(self, path: Sequence[int]) -> None:
+        self.position += len(path) + 1
+
     def cost(self, k: int) -> float:
         return 1.0 + self.per_token * k
 
@@ -385,3 +443,12 @@ class ReplayedHFTarget(HFTarget):
     def accept(self, n: int) -> None:
         super().accept(n)
         self.replay.accept(n)
+
+    def verify_tree(self, tree) -> list[int]:
+        super().verify_tree(tree)
+        self.choices = self.replay.verify_tree(tree)
+        return self.choices
+
+    def accept_path(self, path: Sequence[int]) -> None:
+        super().accept_path(path)
+        self.replay.accept_path(path)
