@@ -82,9 +82,10 @@ def _closing_tokens(tokenizer, prediction: Sequence[int], close_tag: str) -> tup
 
 def run_plan(target, tokenizer, plan: EditPlan, policy: str = "fastapply", max_new_tokens: int | None = None,
              stop_ids: Collection[int] = (), on_pass: Callable | None = None,
-             models: ModelDrafters | None = None) -> ApplyResult:
+             models: ModelDrafters | None = None, trees: bool = True) -> ApplyResult:
     """Decode one planned request on ``target`` with the draft ``policy`` and parse the answer;
-    ``models`` builds the model-run drafters the policy may name (``draft.make_drafter``)."""
+    ``models`` builds the model-run drafters the policy may name (``draft.make_drafter``); ``trees``
+    as ``decode.speculative_generate``'s."""
     budget = max_new_tokens or plan.default_max_new_tokens
     drafter = make_drafter(policy, plan.context, models)
     stops = set(stop_ids) | ({tokenizer.eos_token_id} if tokenizer.eos_token_id is not None else set())
@@ -92,7 +93,7 @@ def run_plan(target, tokenizer, plan: EditPlan, policy: str = "fastapply", max_n
              len(plan.prompt_ids), len(plan.context.prediction_ids), len(plan.context.snippet_ids),
              "yes" if plan.context.merged_ids is not None else "no", budget, policy)
     tokens, stats = speculative_generate(target, drafter, plan.prompt_ids, budget, stops, plan.stop_sequences,
-                                         on_pass)
+                                         on_pass, trees)
     log.info("%d tokens in %d passes (%.1f per pass), %.2f s", stats.tokens, stats.passes, stats.tokens_per_pass,
              stats.seconds)
     return finish(tokenizer, plan, tokens, stats, stops)
@@ -112,14 +113,15 @@ def finish(tokenizer, plan: EditPlan, tokens: list[int], stats: DecodeStats, sto
 def apply_edit(model, tokenizer, original: str, update: str, instruction: str = "", *,
                preset: str = "default", policy: str = "fastapply", merged: str | None = None,
                max_new_tokens: int | None = None, temperature: float = 0.0, seed: int | None = None,
-               on_pass: Callable | None = None) -> ApplyResult:
-    """Apply ``update`` to ``original`` with a loaded transformers model (see ``target.load_model``)."""
+               on_pass: Callable | None = None, models: ModelDrafters | None = None) -> ApplyResult:
+    """Apply ``update`` to ``original`` with a loaded transformers model (see ``target.load_model``);
+    ``models`` builds the model-run drafters ``policy`` may name (``draft.make_drafter``)."""
     from fastapply.target import HFTarget, stop_ids_of
 
     plan = plan_edit(tokenizer, original, update, instruction, preset, merged)
     budget = token_budget(model, plan, max_new_tokens)
     target = HFTarget(model, temperature=temperature, seed=seed)
-    return run_plan(target, tokenizer, plan, policy, budget, stop_ids_of(model, tokenizer), on_pass)
+    return run_plan(target, tokenizer, plan, policy, budget, stop_ids_of(model, tokenizer), on_pass, models)
 
 
 def token_budget(model, plan: EditPlan, max_new_tokens: int | None = None) -> int:

@@ -2,7 +2,9 @@
 
 Methods: ``plain`` (greedy ``model.generate``), ``prompt-lookup`` (``model.generate`` with
 ``prompt_lookup_num_tokens=10``, transformers' own implementation), ``ngram`` (vLLM's n-gram rule in
-fastapply's loop) and ``fastapply`` (speculative edits). With ``acceptance="replay"`` the model's
+fastapply's loop) and ``fastapply`` (speculative edits); with a draft model loaded by the caller,
+``draft-model`` (it drafts alone) and ``fastapply+draft-model`` (it drafts where no pointer source is
+live). With ``acceptance="replay"`` the model's
 choices are replaced by the reference answer while every forward pass still runs for real: that times
 a model whose weights cannot do the task (random or untrained) as if it answered correctly, and then
 ``plain`` and ``prompt-lookup`` run in fastapply's loop with the ``none`` and ``pld`` drafters.
@@ -20,11 +22,13 @@ from dataclasses import dataclass
 
 from fastapply.apply import ApplyResult, EditPlan, finish, plan_edit, run_plan, token_budget
 from fastapply.decode import DecodeStats, stop_index
+from fastapply.draft import MODEL_POLICIES, ModelDrafters
 from fastapply.errors import UsageError
 from fastapply.prompt import answer_ids
 
-METHODS = ("plain", "prompt-lookup", "ngram", "fastapply")
-REPLAY_POLICY = {"plain": "none", "prompt-lookup": "pld", "ngram": "ngram", "fastapply": "fastapply"}
+METHODS = ("plain", "prompt-lookup", "ngram", "fastapply")  # the default; MODEL_POLICIES need their model
+REPLAY_POLICY = {"plain": "none", "prompt-lookup": "pld", "ngram": "ngram", "fastapply": "fastapply",
+                 **{policy: policy for policy in MODEL_POLICIES}}
 
 
 @dataclass(frozen=True)
@@ -55,20 +59,22 @@ class BenchRow:
 
 
 def run_bench(model, tokenizer, cases: list[BenchCase], acceptance: str = "model", preset: str = "default",
-              max_new_tokens: int | None = None, methods: tuple[str, ...] = METHODS) -> list[BenchRow]:
-    """Every method on every case, in this order, after one untimed warm-up of each method."""
+              max_new_tokens: int | None = None, methods: tuple[str, ...] = METHODS,
+              models: ModelDrafters | None = None) -> list[BenchRow]:
+    """Every method on every case, in this order, after one untimed warm-up of each method; ``models``
+    builds the model-run drafters the methods in ``draft.MODEL_POLICIES`` need (``draft.make_drafter``)."""
     if acceptance not in ("model", "replay"):
         raise UsageError("--acceptance must be 'model' or 'replay'")
-    unknown = set(methods) - set(METHODS)
+    unknown = set(methods) - set(REPLAY_POLICY)
     if unknown:
-        raise UsageError(f"unknown bench method {sorted(unknown)[0]!r}; choose from: {', '.join(METHODS)}")
+        raise UsageError(f"unknown bench method {min(unknown)!r}; choose from: {', '.join(REPLAY_POLICY)}")
     if acceptance == "replay" and any(case.expected is None for case in cases):
         raise UsageError("--acceptance replay needs the expected file of every case")
     for method in methods:  # warm-up: first-call overheads and the one-time verify-cost calibration
-        _run(model, tokenizer, cases[0], method, acceptance, preset, 16)
+        _run(model, tokenizer, cases[0], method, acceptance, preset, 16, models)
     rows: list[BenchRow] = []
     for case in cases:
-        measured = {m: _run(model, tokenizer, case, m, acceptance, preset, max_new_tokens) for m in methods}
+        measured = {m: _run(model, tokenizer, case, m, acceptance, preset, max_new_tokens, models) for m in methods}
         seconds = {m: result.stats.seconds for m, result in measured.items()}
         limit = _limit(model, tokenizer, case, preset, measured.get("plain"))
         for method, result in measured.items():
@@ -152,7 +158,7 @@ def _sync(device) -> None:
 
 
 def _run(model, tokenizer, case: BenchCase, method: str, acceptance: str, preset: str,
-         max_new_tokens: int | None) -> ApplyResult:
+         max_new_tokens: int | None, models: ModelDrafters | None = None) -> ApplyResult:
     """One method on one case."""
     from fastapply.target import HFTarget, ReplayedHFTarget, stop_ids_of
 
@@ -162,9 +168,9 @@ def _run(model, tokenizer, case: BenchCase, method: str, acceptance: str, preset
     if acceptance == "replay":
         reference = answer_ids(tokenizer, plan.preset, case.expected)
         target = ReplayedHFTarget(model, reference, tokenizer.eos_token_id)
-        return run_plan(target, tokenizer, plan, REPLAY_POLICY[method], budget, stops)
-    if method in ("ngram", "fastapply"):
-        return run_plan(HFTarget(model), tokenizer, plan, method, budget, stops)
+        return run_plan(target, tokenizer, plan, REPLAY_POLICY[method], budget, stops, models=models)
+    if method in ("ngram", "fastapply", *MODEL_POLICIES):
+        return run_plan(HFTarget(model), tokenizer, plan, method, budget, stops, models=models)
     return generate_baseline(model, tokenizer, plan, budget, stops, prompt_lookup=method == "prompt-lookup")
 
 

@@ -71,6 +71,8 @@ class Policy(str, Enum):
     none = "none"
     pld = "pld"
     ngram = "ngram"
+    draft_model = "draft-model"
+    fastapply_draft_model = "fastapply+draft-model"
 
 
 ModelOpt = Annotated[Optional[str], typer.Option("--model", "-m", envvar="FASTAPPLY_MODEL",
@@ -98,6 +100,9 @@ PredictionOpt = Annotated[bool, typer.Option("--prediction/--no-prediction", hel
 AdapterOpt = Annotated[Optional[str], typer.Option(envvar="FASTAPPLY_ADAPTER",
                                                    help="LoRA adapter directory on top of --model.")]
 DraftOpt = Annotated[Policy, typer.Option(envvar="FASTAPPLY_DRAFT", help="Draft policy.")]
+DraftModelOpt = Annotated[Optional[str], typer.Option(
+    "--draft-model", envvar="FASTAPPLY_DRAFT_MODEL", help="A smaller model with the same tokenizer (checkpoint "
+    "directory or hub id) that drafts where the original and the snippet predict nothing.")]
 ApplyEngineOpt = Annotated[ApplyEngine, typer.Option(envvar="FASTAPPLY_ENGINE", help="merge: the merge engine only (no "
                                                      "model); model: the model only; auto: a certain merge without a "
                                                      "model, the model drafting from the merge with one.")]

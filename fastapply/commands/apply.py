@@ -15,7 +15,7 @@ from typing import Annotated, Optional
 import typer
 
 from fastapply.cli import (AdapterOpt, ApiKeyOpt, ApplyEngine, ApplyEngineOpt, BackendOpt, BaseUrlOpt, DeviceOpt,
-                           DraftOpt, DtypeOpt, ForceOpt, MaxTokensOpt, ModelOpt, Policy, PredictionOpt, PresetOpt,
+                           DraftModelOpt, DtypeOpt, ForceOpt, MaxTokensOpt, ModelOpt, Policy, PredictionOpt, PresetOpt,
                            ServerOpt, VerboseOpt, app, errors, local_model, ready_model, setup_logging, stderr)
 from fastapply.errors import UsageError
 
@@ -30,7 +30,9 @@ def apply_command(
     adapter: AdapterOpt = None,
     device: DeviceOpt = "auto",
     dtype: DtypeOpt = "auto",
-    draft: DraftOpt = Policy.fastapply,
+    draft: Annotated[Optional[Policy], typer.Option(envvar="FASTAPPLY_DRAFT", help="Draft policy (default: fastapply; "
+                                                    "fastapply+draft-model with --draft-model).")] = None,
+    draft_model: DraftModelOpt = None,
     preset: PresetOpt = "default",
     engine: ApplyEngineOpt = ApplyEngine.auto,
     force: ForceOpt = False,
@@ -69,6 +71,9 @@ def apply_command(
         remote = remote_base_url(backend, base_url, server)
         if remote is None:
             model = local_model(model)
+        elif draft_model:
+            raise UsageError("--draft-model runs beside a local model; a server does its own drafting")
+        policy = draft.value if draft is not None else "fastapply+draft-model" if draft_model else "fastapply"
         update = _read_edit(edit, edit_file, file)
         original, fmt = fileio.read_text(file)
         if language is not None:
@@ -80,8 +85,8 @@ def apply_command(
             if remote is not None:
                 return ModelRun(*apply_remote(remote, api_key, model, original, update, instruction, preset,
                                               prediction, max_new_tokens, merged))
-            result = _run_model(original, update, instruction, model, adapter, device, dtype, draft.value, preset,
-                                max_new_tokens, temperature, seed, merged)
+            result = _run_model(original, update, instruction, model, adapter, device, dtype, policy, draft_model,
+                                preset, max_new_tokens, temperature, seed, merged)
             return ModelRun(result.text, result.closed, result.stats.as_dict())
 
         outcome = resolve_edit(original, update, language, engine.value,
@@ -103,7 +108,7 @@ def apply_command(
             ran_model = outcome.model_run is not None
             typer.echo(json.dumps({
                 "path": file, "changed": changed, "text": new_text, "engine": outcome.engine, "model": model,
-                "server": remote, "draft": ("server" if remote else draft.value) if ran_model else None,
+                "server": remote, "draft": ("server" if remote else policy) if ran_model else None,
                 "merge": {"confidence": merged.confidence, "reasons": list(merged.reasons)} if merged else None,
                 "problems": [p.name for p in outcome.problems],
                 "stats": outcome.model_run.stats if ran_model else None,
@@ -139,17 +144,22 @@ def _read_edit(edit: str | None, edit_file: Path | None, file: str) -> str:
     return text
 
 
-def _run_model(original, update, instruction, model, adapter, device, dtype, policy, preset, max_new_tokens,
-               temperature, seed, merged=None):
+def _run_model(original, update, instruction, model, adapter, device, dtype, policy, draft_model, preset,
+               max_new_tokens, temperature, seed, merged=None):
     from fastapply.apply import apply_edit
     from fastapply.target import load_model
 
     model = ready_model(model)
     with _progress() as on_pass:
         lm, tokenizer = load_model(model, device, dtype, adapter)
+        models = None
+        if draft_model:
+            from fastapply.draftmodel import load_draft_model
+
+            models = {"draft-model": load_draft_model(ready_model(draft_model), lm, tokenizer)}
         return apply_edit(lm, tokenizer, original, update, instruction, preset=preset, policy=policy,
                           merged=merged, max_new_tokens=max_new_tokens, temperature=temperature, seed=seed,
-                          on_pass=on_pass)
+                          on_pass=on_pass, models=models)
 
 
 class _progress:

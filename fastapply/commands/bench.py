@@ -1,4 +1,5 @@
-"""``fastapply bench``: plain decoding, prompt lookup, n-gram and speculative edits on one model, as a table."""
+"""``fastapply bench``: plain decoding, prompt lookup, n-gram and speculative edits (and a draft model's
+drafting, with ``--draft-model``) on one model, as a table."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from typing import Annotated, Optional
 import typer
 from rich.console import Console
 
-from fastapply.cli import DeviceOpt, DtypeOpt, MaxTokensOpt, ModelOpt, PresetOpt, app, errors, local_model
+from fastapply.cli import DeviceOpt, DraftModelOpt, DtypeOpt, MaxTokensOpt, ModelOpt, PresetOpt, app, errors, local_model
 from fastapply.errors import UsageError
 
 
@@ -23,8 +24,10 @@ def bench_command(
     limit: Annotated[Optional[int], typer.Option(min=1, help="Use at most this many tasks.")] = None,
     acceptance: Annotated[str, typer.Option(help="model: the model's own choices; replay: real forward passes, "
                                                  "choices from the expected file.")] = "model",
-    methods: Annotated[str, typer.Option(help="Comma-separated: plain, prompt-lookup, ngram, fastapply.")] =
-    "plain,prompt-lookup,ngram,fastapply",
+    methods: Annotated[Optional[str], typer.Option(
+        help="Comma-separated: plain, prompt-lookup, ngram, fastapply; draft-model and fastapply+draft-model with "
+             "--draft-model (default: all of them).")] = None,
+    draft_model: DraftModelOpt = None,
     device: DeviceOpt = "auto",
     dtype: DtypeOpt = "auto",
     preset: PresetOpt = "default",
@@ -33,7 +36,7 @@ def bench_command(
 ) -> None:
     """Compare plain decoding, prompt lookup, n-gram and speculative edits on one model in one run."""
     with errors():
-        from fastapply.bench import run_bench, summarize
+        from fastapply.bench import METHODS, run_bench, summarize
         from fastapply.target import load_model
 
         model = local_model(model)
@@ -41,8 +44,15 @@ def bench_command(
             raise UsageError("no model: pass --model PATH_OR_HUB_ID or set FASTAPPLY_MODEL")
         cases = _bench_cases(file, edit_file, expected, tasks, limit)
         lm, tokenizer = load_model(model, device, dtype)
+        models = None
+        if draft_model:
+            from fastapply.draftmodel import load_draft_model
+
+            models = {"draft-model": load_draft_model(draft_model, lm, tokenizer)}
+        if methods is None:
+            methods = ",".join(METHODS + (("draft-model", "fastapply+draft-model") if draft_model else ()))
         rows = run_bench(lm, tokenizer, cases, acceptance, preset, max_new_tokens,
-                         tuple(m.strip() for m in methods.split(",") if m.strip()))
+                         tuple(m.strip() for m in methods.split(",") if m.strip()), models)
         _print_bench(rows, model, acceptance)
         if out is not None:
             import platform
@@ -51,7 +61,8 @@ def bench_command(
 
             out.parent.mkdir(parents=True, exist_ok=True)
             out.write_text(json.dumps({
-                "model": model, "acceptance": acceptance, "device": str(lm.device), "dtype": str(lm.dtype),
+                "model": model, "draft_model": draft_model, "acceptance": acceptance, "device": str(lm.device),
+                "dtype": str(lm.dtype),
                 "machine": f"{platform.machine()}, {torch.get_num_threads()} threads, {platform.processor() or platform.system()}",
                 "parameters": sum(p.numel() for p in lm.parameters()),
                 "summary": summarize(rows), "rows": [row.as_dict() for row in rows]}, indent=1))

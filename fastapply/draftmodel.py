@@ -1,0 +1,212 @@
+"""A draft model: a smaller causal LM of the same tokenizer proposes what comes next, token by token.
+
+``DraftModelDrafter`` runs the draft model greedily on ``prompt + output``, with its own KV cache
+(an ``HFTarget`` used as an engine), and proposes up to ``max_tokens`` tokens, stopping early where the
+draft's own probability of its next token falls under ``min_confidence``. It works only when asked to
+propose: it then rolls its cache back to what it has in common with the output and feeds the rest in
+one pass, so as fastapply's fallback (``fastapply+draft-model``), consulted only where no pointer
+source is live, it costs nothing in between.
+
+Why the result is exact under sampling: the speculative-sampling rule accepts a drafted token ``x``
+with probability ``min(1, p(x) / q(x))`` and on rejection samples from ``max(0, p - q)`` renormalised.
+A greedy draft is a point mass (``q(x) = 1``): accept with probability ``p(x)``, else sample from ``p``
+without ``x``. That is what the decode loop does: ``HFTarget`` samples from ``p`` at every verified
+position and the draft is kept while it equals the samples. A sample equal to ``x`` happens with
+probability ``p(x)``; otherwise the sample is the output, distributed as ``p`` restricted to tokens
+other than ``x``. The draft depends only on the output so far, never on the samples it is checked
+against. With ``temperature == 0`` the output is greedy decoding's, token for token.
+
+A checkpoint may carry ``draft_vocab.json`` (``finetune/distill.py`` writes it): the tokens its
+answers use. The draft then scores only those and the prompt's tokens, sparing most of the output
+layer, which for a small model with a large vocabulary is most of a step's cost; a token outside the
+set is never proposed, which costs acceptance, never correctness.
+
+This module does not verify, accept or choose the verified length; ``decode.py`` does.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Collection, Sequence
+from pathlib import Path
+from types import SimpleNamespace
+
+from fastapply.draft import DraftContext, Drafter
+from fastapply.errors import UsageError
+from fastapply.target import HFTarget
+
+MAX_TOKENS = 8  # most tokens one proposal drafts: each costs the draft model a forward pass
+# The draft stops before a token whose own probability is under this (transformers' assisted generation
+# uses the same rule and value): past it, acceptance is unlikely and the next step is wasted work.
+MIN_CONFIDENCE = 0.4
+DRAFT_VOCAB_FILE = "draft_vocab.json"  # in a draft checkpoint: {"token_ids": [...], ...}
+
+
+class DraftModelDrafter:
+    """Greedy proposals of a draft model, its KV cache kept in step with ``prompt_ids + out`` lazily.
+
+    Example: after out = [a, b] it proposed [c, d, e] (its cache holds prompt + [a, b, c, d]); the loop
+    accepted c and the target chose x, so out = [a, b, c, x]: the cache is cut back to prompt + [a, b, c],
+    x is fed (one forward pass) and the model's next tokens are proposed. The first token is proposed whatever its
+    probability (its forward pass is already paid); the later ones only above ``min_confidence``.
+    """
+
+    source = "draft-model"
+
+    def __init__(self, model, prompt_ids: Sequence[int], max_tokens: int = MAX_TOKENS,
+                 min_confidence: float = MIN_CONFIDENCE, vocab: Collection[int] | None = None):
+        self.model = model
+        self.prompt_ids = list(prompt_ids)
+        self.max_tokens = max_tokens
+        self.min_confidence = min_confidence
+        self.vocab = vocab  # the token ids it may propose; None: all
+        self.engine: DraftEngine | None = None  # built at the first proposal
+        self.fed: list[int] = []  # the tokens in the engine's cache: a prefix of prompt + out, then drafts
+
+    def propose(self, out: Sequence[int], k: int) -> list[int]:
+        limit = min(k, self.max_tokens)
+        if limit <= 0:
+            return []
+        self._catch_up([*self.prompt_ids, *out])
+        draft = [self.engine.pending]
+        while len(draft) < limit:
+            self._feed([draft[-1]])
+            if self.engine.confidence < self.min_confidence:
+                break
+            draft.append(self.engine.pending)
+        return draft
+
+    def update(self, out: Sequence[int], n_accepted: int) -> None:
+        pass  # the cache catches up at the next proposal, if there is one
+
+    def _catch_up(self, tokens: list[int]) -> None:
+        """Make the engine's next choice the one after ``tokens``: roll back to the common prefix, feed the rest."""
+        if self.engine is None:
+            self.engine = DraftEngine(self.model, self.vocab)
+            self.engine.prefill(tokens)
+            self.fed = list(tokens)
+            return
+        same = common_prefix(self.fed, tokens)
+        if same == len(self.fed) == len(tokens):
+            return  # the pending choice already follows ``tokens``
+        same = min(same, len(tokens) - 1)  # feed at least the last token: its logits choose the next
+        self.engine.rollback(len(self.fed) - same)
+        del self.fed[same:]
+        self._feed(tokens[same:])
+
+    def _feed(self, ids: list[int]) -> None:
+        self.engine.extend(ids)
+        self.fed.extend(ids)
+
+
+class DraftEngine(HFTarget):
+    """``HFTarget`` as a draft model's engine: greedy, with the probability of its last choice
+    (``confidence``); ``extend`` feeds tokens after the cache with the logits of the last one only;
+    given ``vocab``, only those token ids are scored (the output layer's rows gathered once)."""
+
+    def __init__(self, model, vocab: Collection[int] | None = None):
+        import torch
+
+        super().__init__(model)
+        self.confidence = 1.0
+        self.vocab_ids = None  # [N] token id of each scored row; None: the whole vocabulary
+        if vocab is not None:
+            head = model.get_output_embeddings()
+            self.vocab_ids = torch.tensor(sorted(set(vocab)), device=self.device)
+            self._rows = head.weight.detach()[self.vocab_ids]  # [N, H]
+            self._bias = head.bias.detach()[self.vocab_ids] if head.bias is not None else None
+            self._body = model.get_decoder()
+
+    def extend(self, ids: list[int]) -> None:
+        """Feed ``ids`` after what the cache holds; ``pending`` becomes the model's choice after them."""
+        import torch
+
+        logits = None
+        with torch.inference_mode():
+            for start in range(0, len(ids), self.prefill_chunk):
+                chunk = torch.tensor([ids[start:start + self.prefill_chunk]], device=self.device)  # [1, S]
+                logits = self._forward(input_ids=chunk, past_key_values=self.cache, use_cache=True,
+                                       logits_to_keep=1).logits  # [1, 1, V or N]
+        self.pending = self._choose(logits[0])[0]
+
+    def rollback(self, n: int) -> None:
+        """Forget the last ``n`` positions of the cache."""
+        if n > 0:
+            self.cache.crop(-n)
+
+    def _forward(self, **kwargs):
+        if self.vocab_ids is None:
+            return super()._forward(**kwargs)
+        import torch.nn.functional as F
+
+        keep = kwargs.pop("logits_to_keep")
+        hidden = self._body(**kwargs).last_hidden_state[:, -keep:]  # [1, keep, H], after the final norm
+        return SimpleNamespace(logits=F.linear(hidden, self._rows, self._bias))  # [1, keep, N]
+
+    def _choose(self, logits) -> list[int]:
+        """Greedy token ids at each position of ``logits`` [S, V or N]; ``confidence`` is the last one's probability."""
+        import torch
+
+        top = torch.softmax(logits.float(), dim=-1).max(dim=-1)
+        self.confidence = float(top.values[-1])
+        rows = top.indices if self.vocab_ids is None else self.vocab_ids[top.indices]
+        return rows.tolist()
+
+
+def common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
+    """How many leading tokens ``a`` and ``b`` share. E.g. [1, 2, 3], [1, 2, 4, 5] -> 2."""
+    n = min(len(a), len(b))
+    for i in range(n):
+        if a[i] != b[i]:
+            return i
+    return n
+
+
+def draft_model_factory(model, vocab: Collection[int] | None = None, max_tokens: int = MAX_TOKENS,
+                        min_confidence: float = MIN_CONFIDENCE) -> Callable[[DraftContext], Drafter]:
+    """The ``draft-model`` entry of ``draft.make_drafter``'s ``models``: a ``DraftModelDrafter`` per
+    request over the loaded draft ``model``; with ``vocab``, it scores those ids and the prompt's."""
+    base = frozenset(vocab) if vocab is not None else None
+
+    def build(context: DraftContext) -> Drafter:
+        scored = base | set(context.prompt_ids) if base is not None else None
+        return DraftModelDrafter(model, context.prompt_ids, max_tokens, min_confidence, scored)
+
+    return build
+
+
+def load_draft_model(path: str, model, tokenizer, max_tokens: int = MAX_TOKENS,
+                     min_confidence: float = MIN_CONFIDENCE) -> Callable[[DraftContext], Drafter]:
+    """Load the draft model at ``path`` on ``model``'s device and dtype, check that it shares
+    ``tokenizer``, and return its ``draft_model_factory``."""
+    from fastapply.target import load_model, resolve_named
+
+    weights = next(model.parameters())
+    draft, draft_tokenizer = load_model(path, weights.device.type, str(weights.dtype).removeprefix("torch."))
+    check_vocabulary(tokenizer, draft, draft_tokenizer, path)
+    vocab = read_draft_vocab(resolve_named(path))
+    target_size = model.get_output_embeddings().weight.shape[0]
+    if vocab is None and draft.get_output_embeddings().weight.shape[0] > target_size:
+        vocab = range(target_size)  # never propose an id the model has no embedding for
+    return draft_model_factory(draft, vocab, max_tokens, min_confidence)
+
+
+def check_vocabulary(tokenizer, draft, draft_tokenizer, name: str) -> None:
+    """``UsageError`` unless the draft model has the model's tokenizer and embeds all of its ids."""
+    mine, theirs = tokenizer.get_vocab(), draft_tokenizer.get_vocab()
+    if mine != theirs:
+        detail = (f"{len(theirs)} tokens, the model's {len(mine)}" if len(mine) != len(theirs)
+                  else f"{len(mine)} tokens, not the same ones")
+        raise UsageError(f"the draft model {name} has another tokenizer ({detail}); a draft model must "
+                         "share the model's tokenizer")
+    rows = draft.get_input_embeddings().weight.shape[0]
+    if rows < len(tokenizer):
+        raise UsageError(f"the draft model {name} embeds {rows} token ids, its tokenizer has {len(tokenizer)}")
+
+
+def read_draft_vocab(checkpoint: str) -> list[int] | None:
+    """The token ids listed in a checkpoint's ``draft_vocab.json``; None when it has none."""
+    path = Path(checkpoint) / DRAFT_VOCAB_FILE
+    if not path.is_file():
+        return None
+    return [int(i) for i in json.loads(path.read_text())["token_ids"]]
