@@ -87,7 +87,7 @@ def run_plan(target, tokenizer, plan: EditPlan, policy: str = "fastapply", max_n
     ``models`` builds the model-run drafters the policy may name (``draft.make_drafter``); ``trees``
     as ``decode.speculative_generate``'s."""
     budget = max_new_tokens or plan.default_max_new_tokens
-    drafter = make_drafter(policy, plan.context, models)
+    drafter = make_drafter(policy, plan.context, models, target)
     stops = set(stop_ids) | ({tokenizer.eos_token_id} if tokenizer.eos_token_id is not None else set())
     log.info("prompt %d tokens, prediction %d, snippet %d, merged candidate %s; budget %d, draft %s",
              len(plan.prompt_ids), len(plan.context.prediction_ids), len(plan.context.snippet_ids),
@@ -122,6 +122,31 @@ def apply_edit(model, tokenizer, original: str, update: str, instruction: str = 
     budget = token_budget(model, plan, max_new_tokens)
     target = HFTarget(model, temperature=temperature, seed=seed)
     return run_plan(target, tokenizer, plan, policy, budget, stop_ids_of(model, tokenizer), on_pass, models)
+
+
+def load_model_drafters(model, tokenizer, draft_model: str | None = None,
+                        medusa: str | None = None) -> dict[str, Callable]:
+    """The ``models`` of ``run_plan`` for a loaded ``model``: a draft model (a checkpoint sharing its
+    tokenizer) and Medusa heads trained for it, each where a path is given."""
+    models: dict[str, Callable] = {}
+    if draft_model:
+        from fastapply.draftmodel import load_draft_model
+
+        models["draft-model"] = load_draft_model(draft_model, model, tokenizer)
+    if medusa:
+        from fastapply.medusa import MedusaHeads, medusa_factory
+
+        models["medusa"] = medusa_factory(MedusaHeads.load(medusa, model))
+    return models
+
+
+def default_policy(loaded: Collection[str]) -> str:
+    """The draft policy when none is asked for: fastapply's own, with a ``loaded`` model-run drafter as
+    its fallback (Medusa heads before a draft model: they cost a fraction of a pass, not a pass a token)."""
+    for name in ("medusa", "draft-model"):
+        if name in loaded:
+            return f"fastapply+{name}"
+    return "fastapply"
 
 
 def token_budget(model, plan: EditPlan, max_new_tokens: int | None = None) -> int:

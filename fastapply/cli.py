@@ -73,6 +73,8 @@ class Policy(str, Enum):
     ngram = "ngram"
     draft_model = "draft-model"
     fastapply_draft_model = "fastapply+draft-model"
+    medusa = "medusa"
+    fastapply_medusa = "fastapply+medusa"
 
 
 ModelOpt = Annotated[Optional[str], typer.Option("--model", "-m", envvar="FASTAPPLY_MODEL",
@@ -103,6 +105,9 @@ DraftOpt = Annotated[Policy, typer.Option(envvar="FASTAPPLY_DRAFT", help="Draft 
 DraftModelOpt = Annotated[Optional[str], typer.Option(
     "--draft-model", envvar="FASTAPPLY_DRAFT_MODEL", help="A smaller model with the same tokenizer (checkpoint "
     "directory or hub id) that drafts where the original and the snippet predict nothing.")]
+MedusaOpt = Annotated[Optional[str], typer.Option(
+    "--medusa", envvar="FASTAPPLY_MEDUSA", help="Medusa heads trained for --model (finetune/medusa.py) that draft "
+    "where the original and the snippet predict nothing.")]
 ApplyEngineOpt = Annotated[ApplyEngine, typer.Option(envvar="FASTAPPLY_ENGINE", help="merge: the merge engine only (no "
                                                      "model); model: the model only; auto: a certain merge without a "
                                                      "model, the model drafting from the merge with one.")]

@@ -15,7 +15,7 @@ import functools
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 from fastapply.errors import UsageError
 
@@ -295,22 +295,25 @@ POLICIES = {
     "pld": PromptLookupDrafter,
     "ngram": NgramDrafter,
 }
-# Drafters that run a model of their own: the caller holds that model and passes a factory per name.
+# Drafters that run a model of their own: the caller holds that model and passes a factory per name,
+# called with the request's context and the target it is decoded on (draft heads read its hidden state).
 MODEL_DRAFTERS = ("draft-model", "medusa")
 MODEL_POLICIES = (*MODEL_DRAFTERS, *(f"fastapply+{name}" for name in MODEL_DRAFTERS))
-ModelDrafters = Mapping[str, Callable[[DraftContext], Drafter]]
+ModelDrafters = Mapping[str, Callable[[DraftContext, Any], Drafter]]
 
 
-def make_drafter(policy: str, context: DraftContext, models: ModelDrafters | None = None) -> Drafter:
-    """The drafter registered under ``policy`` for one request. ``models`` builds the model-run drafters
-    (``draft-model``, ``medusa``) that ``policy`` names, alone or as ``fastapply+NAME``'s fallback."""
+def make_drafter(policy: str, context: DraftContext, models: ModelDrafters | None = None,
+                 target: Any = None) -> Drafter:
+    """The drafter registered under ``policy`` for one request decoded on ``target``. ``models`` builds
+    the model-run drafters (``draft-model``, ``medusa``) that ``policy`` names, alone or as
+    ``fastapply+NAME``'s fallback."""
     models = models or {}
     if policy in MODEL_POLICIES:
         name = policy.removeprefix("fastapply+")
         if name not in models:
             option = "--draft-model" if name == "draft-model" else "--medusa"
             raise UsageError(f"the draft policy {policy!r} needs {option} PATH")
-        drafter = models[name](context)
+        drafter = models[name](context, target)
         return SpecEditsDrafter(context, fallback=drafter) if policy != name else drafter
     try:
         factory = POLICIES[policy]

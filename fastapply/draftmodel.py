@@ -163,12 +163,12 @@ def common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
 
 
 def draft_model_factory(model, vocab: Collection[int] | None = None, max_tokens: int = MAX_TOKENS,
-                        min_confidence: float = MIN_CONFIDENCE) -> Callable[[DraftContext], Drafter]:
+                        min_confidence: float = MIN_CONFIDENCE) -> Callable[[DraftContext, object], Drafter]:
     """The ``draft-model`` entry of ``draft.make_drafter``'s ``models``: a ``DraftModelDrafter`` per
     request over the loaded draft ``model``; with ``vocab``, it scores those ids and the prompt's."""
     base = frozenset(vocab) if vocab is not None else None
 
-    def build(context: DraftContext) -> Drafter:
+    def build(context: DraftContext, target: object = None) -> Drafter:  # the target is not needed
         scored = base | set(context.prompt_ids) if base is not None else None
         return DraftModelDrafter(model, context.prompt_ids, max_tokens, min_confidence, scored)
 
@@ -176,7 +176,7 @@ def draft_model_factory(model, vocab: Collection[int] | None = None, max_tokens:
 
 
 def load_draft_model(path: str, model, tokenizer, max_tokens: int = MAX_TOKENS,
-                     min_confidence: float = MIN_CONFIDENCE) -> Callable[[DraftContext], Drafter]:
+                     min_confidence: float = MIN_CONFIDENCE) -> Callable[[DraftContext, object], Drafter]:
     """Load the draft model at ``path`` on ``model``'s device and dtype, check that it shares
     ``tokenizer``, and return its ``draft_model_factory``."""
     from fastapply.target import load_model, resolve_named

@@ -217,8 +217,12 @@ class HFTarget:
         self._hidden = None  # [S, H] of the last forward pass
         self._decoder = None
         if keep_hidden:
-            core = model.get_base_model() if hasattr(model, "get_base_model") else model
-            self._decoder = core.get_decoder()
+            self.track_hidden()
+
+    def track_hidden(self) -> None:
+        """Keep ``last_hidden`` from the next forward pass on (``keep_hidden``); call it before ``prefill``."""
+        core = self.model.get_base_model() if hasattr(self.model, "get_base_model") else self.model
+        self._decoder = core.get_decoder()
 
     def _forward(self, **kwargs):
         """One forward pass of the model; with ``keep_hidden``, its decoder's last hidden states kept."""

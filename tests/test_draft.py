@@ -137,7 +137,7 @@ def test_fastapply_with_a_model_fallback_drafts_from_it_only_where_no_pointer_is
 
     fallback = Nines()
     context = DraftContext(prompt_ids=[], prediction_ids=[1, 2, 3])
-    drafter = make_drafter("fastapply+draft-model", context, {"draft-model": lambda ctx: fallback})
+    drafter = make_drafter("fastapply+draft-model", context, {"draft-model": lambda ctx, target: fallback})
     assert drafter.propose([], 2) == [1, 2] and drafter.source == "prediction"
     drafter.update([7, 7, 7, 7], 0)  # off the prediction, no re-sync point
     assert drafter.propose([7, 7, 7, 7], 2) == [9, 9] and drafter.source == "draft-model"

@@ -113,7 +113,7 @@ def test_a_scored_subset_of_the_vocabulary_stays_lossless(target, tokenizer):
                         models={"draft-model": draft_model_factory(target, range(len(tokenizer)), min_confidence=0.0)})
     assert every_id.token_ids == expected and every_id.stats.acceptance > 0.95
     odd_ids = draft_model_factory(target, range(1, len(tokenizer), 2), min_confidence=0.0)
-    drafter = odd_ids(plan.context)
+    drafter = odd_ids(plan.context, None)
     outside = set(range(0, len(tokenizer), 2)) - set(plan.prompt_ids)
     assert not set(drafter.propose([5], 8)) & outside  # an even id outside the prompt is never proposed
     result = run_plan(HFTarget(target), tokenizer, plan, "draft-model", 96, {tokenizer.eos_token_id},

@@ -15,7 +15,8 @@ from typing import Annotated, Optional
 import typer
 
 from fastapply.cli import (AdapterOpt, ApiKeyOpt, ApplyEngine, ApplyEngineOpt, BackendOpt, BaseUrlOpt, DeviceOpt,
-                           DraftModelOpt, DtypeOpt, ForceOpt, MaxTokensOpt, ModelOpt, Policy, PredictionOpt, PresetOpt,
+                           DraftModelOpt, DtypeOpt, ForceOpt, MaxTokensOpt, MedusaOpt, ModelOpt, Policy, PredictionOpt,
+                           PresetOpt,
                            ServerOpt, VerboseOpt, app, errors, local_model, ready_model, setup_logging, stderr)
 from fastapply.errors import UsageError
 
@@ -31,8 +32,10 @@ def apply_command(
     device: DeviceOpt = "auto",
     dtype: DtypeOpt = "auto",
     draft: Annotated[Optional[Policy], typer.Option(envvar="FASTAPPLY_DRAFT", help="Draft policy (default: fastapply; "
-                                                    "fastapply+draft-model with --draft-model).")] = None,
+                                                    "fastapply+medusa with --medusa, else fastapply+draft-model "
+                                                    "with --draft-model).")] = None,
     draft_model: DraftModelOpt = None,
+    medusa: MedusaOpt = None,
     preset: PresetOpt = "default",
     engine: ApplyEngineOpt = ApplyEngine.auto,
     force: ForceOpt = False,
@@ -71,9 +74,13 @@ def apply_command(
         remote = remote_base_url(backend, base_url, server)
         if remote is None:
             model = local_model(model)
-        elif draft_model:
-            raise UsageError("--draft-model runs beside a local model; a server does its own drafting")
-        policy = draft.value if draft is not None else "fastapply+draft-model" if draft_model else "fastapply"
+        elif draft_model or medusa:
+            raise UsageError(f"{'--draft-model' if draft_model else '--medusa'} runs beside a local model; "
+                             "a server does its own drafting")
+        from fastapply.apply import default_policy
+
+        policy = draft.value if draft is not None else default_policy(
+            [name for name, path in (("draft-model", draft_model), ("medusa", medusa)) if path])
         update = _read_edit(edit, edit_file, file)
         original, fmt = fileio.read_text(file)
         if language is not None:
@@ -86,7 +93,7 @@ def apply_command(
                 return ModelRun(*apply_remote(remote, api_key, model, original, update, instruction, preset,
                                               prediction, max_new_tokens, merged))
             result = _run_model(original, update, instruction, model, adapter, device, dtype, policy, draft_model,
-                                preset, max_new_tokens, temperature, seed, merged)
+                                medusa, preset, max_new_tokens, temperature, seed, merged)
             return ModelRun(result.text, result.closed, result.stats.as_dict())
 
         outcome = resolve_edit(original, update, language, engine.value,
@@ -144,19 +151,15 @@ def _read_edit(edit: str | None, edit_file: Path | None, file: str) -> str:
     return text
 
 
-def _run_model(original, update, instruction, model, adapter, device, dtype, policy, draft_model, preset,
+def _run_model(original, update, instruction, model, adapter, device, dtype, policy, draft_model, medusa, preset,
                max_new_tokens, temperature, seed, merged=None):
-    from fastapply.apply import apply_edit
+    from fastapply.apply import apply_edit, load_model_drafters
     from fastapply.target import load_model
 
     model = ready_model(model)
     with _progress() as on_pass:
         lm, tokenizer = load_model(model, device, dtype, adapter)
-        models = None
-        if draft_model:
-            from fastapply.draftmodel import load_draft_model
-
-            models = {"draft-model": load_draft_model(ready_model(draft_model), lm, tokenizer)}
+        models = load_model_drafters(lm, tokenizer, draft_model and ready_model(draft_model), medusa)
         return apply_edit(lm, tokenizer, original, update, instruction, preset=preset, policy=policy,
                           merged=merged, max_new_tokens=max_new_tokens, temperature=temperature, seed=seed,
                           on_pass=on_pass, models=models)

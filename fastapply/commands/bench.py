@@ -10,7 +10,8 @@ from typing import Annotated, Optional
 import typer
 from rich.console import Console
 
-from fastapply.cli import DeviceOpt, DraftModelOpt, DtypeOpt, MaxTokensOpt, ModelOpt, PresetOpt, app, errors, local_model
+from fastapply.cli import (DeviceOpt, DraftModelOpt, DtypeOpt, MaxTokensOpt, MedusaOpt, ModelOpt, PresetOpt, app, errors,
+                           local_model)
 from fastapply.errors import UsageError
 
 
@@ -26,8 +27,9 @@ def bench_command(
                                                  "choices from the expected file.")] = "model",
     methods: Annotated[Optional[str], typer.Option(
         help="Comma-separated: plain, prompt-lookup, ngram, fastapply; draft-model and fastapply+draft-model with "
-             "--draft-model (default: all of them).")] = None,
+             "--draft-model; medusa and fastapply+medusa with --medusa (default: all of them).")] = None,
     draft_model: DraftModelOpt = None,
+    medusa: MedusaOpt = None,
     device: DeviceOpt = "auto",
     dtype: DtypeOpt = "auto",
     preset: PresetOpt = "default",
@@ -36,6 +38,7 @@ def bench_command(
 ) -> None:
     """Compare plain decoding, prompt lookup, n-gram and speculative edits on one model in one run."""
     with errors():
+        from fastapply.apply import load_model_drafters
         from fastapply.bench import METHODS, run_bench, summarize
         from fastapply.target import load_model
 
@@ -44,13 +47,9 @@ def bench_command(
             raise UsageError("no model: pass --model PATH_OR_HUB_ID or set FASTAPPLY_MODEL")
         cases = _bench_cases(file, edit_file, expected, tasks, limit)
         lm, tokenizer = load_model(model, device, dtype)
-        models = None
-        if draft_model:
-            from fastapply.draftmodel import load_draft_model
-
-            models = {"draft-model": load_draft_model(draft_model, lm, tokenizer)}
+        models = load_model_drafters(lm, tokenizer, draft_model, medusa)
         if methods is None:
-            methods = ",".join(METHODS + (("draft-model", "fastapply+draft-model") if draft_model else ()))
+            methods = ",".join([*METHODS, *(m for name in models for m in (name, f"fastapply+{name}"))])
         rows = run_bench(lm, tokenizer, cases, acceptance, preset, max_new_tokens,
                          tuple(m.strip() for m in methods.split(",") if m.strip()), models)
         _print_bench(rows, model, acceptance)
@@ -61,7 +60,7 @@ def bench_command(
 
             out.parent.mkdir(parents=True, exist_ok=True)
             out.write_text(json.dumps({
-                "model": model, "draft_model": draft_model, "acceptance": acceptance, "device": str(lm.device),
+                "model": model, "draft_model": draft_model, "medusa": medusa, "acceptance": acceptance, "device": str(lm.device),
                 "dtype": str(lm.dtype),
                 "machine": f"{platform.machine()}, {torch.get_num_threads()} threads, {platform.processor() or platform.system()}",
                 "parameters": sum(p.numel() for p in lm.parameters()),
