@@ -50,9 +50,8 @@ from finetune.train import (
     STATE_FILE,
     _absolute_if_local,
     _autocast,
-    _load_state,
     _sync,
-    lr_factor,
+    optimizer_state,
 )
 
 log = logging.getLogger("finetune")
@@ -150,13 +149,7 @@ def train_heads(config: MedusaTrainConfig, out_dir: str | Path, resume: str | Pa
     heads = (MedusaHeads.load(resume_dir, model) if resume_dir else MedusaHeads.new(model, config.n_heads,
                                                                                  _absolute_if_local(config.model)))
     heads.float().train()
-    optimizer = torch.optim.AdamW(heads.parameters(), lr=config.learning_rate, weight_decay=config.weight_decay)
-    scheduler = torch.optim.lr_scheduler.LambdaLR(
-        optimizer, partial(lr_factor, warmup=config.warmup_steps, total=total_steps))
-    step, history = 0, {"log": [], "evals": []}
-    if resume_dir is not None:
-        step, history = _load_state(resume_dir, optimizer, scheduler)
-        log.info("resumed from %s at step %d", resume_dir, step)
+    optimizer, scheduler, step, history = optimizer_state(list(heads.parameters()), config, total_steps, resume_dir)
     metrics = {"device": device, "total_steps": total_steps, "n_heads": heads.config.n_heads, "targets": config.targets,
                "trainable_parameters": sum(p.numel() for p in heads.parameters()),
                "train_examples": len(train_set.examples), "eval_examples": len(eval_set.examples),

@@ -79,14 +79,8 @@ def train(config: TrainConfig, out_dir: str | Path, resume: str | Path | None = 
         config.epochs * math.ceil(len(train_set.examples) / config.batch_size) / config.grad_accum)
 
     trainable = [p for p in model.parameters() if p.requires_grad]
-    optimizer = torch.optim.AdamW(trainable, lr=config.learning_rate, weight_decay=config.weight_decay,
-                                  fused=device == "cuda")
-    scheduler = torch.optim.lr_scheduler.LambdaLR(
-        optimizer, partial(lr_factor, warmup=config.warmup_steps, total=total_steps))
-    step, history = 0, {"log": [], "evals": []}
-    if resume_dir is not None:
-        step, history = _load_state(resume_dir, optimizer, scheduler)
-        log.info("resumed from %s at step %d", resume_dir, step)
+    optimizer, scheduler, step, history = optimizer_state(trainable, config, total_steps, resume_dir,
+                                                          fused=device == "cuda")
 
     metrics = {
         "device": device, "mode": config.mode, "total_steps": total_steps,
@@ -296,6 +290,22 @@ def _resume_dir(resume: str | Path, config: TrainConfig) -> Path:
     if saved_mode != config.mode:
         raise UsageError(f"{path} was trained in {saved_mode} mode, the config asks for {config.mode}")
     return path
+
+
+def optimizer_state(parameters, config, total_steps: int, resume_dir: Path | None, fused: bool = False):
+    """AdamW over ``parameters`` with the warm-up then cosine schedule (``lr_factor``), and the step and
+    history to start from: 0 and empty, or what ``resume_dir``'s saved state holds (restoring the
+    optimizer and scheduler too). ``config`` needs learning_rate, weight_decay and warmup_steps."""
+    import torch
+
+    optimizer = torch.optim.AdamW(parameters, lr=config.learning_rate, weight_decay=config.weight_decay, fused=fused)
+    scheduler = torch.optim.lr_scheduler.LambdaLR(
+        optimizer, partial(lr_factor, warmup=config.warmup_steps, total=total_steps))
+    step, history = 0, {"log": [], "evals": []}
+    if resume_dir is not None:
+        step, history = _load_state(resume_dir, optimizer, scheduler)
+        log.info("resumed from %s at step %d", resume_dir, step)
+    return optimizer, scheduler, step, history
 
 
 def _load_state(directory: Path, optimizer, scheduler) -> tuple[int, dict]:
