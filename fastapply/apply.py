@@ -13,8 +13,15 @@ from dataclasses import dataclass, replace
 from fastapply.decode import DecodeStats, speculative_generate
 from fastapply.draft import DraftContext, ModelDrafters, make_drafter
 from fastapply.errors import FastapplyError
-from fastapply.prompt import Preset, answer_ids, encode_text, get_preset, parse_answer, prompt_ids
-
+from fastapply.prompt import (
+    Preset,
+    answer_ids,
+    encode_text,
+    get_preset,
+    parse_answer,
+    prompt_ids,
+)
+from fastapply.risk import file_risk, snippet_risk
 
 log = logging.getLogger(__name__)
 
@@ -52,12 +59,19 @@ def plan_edit(tokenizer, original: str, update: str, instruction: str = "", pres
     merged_ids = answer_ids(tokenizer, preset, merged) if merged is not None else None
     snippet = encode_text(tokenizer, update)
     pieces = set(prediction) | set(snippet) | set(merged_ids or ())
+    newlines = newline_ids(tokenizer, pieces)
+    snippet_risky, markers = snippet_risk(tokenizer, snippet, newlines)
+    risk = {"prediction": file_risk(tokenizer, prediction, newlines, update), "snippet": snippet_risky}
+    if merged_ids is not None:
+        risk["merged"] = file_risk(tokenizer, merged_ids, newlines, update)
     context = DraftContext(
         prompt_ids=prompt_ids(tokenizer, preset, original, update, instruction),
         prediction_ids=prediction,
         snippet_ids=snippet,
         merged_ids=merged_ids,
-        newline_ids=newline_ids(tokenizer, pieces),
+        newline_ids=newlines,
+        risk=risk,
+        snippet_markers=markers,
     )
     stops: tuple[tuple[int, ...], ...] = ()
     close_tag = preset.answer_close.strip()

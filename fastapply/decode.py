@@ -7,8 +7,9 @@ rest. So the output is token for token what the target alone would produce (gree
 the target's own distribution (with a deterministic draft, keeping the draft while it equals the
 target's samples is exactly the speculative-sampling acceptance rule).
 
-The draft length ``k`` is chosen by cost: from ``target.cost(k)`` and the recent acceptance rate of
-the source that is proposing, the ``k`` that maximises expected tokens per second.
+The draft length ``k`` is chosen by cost: from ``target.cost(k)`` and the recent acceptance rates of
+the source that is proposing (apart for the tokens it calls calm), the first pass of the plan that gets
+through its draft in the least expected time.
 This module does not print; ``DecodeStats`` is data for the caller.
 """
 
@@ -89,39 +90,110 @@ class AcceptanceTracker:
     """Recent per-token acceptance rate of each draft source, as exponentially decayed counts.
 
     With a per-token acceptance rate ``a``, a draft of ``k`` tokens yields on average
-    ``1 + a + a^2 + ... + a^k`` tokens (the target's own token included).
+    ``1 + a + a^2 + ... + a^k`` tokens (the target's own token included). Where a drafter tells which
+    of its tokens are calm (``Drafter.calm``: outside the lines where an edit is likely, ``risk.py``),
+    those are counted apart, under ``calm_key(source)``: the answer seldom leaves a source there, and
+    one departure at an edit must not shorten the drafts through the unchanged code after it.
     """
 
-    def __init__(self, decay: float = 0.8, prior_accepted: float = 4.0, prior_rejected: float = 1.0):
+    def __init__(self, decay: float = 0.8, prior_accepted: float = 4.0, prior_rejected: float = 1.0,
+                 calm_prior: tuple[float, float] = (2000.0, 1.0)):
         self.decay = decay
         self.prior = (prior_accepted, prior_rejected)
+        self.calm_prior = calm_prior
         self.counts: dict[str, tuple[float, float]] = {}
 
-    def rate(self, source: str) -> float:
-        accepted, rejected = self.counts.get(source, self.prior)
+    def rate(self, key: str) -> float:
+        accepted, rejected = self.counts.get(key, self._prior(key))
         return accepted / (accepted + rejected)
 
-    def observe(self, source: str, proposed: int, accepted: int) -> None:
+    def observe(self, source: str, proposed: int, accepted: int, calm: Sequence[bool] | None = None) -> None:
+        """A pass proposed ``proposed`` tokens from ``source`` (``calm``: which of them were calm) and the
+        target accepted the first ``accepted``."""
+        if not calm:
+            self._count(source, proposed, accepted)
+            return
+        reached = calm[:min(accepted + 1, proposed)]  # the accepted tokens and the rejected one
+        calm_reached = sum(reached)
+        calm_left = accepted < proposed and reached[-1]  # the rejected token was a calm one
+        self._count(calm_key(source), calm_reached, calm_reached - calm_left)
+        self._count(source, len(reached) - calm_reached, len(reached) - calm_reached - (accepted < proposed and not calm_left))
+
+    def _count(self, key: str, proposed: int, accepted: int) -> None:
         if proposed == 0:
             return
-        acc, rej = self.counts.get(source, self.prior)
-        self.counts[source] = (acc * self.decay + accepted, rej * self.decay + (accepted < proposed))
+        acc, rej = self.counts.get(key, self._prior(key))
+        self.counts[key] = (acc * self.decay + accepted, rej * self.decay + (accepted < proposed))
+
+    def _prior(self, key: str) -> tuple[float, float]:
+        return self.calm_prior if key.endswith(CALM_SUFFIX) else self.prior
 
 
-def choose_draft_length(cost: Callable[[int], float], rate: float, limit: int) -> int:
-    """The draft length in ``DRAFT_SIZES`` (at most ``limit``) with the most expected tokens per second.
+CALM_SUFFIX = "/calm"
+
+
+def calm_key(source: str) -> str:
+    """The tracker's name for ``source``'s calm tokens."""
+    return source + CALM_SUFFIX
+
+
+def choose_draft_length(cost: Callable[[int], float], rate: float, limit: int,
+                        calm: Sequence[bool] | None = None, calm_rate: float = 1.0,
+                        throughput: float | None = None) -> int:
+    """The length of this pass's draft in the plan for the next ``limit`` draft tokens that gains the
+    most: tokens out minus ``throughput`` (tokens a second: what the time is worth, by default that of
+    64-token passes all accepted) times the seconds spent. Each draft token is accepted at ``rate``, or
+    at ``calm_rate`` where ``calm`` marks it calm (``risk.py``).
+
+    A pass drafting positions ``i+1..j`` costs ``cost(j - i)``, gives the accepted tokens and the
+    target's own, and when all are accepted the next pass starts at ``j + 1``; after a rejection the
+    drafter starts afresh whatever the plan. So ``G(i) = max_j E[tokens] - throughput * cost(j - i)
+    + P(i+1..j accepted) * G(j + 1)``, the plan's passes ending at a size in ``DRAFT_SIZES``, at ``limit``
+    or where a calm stretch begins or ends. Unlike maximising one pass's tokens per second, this
+    stops a draft before a likely edit when the unchanged code after it is long (the next pass drafts
+    that anyway) and drafts through it when it is short.
 
     >>> choose_draft_length(lambda k: 1.0, 0.9, 64)   # passes cost the same whatever k: draft all
     64
     >>> choose_draft_length(lambda k: 1.0 + k, 0.5, 64)  # every token costs a pass: don't draft
     0
+    >>> calm = [True] * 300 + [False] * 10 + [True] * 202   # unchanged code, a likely edit, unchanged code
+    >>> choose_draft_length(lambda k: 1.0 + k / 30, 0.8, 512, calm, calm_rate=0.9996)   # not past the edit
+    310
     """
-    best_k, best_value = 0, 0.0
-    for k in [size for size in DRAFT_SIZES if size < limit] + [max(limit, 0)]:
-        value = expected_tokens(rate, k) / cost(k)
-        if value > best_value:
-            best_k, best_value = k, value
-    return best_k
+    limit = max(limit, 0)
+    if limit == 0:
+        return 0
+    if throughput is None:
+        throughput = 65 / cost(64)
+    survival = [1.0]  # survival[t]: the chance that draft tokens 1..t are all accepted
+    for t in range(1, limit + 1):
+        survival.append(survival[-1] * (calm_rate if calm and t <= len(calm) and calm[t - 1] else rate))
+    reached = [0.0]  # reached[t]: expected accepted tokens among the first t
+    for t in range(1, limit + 1):
+        reached.append(reached[-1] + survival[t])
+    ends = {size for size in DRAFT_SIZES if 0 < size < limit} | {limit}
+    if calm:
+        ends |= {t for t in range(1, min(limit, len(calm))) if calm[t - 1] != calm[t]}
+    ends_sorted = sorted(ends)
+    costs: dict[int, float] = {}
+    gain_from: dict[int, float] = {}  # G(i); nothing more past the limit
+    first = 0
+    for i in sorted({0, 1} | {j + 1 for j in ends_sorted if j < limit}, reverse=True):
+        best, best_j = -float("inf"), i
+        for j in ([i] if i == 0 else []) + [j for j in ends_sorted if j > i]:  # j == i: a pass drafting nothing
+            if j - i not in costs:
+                costs[j - i] = cost(j - i)
+            if survival[i] > 0:
+                accepted, tokens = survival[j] / survival[i], 1 + (reached[j] - reached[i]) / survival[i]
+            else:
+                accepted, tokens = 0.0, 1.0
+            gain = tokens - throughput * costs[j - i] + accepted * gain_from.get(j + 1, 0.0)
+            if gain > best:
+                best, best_j = gain, j
+        gain_from[i] = best
+        first = best_j
+    return first
 
 
 def expected_tokens(rate: float, k: int) -> float:
@@ -182,7 +254,9 @@ def speculative_generate(
         limit = min(MAX_DRAFT, max_new_tokens - len(out) - 1)
         chains = drafter.candidates(out, limit) if trees else [drafter.propose(out, limit)]
         draft = chains[0] if chains else []
-        k = choose_draft_length(target.cost, tracker.rate(drafter.source), min(limit, len(draft)))
+        calm = getattr(drafter, "calm", 0)
+        k = choose_draft_length(target.cost, tracker.rate(drafter.source), min(limit, len(draft)), calm,
+                                tracker.rate(calm_key(drafter.source)))
         if draft and k == 0 and limit > 0:
             k = 1  # one drafted token costs next to nothing, and keeps the acceptance estimate learning
         draft = draft[:k]
@@ -212,7 +286,7 @@ def speculative_generate(
             off_draft = any(node > len(draft) for node in path)  # the draft's nodes come first, 1..len(draft)
             tracker.observe(BRANCH, 1, int(off_draft))
         n = len(accepted)
-        tracker.observe(drafter.source, len(draft), min(n, len(draft)))
+        tracker.observe(drafter.source, len(draft), min(n, len(draft)), calm)
         accepted_per_pass.append(n)
         proposed_per_pass.append(proposed)
         if n:

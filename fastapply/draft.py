@@ -11,9 +11,11 @@ model or choose the draft length; ``decode.py`` does.
 
 from __future__ import annotations
 
+import bisect
+import dataclasses
 import functools
 from collections import defaultdict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -21,6 +23,9 @@ from fastapply.errors import UsageError
 
 
 class Drafter(Protocol):
+    """A draft source. It may also tell ``calm``: for each token of its last proposal, whether it lies
+    where the answer seldom leaves the source (``risk.py``); absent or None: no such knowledge."""
+
     source: str  # where the last proposal came from ("prediction", "snippet", ...); "" when none
 
     def propose(self, out: Sequence[int], k: int) -> list[int]:
@@ -39,6 +44,9 @@ class DraftContext:
     snippet_ids: Sequence[int] = ()  # the update snippet alone
     merged_ids: Sequence[int] | None = None  # the answer with a merged candidate inside, then EOS
     newline_ids: frozenset[int] = frozenset()  # ids whose text contains a line break
+    # per pointer source ("merged", "prediction", "snippet"): positions where the answer may leave it
+    risk: Mapping[str, frozenset[int]] = dataclasses.field(default_factory=dict)
+    snippet_markers: frozenset[int] = frozenset()  # where the snippet's marker lines start: drafts stop there
 
 
 MIN_MATCH = 3  # tokens a re-sync match needs, unless it ends at a line break
@@ -54,10 +62,13 @@ class PointerSource:
     and the proposal starts [9].
     """
 
-    def __init__(self, name: str, tokens: Sequence[int], newline_ids: frozenset[int] = frozenset()):
+    def __init__(self, name: str, tokens: Sequence[int], newline_ids: frozenset[int] = frozenset(),
+                 risky: Collection[int] = (), stops: Collection[int] = ()):
         self.name = name
         self.tokens = list(tokens)
         self.newline_ids = newline_ids
+        self.risky = frozenset(risky)  # tokens where the answer is likely to leave (risk.py)
+        self.stops = sorted(stops)  # tokens the answer never writes: a draft ends before them
         self.pointer: int | None = 0  # None: lost
         self.run = 0  # length of the current matched run ending at the pointer
         self._trigrams: dict[tuple[int, int, int], list[int]] = defaultdict(list)
@@ -115,10 +126,26 @@ class PointerSource:
             return 0
         return -1 if _nearer(a[0], b[0], self._last_pointer) else 1
 
+    def live(self) -> bool:
+        """Whether the pointer has anything to propose."""
+        return self.pointer is not None and self.pointer < self._end()
+
     def propose(self, k: int) -> list[int]:
         if self.pointer is None:
             return []
-        return self.tokens[self.pointer:self.pointer + k]
+        return self.tokens[self.pointer:min(self.pointer + k, self._end())]
+
+    def _end(self) -> int:
+        """Where a draft from the pointer must end: the next stop, else the end of the tokens."""
+        i = bisect.bisect_left(self.stops, self.pointer)
+        return self.stops[i] if i < len(self.stops) else len(self.tokens)
+
+    def calm(self, k: int) -> list[bool]:
+        """For each of the next ``k`` tokens ``propose`` gives, whether it is outside the risky lines."""
+        if self.pointer is None:
+            return []
+        end = min(self.pointer + k, self._end())
+        return [i not in self.risky for i in range(self.pointer, end)]
 
     def alternatives(self, k: int) -> list[list[int]]:
         """What the next best re-sync points would propose, right after a re-sync (else nothing)."""
@@ -139,36 +166,42 @@ class SpecEditsDrafter:
     output's own history, or a model-run drafter (``fastapply+draft-model``, ``fastapply+medusa``)."""
 
     def __init__(self, context: DraftContext, fallback: Drafter | None = None):
+        def source(name: str, tokens: Sequence[int], stops: Collection[int] = ()) -> PointerSource:
+            return PointerSource(name, tokens, context.newline_ids, context.risk.get(name, ()), stops)
+
         sources = []
         if context.merged_ids is not None and list(context.merged_ids) != list(context.prediction_ids):
-            sources.append(PointerSource("merged", context.merged_ids, context.newline_ids))
-        sources.append(PointerSource("prediction", context.prediction_ids, context.newline_ids))
+            sources.append(source("merged", context.merged_ids))
+        sources.append(source("prediction", context.prediction_ids))
         if context.snippet_ids:
-            sources.append(PointerSource("snippet", context.snippet_ids, context.newline_ids))
+            sources.append(source("snippet", context.snippet_ids, context.snippet_markers))
             sources[-1].pointer = None  # the snippet is only reached by re-sync
         self.sources = sources
         self.fallback = fallback if fallback is not None else HistoryLookup()
         self.source = ""
+        self.calm: list[bool] | None = None
         self._seen = 0
 
     def propose(self, out: Sequence[int], k: int) -> list[int]:
-        live = [s for s in self.sources if s.pointer is not None and s.pointer < len(s.tokens)]
+        live = [s for s in self.sources if s.live()]
         if live:
             best = max(live, key=lambda s: s.run)  # max() keeps the first of equal runs: source order
-            self.source = best.name
+            self.source, self.calm = best.name, best.calm(k)
             return best.propose(k)
         draft = self.fallback.propose(out, k)
         self.source = self.fallback.source if draft else ""
+        self.calm = None
         return draft
 
     def candidates(self, out: Sequence[int], k: int) -> list[list[int]]:
         """``propose``'s draft first, then the alternatives a tree verifies beside it: the other live
         sources' drafts and every source's next best re-sync points; where no source is live, the
         fallback's own candidates (draft heads' top-k) if it has them."""
-        live = [s for s in self.sources if s.pointer is not None and s.pointer < len(s.tokens)]
+        live = [s for s in self.sources if s.live()]
         if not live and hasattr(self.fallback, "candidates"):
             chains = self.fallback.candidates(out, k)
             self.source = self.fallback.source if chains and chains[0] else ""
+            self.calm = None
             return chains
         chains = [self.propose(out, k)]
         for source in live:

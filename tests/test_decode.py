@@ -1,6 +1,7 @@
 """The speculative loop is lossless: token for token what plain greedy decoding gives, and for
 sampling the model's own distribution."""
 
+import dataclasses
 import itertools
 import math
 import sysconfig
@@ -10,7 +11,12 @@ import pytest
 import torch
 
 from fastapply.apply import plan_edit, run_plan
-from fastapply.decode import choose_draft_length, speculative_generate
+from fastapply.decode import (
+    AcceptanceTracker,
+    calm_key,
+    choose_draft_length,
+    speculative_generate,
+)
 from fastapply.draft import POLICIES, DraftContext, make_drafter
 from fastapply.prompt import answer_ids
 from fastapply.snippet import make_snippet
@@ -216,6 +222,52 @@ def test_draft_length_grows_with_acceptance_and_cheap_passes():
     assert choose_draft_length(flat, 0.5, 512) <= 16
     assert choose_draft_length(steep, 0.99, 512) < choose_draft_length(flat, 0.99, 512)
     assert choose_draft_length(flat, 0.99, 37) == 37
+
+
+def test_a_rejection_in_calm_code_and_one_at_a_likely_edit_are_counted_apart():
+    tracker = AcceptanceTracker()
+    calm_before, risky_before = tracker.rate(calm_key("prediction")), tracker.rate("prediction")
+    tracker.observe("prediction", 20, 11, [True] * 10 + [False] * 10)  # left on a risky token
+    assert tracker.rate(calm_key("prediction")) > calm_before and tracker.rate("prediction") < risky_before
+    tracker = AcceptanceTracker()
+    tracker.observe("prediction", 20, 5, [True] * 10 + [False] * 10)  # left in calm code
+    assert tracker.rate(calm_key("prediction")) < calm_before
+    assert tracker.rate("prediction") == risky_before  # its risky tokens were never reached
+
+
+def test_drafts_stop_at_a_likely_edit_and_go_through_unchanged_code():
+    cpu = lambda k: 1.0 + k / 30  # a pass costs as much as 30 more draft tokens
+    calm = [True] * 200 + [False] * 8 + [True] * 300
+    # however recent acceptance has gone, the draft ends at the edit's line, not in the code after it
+    for rate in (0.5, 0.9, 0.99):
+        assert choose_draft_length(cpu, rate, 508, calm, calm_rate=0.9995) in (200, 208)
+    # after the edit: the rest in one pass
+    assert choose_draft_length(cpu, 0.5, 300, [True] * 300, calm_rate=0.9995) == 300
+
+
+def test_knowing_where_the_edit_is_saves_time_through_a_long_file(tokenizer):
+    """A 120-line file with one line added, replayed with a CPU-shaped pass cost: drafts that know
+    where the edit is waste little there and take less time than the same loop blind to it."""
+    original = "".join(f"result_{i} = transform(source_{i}, factor={i})\n" for i in range(120))
+    update = "# ... existing code ...\nresult_44 = transform(source_44, factor=44)\nprint(result_44)\n" \
+             "result_45 = transform(source_45, factor=45)\n# ... existing code ...\n"
+    expected = original.replace("result_45 =", "print(result_44)\nresult_45 =", 1)
+
+    class CpuReplay(ReplayTarget):
+        def cost(self, k):
+            return 1.0 + k / 30
+
+    plan = plan_edit(tokenizer, original, update)
+    reference = answer_ids(tokenizer, plan.preset, expected)
+    runs = {}
+    for name, context in {"informed": plan.context, "blind": dataclasses.replace(plan.context, risk={})}.items():
+        target = CpuReplay(reference, tokenizer.eos_token_id)
+        runs[name] = run_plan(target, tokenizer, dataclasses.replace(plan, context=context), "fastapply", trees=False)
+        assert runs[name].text == expected
+    seconds = {name: sum(1.0 + k / 30 for k in run.stats.proposed) for name, run in runs.items()}
+    wasted = {name: sum(run.stats.proposed) - sum(run.stats.accepted) for name, run in runs.items()}
+    assert seconds["informed"] < seconds["blind"] and runs["informed"].stats.passes < runs["blind"].stats.passes
+    assert wasted["informed"] <= 30 < wasted["blind"]  # at most part of the edit's line
 
 
 def test_stop_sequence_ends_the_answer(tokenizer):
