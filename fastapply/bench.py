@@ -18,6 +18,7 @@ the CLI prints them.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from fastapply.apply import ApplyResult, EditPlan, finish, plan_edit, run_plan, token_budget
@@ -50,9 +51,11 @@ class BenchRow:
     speedup_prompt_lookup: float = 0.0
     limit_s: float = 0.0  # one forward pass over prompt + reference answer: the floor of any rewrite
     vs_limit: float = 0.0  # this method's seconds over limit_s (1.0 would be the limit itself)
+    lines: int = 0  # lines of the case's original file
 
     def as_dict(self) -> dict:
-        return {"case": self.case, "method": self.method, "same_as_plain": self.same_as_plain,
+        """The row as JSON data: what ``summarize`` and the CLI's table read."""
+        return {"case": self.case, "method": self.method, "lines": self.lines, "same_as_plain": self.same_as_plain,
                 "speedup_plain": round(self.speedup_plain, 3),
                 "speedup_prompt_lookup": round(self.speedup_prompt_lookup, 3),
                 "limit_s": round(self.limit_s, 4), "vs_limit": round(self.vs_limit, 3), **self.stats.as_dict()}
@@ -60,9 +63,11 @@ class BenchRow:
 
 def run_bench(model, tokenizer, cases: list[BenchCase], acceptance: str = "model", preset: str = "default",
               max_new_tokens: int | None = None, methods: tuple[str, ...] = METHODS,
-              models: ModelDrafters | None = None) -> list[BenchRow]:
+              models: ModelDrafters | None = None,
+              on_case: Callable[[list[BenchRow]], None] | None = None) -> list[BenchRow]:
     """Every method on every case, in this order, after one untimed warm-up of each method; ``models``
-    builds the model-run drafters the methods in ``draft.MODEL_POLICIES`` need (``draft.make_drafter``)."""
+    builds the model-run drafters the methods in ``draft.MODEL_POLICIES`` need (``draft.make_drafter``).
+    ``on_case`` gets each case's rows as soon as they are measured."""
     if acceptance not in ("model", "replay"):
         raise UsageError("--acceptance must be 'model' or 'replay'")
     unknown = set(methods) - set(REPLAY_POLICY)
@@ -77,27 +82,31 @@ def run_bench(model, tokenizer, cases: list[BenchCase], acceptance: str = "model
         measured = {m: _run(model, tokenizer, case, m, acceptance, preset, max_new_tokens, models) for m in methods}
         seconds = {m: result.stats.seconds for m, result in measured.items()}
         limit = _limit(model, tokenizer, case, preset, measured.get("plain"))
+        mine = []
         for method, result in measured.items():
             own = result.stats.seconds
-            rows.append(BenchRow(
+            mine.append(BenchRow(
                 case=case.name, method=method, stats=result.stats,
                 same_as_plain="plain" not in measured or result.token_ids == measured["plain"].token_ids,
                 speedup_plain=seconds["plain"] / own if "plain" in seconds and own else 0.0,
                 speedup_prompt_lookup=seconds["prompt-lookup"] / own if "prompt-lookup" in seconds and own else 0.0,
-                limit_s=limit, vs_limit=own / limit if limit else 0.0,
+                limit_s=limit, vs_limit=own / limit if limit else 0.0, lines=len(case.original.splitlines()),
             ))
+        rows += mine
+        if on_case is not None:
+            on_case(mine)
     return rows
 
 
-def summarize(rows: list[BenchRow]) -> dict[str, dict]:
-    """Per method, over the cases: the median and spread (min, quartiles, max) of its speedups over
-    plain decoding and over prompt lookup and of its time over the limit, how many cases gave plain's
-    tokens, and its total seconds.
+def summarize(rows: list[dict]) -> dict[str, dict]:
+    """Per method, over the cases of ``rows`` (``BenchRow.as_dict()``): the median and spread (min,
+    quartiles, max) of its speedups over plain decoding and over prompt lookup and of its time over the
+    limit, how many cases gave plain's tokens, and its total seconds.
 
     >>> from fastapply.decode import DecodeStats
     >>> stats = DecodeStats(passes=1, tokens=2, accepted=(), proposed=(), prefill_s=0.5, decode_s=0.5)
     >>> rows = [BenchRow(str(i), "fastapply", stats, True, s, s / 2) for i, s in enumerate([2.0, 4.0, 9.0])]
-    >>> summarize(rows)["fastapply"]["speedup_plain"]
+    >>> summarize([row.as_dict() for row in rows])["fastapply"]["speedup_plain"]
     {'median': 4.0, 'min': 2.0, 'q1': 3.0, 'q3': 6.5, 'max': 9.0}
     """
     from fastapply.metrics import median
@@ -111,14 +120,12 @@ def summarize(rows: list[BenchRow]) -> dict[str, dict]:
                 "q3": round(median(upper), 3), "max": round(values[-1], 3)}
 
     out = {}
-    for method in dict.fromkeys(r.method for r in rows):
-        mine = [r for r in rows if r.method == method]
-        out[method] = {"cases": len(mine), "same_as_plain": sum(r.same_as_plain for r in mine),
-                       "seconds": round(sum(r.stats.seconds for r in mine), 2),
-                       "speedup_plain": spread([r.speedup_plain for r in mine if r.speedup_plain]),
-                       "speedup_prompt_lookup": spread([r.speedup_prompt_lookup for r in mine
-                                                        if r.speedup_prompt_lookup]),
-                       "vs_limit": spread([r.vs_limit for r in mine if r.vs_limit])}
+    for method in dict.fromkeys(r["method"] for r in rows):
+        mine = [r for r in rows if r["method"] == method]
+        out[method] = {"cases": len(mine), "same_as_plain": sum(r["same_as_plain"] for r in mine),
+                       "seconds": round(sum(r["seconds"] for r in mine), 2),
+                       **{key: spread([r[key] for r in mine if r[key]])
+                          for key in ("speedup_plain", "speedup_prompt_lookup", "vs_limit")}}
     return out
 
 

@@ -231,6 +231,24 @@ def _save(fig, path: Path, data: dict) -> Path:
     return path
 
 
+def speedup_plot(path: Path, points: dict[str, list[tuple[int, float]]], ylabel: str, data: dict | None = None) -> Path:
+    """Each method's speedups against file length in lines (log scale), one series a method; the points
+    (and ``data``) go into the PNG's metadata."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    points = {name: series for name, series in points.items() if series}
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for name, series in points.items():
+        ax.scatter([x for x, _ in series], [y for _, y in series], s=12, alpha=0.6, label=name)
+    ax.set(xlabel="file length (lines)", ylabel=ylabel, yscale="log", title="Speedup against file length")
+    ax.axhline(1.0, color="grey", lw=0.8)
+    ax.legend()
+    return _save(fig, path, {**(data or {}), "points": points})
+
+
 def write_plots(out_dir: Path, summary: dict) -> list[Path]:
     """The plots that apply to this run (no speed plots for the merge engine)."""
     import matplotlib
@@ -243,16 +261,8 @@ def write_plots(out_dir: Path, summary: dict) -> list[Path]:
     written = []
     speed = {p: [(r["lines"], r["speedup_plain"]) for r in rows if r["policy"] == p and r["speedup_plain"]]
              for p in policies if p not in ("plain", "none")}
-    speed = {p: points for p, points in speed.items() if points}
-    if speed:
-        fig, ax = plt.subplots(figsize=(7, 4.5))
-        for policy, points in speed.items():
-            ax.scatter([x for x, _ in points], [y for _, y in points], s=12, alpha=0.6, label=policy)
-        ax.set(xlabel="file length (lines)", ylabel=f"speedup over plain decoding ({unit})", yscale="log",
-               title="Speedup against file length")
-        ax.axhline(1.0, color="grey", lw=0.8)
-        ax.legend()
-        written.append(_save(fig, out_dir / PLOTS[0], {"unit": unit, "points": speed}))
+    if any(speed.values()):
+        written.append(speedup_plot(out_dir / PLOTS[0], speed, f"speedup over plain decoding ({unit})", {"unit": unit}))
     per_pass = {p: [r["tokens_per_pass"] for r in rows if r["policy"] == p and r["tokens_per_pass"]]
                 for p in policies}
     per_pass = {p: v for p, v in per_pass.items() if v}

@@ -67,3 +67,47 @@ def test_replay_needs_the_expected_file(sample_model, tmp_path):
     result = CliRunner().invoke(app, ["bench", "--model", str(checkpoint), "--file", str(tmp_path / "a.py"),
                                       "--edit-file", str(tmp_path / "a.edit"), "--acceptance", "replay"])
     assert result.exit_code == 2 and "expected" in result.stderr
+
+
+def _task(task_id: str, original: str, update: str, expected: str) -> dict:
+    return {"id": task_id, "language": "python", "path": "a.py", "original": original, "update": update,
+            "instruction": "", "expected": expected,
+            "source": {"package": "fastapply-tests", "from": "1", "to": "2", "license": "MIT"}}
+
+
+def test_bench_writes_as_it_goes_resumes_and_plots(sample_model, tmp_path):
+    _, _, checkpoint = sample_model
+    second = SMALL_PY.replace("    return config\n", "    return dict(config)\n")
+    tasks = tmp_path / "tasks.jsonl"
+    tasks.write_text(json.dumps(_task("first", SMALL_PY, UPDATE, EDITED)) + "\n" +
+                     json.dumps(_task("second", SMALL_PY, "# ... existing code ...\n    return dict(config)\n", second)) + "\n")
+    out, plot = tmp_path / "bench.json", tmp_path / "speedup.png"
+    command = ["bench", "--model", str(checkpoint), "--device", "cpu", "--tasks", str(tasks),
+               "--methods", "plain,fastapply", "--out", str(out)]
+    result = CliRunner().invoke(app, command)
+    assert result.exit_code == 0, result.output
+    data = json.loads(out.read_text())
+    assert data["complete"] and [(r["case"], r["method"]) for r in data["rows"]] == [
+        ("first", "plain"), ("first", "fastapply"), ("second", "plain"), ("second", "fastapply")]
+    # a run cut short during the second case: its one row is dropped and the case runs again
+    first_rows = data["rows"][:2]
+    out.write_text(json.dumps({**data, "complete": False, "rows": data["rows"][:3]}))
+    result = CliRunner().invoke(app, [*command, "--resume", "--plot", str(plot)])
+    assert result.exit_code == 0, result.output
+    resumed = json.loads(out.read_text())
+    assert resumed["complete"] and resumed["rows"][:2] == first_rows  # kept as they were, not re-timed
+    assert [r["case"] for r in resumed["rows"][2:]] == ["second", "second"]
+    assert resumed["summary"]["fastapply"]["cases"] == 2 and all(r["lines"] > 0 for r in resumed["rows"])
+    from PIL import Image
+
+    points = json.loads(Image.open(plot).info["fastapply-data"])["points"]
+    assert set(points) == {"fastapply"} and len(points["fastapply"]) == 2
+
+
+def test_resume_needs_out(sample_model, tmp_path):
+    _, _, checkpoint = sample_model
+    (tmp_path / "a.py").write_text(SMALL_PY)
+    (tmp_path / "a.edit").write_text(UPDATE)
+    result = CliRunner().invoke(app, ["bench", "--model", str(checkpoint), "--file", str(tmp_path / "a.py"),
+                                      "--edit-file", str(tmp_path / "a.edit"), "--resume"])
+    assert result.exit_code == 2 and "--out" in result.stderr

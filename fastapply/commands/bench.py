@@ -34,37 +34,85 @@ def bench_command(
     dtype: DtypeOpt = "auto",
     preset: PresetOpt = "default",
     max_new_tokens: MaxTokensOpt = None,
-    out: Annotated[Optional[Path], typer.Option("--out", help="Write the rows as JSON here.")] = None,
+    out: Annotated[Optional[Path], typer.Option("--out", help="Write the rows as JSON here, after every case.")] = None,
+    resume: Annotated[bool, typer.Option("--resume", help="Keep the cases already in --out; run the rest.")] = False,
+    plot: Annotated[Optional[Path], typer.Option("--plot", help="Draw each method's speedup over plain decoding "
+                                                               "against file length into this PNG.")] = None,
 ) -> None:
     """Compare plain decoding, prompt lookup, n-gram and speculative edits on one model in one run."""
     with errors():
         from fastapply.apply import load_model_drafters
-        from fastapply.bench import METHODS, run_bench, summarize
+        from fastapply.bench import METHODS, run_bench
         from fastapply.target import load_model
 
         model = local_model(model)
         if not model:
             raise UsageError("no model: pass --model PATH_OR_HUB_ID or set FASTAPPLY_MODEL")
+        if resume and out is None:
+            raise UsageError("--resume needs --out: the JSON of the run to go on with")
         cases = _bench_cases(file, edit_file, expected, tasks, limit)
         lm, tokenizer = load_model(model, device, dtype)
         models = load_model_drafters(lm, tokenizer, draft_model, medusa)
         if methods is None:
             methods = ",".join([*METHODS, *(m for name in models for m in (name, f"fastapply+{name}"))])
-        rows = run_bench(lm, tokenizer, cases, acceptance, preset, max_new_tokens,
-                         tuple(m.strip() for m in methods.split(",") if m.strip()), models)
+        chosen = tuple(m.strip() for m in methods.split(",") if m.strip())
+        rows = _done_rows(out, chosen) if resume else []
+        done = {row["case"] for row in rows}
+        header = _header(model, draft_model, medusa, acceptance, lm)
+
+        def save(new_rows) -> None:
+            rows.extend(row.as_dict() for row in new_rows)
+            if out is not None:
+                _write(out, header, rows, complete=False)
+
+        remaining = [case for case in cases if case.name not in done]
+        if remaining:
+            run_bench(lm, tokenizer, remaining, acceptance, preset, max_new_tokens, chosen, models, on_case=save)
         _print_bench(rows, model, acceptance)
         if out is not None:
-            import platform
+            _write(out, header, rows, complete=True)
+        if plot is not None:
+            from fastapply.report import speedup_plot
 
-            import torch
+            plot.parent.mkdir(parents=True, exist_ok=True)
+            speedup_plot(plot, {m: [(r["lines"], r["speedup_plain"]) for r in rows if r["method"] == m
+                                    and r["speedup_plain"]] for m in chosen if m != "plain"},
+                         "speedup over plain decoding (seconds)", {"model": model, "device": str(lm.device)})
 
-            out.parent.mkdir(parents=True, exist_ok=True)
-            out.write_text(json.dumps({
-                "model": model, "draft_model": draft_model, "medusa": medusa, "acceptance": acceptance, "device": str(lm.device),
-                "dtype": str(lm.dtype),
-                "machine": f"{platform.machine()}, {torch.get_num_threads()} threads, {platform.processor() or platform.system()}",
-                "parameters": sum(p.numel() for p in lm.parameters()),
-                "summary": summarize(rows), "rows": [row.as_dict() for row in rows]}, indent=1))
+
+def _header(model, draft_model, medusa, acceptance, lm) -> dict:
+    import platform
+
+    import torch
+
+    return {"model": model, "draft_model": draft_model, "medusa": medusa, "acceptance": acceptance,
+            "device": str(lm.device), "dtype": str(lm.dtype),
+            "machine": f"{platform.machine()}, {torch.get_num_threads()} threads, {platform.processor() or platform.system()}",
+            "parameters": sum(p.numel() for p in lm.parameters())}
+
+
+def _write(out: Path, header: dict, rows: list[dict], complete: bool) -> None:
+    """The run so far as JSON, replacing ``out`` whole (a reader never sees half a file)."""
+    from fastapply.bench import summarize
+    from fastapply.fileio import write_atomic
+
+    out.parent.mkdir(parents=True, exist_ok=True)
+    write_atomic(out, json.dumps({**header, "complete": complete, "summary": summarize(rows), "rows": rows},
+                                 indent=1).encode())
+
+
+def _done_rows(out: Path, methods: tuple[str, ...]) -> list[dict]:
+    """The rows of ``out``'s cases that have every one of ``methods`` (a case cut short runs again)."""
+    try:
+        rows = json.loads(out.read_text())["rows"]
+    except FileNotFoundError:
+        return []
+    except (OSError, ValueError, KeyError) as exc:
+        raise UsageError(f"cannot resume from {out}: {exc}") from None
+    by_case: dict[str, dict[str, dict]] = {}
+    for row in rows:
+        by_case.setdefault(row["case"], {})[row["method"]] = row
+    return [by_method[m] for by_method in by_case.values() if set(methods) <= set(by_method) for m in methods]
 
 
 def _bench_cases(file, edit_file, expected, tasks, limit):
@@ -82,7 +130,7 @@ def _bench_cases(file, edit_file, expected, tasks, limit):
                       fileio.read_text(str(expected))[0] if expected else None)]
 
 
-def _print_bench(rows, model: str, acceptance: str) -> None:
+def _print_bench(rows: list[dict], model: str, acceptance: str) -> None:
     from rich.table import Table
 
     table = Table(title=f"fastapply bench: {model} (acceptance: {acceptance})")
@@ -90,13 +138,12 @@ def _print_bench(rows, model: str, acceptance: str) -> None:
                 "vs prompt lookup", "vs limit", "same as plain"):
         table.add_column(col, justify="left" if col in ("case", "method") else "right")
     for r in rows:
-        s = r.stats
-        table.add_row(r.case, r.method, str(s.passes), f"{s.tokens_per_pass:.2f}", f"{s.tokens_per_s:.1f}",
-                      f"{s.chars_per_s:.0f}", f"{s.seconds:.2f}", f"{r.speedup_plain:.2f}x",
-                      f"{r.speedup_prompt_lookup:.2f}x", f"{r.vs_limit:.2f}x" if r.vs_limit else "-",
-                      "yes" if r.same_as_plain else "NO")
+        table.add_row(r["case"], r["method"], str(r["passes"]), f"{r['tokens_per_pass']:.2f}",
+                      f"{r['tokens_per_s']:.1f}", f"{r['chars_per_s']:.0f}", f"{r['seconds']:.2f}",
+                      f"{r['speedup_plain']:.2f}x", f"{r['speedup_prompt_lookup']:.2f}x",
+                      f"{r['vs_limit']:.2f}x" if r["vs_limit"] else "-", "yes" if r["same_as_plain"] else "NO")
     Console(width=160).print(table)
-    if len({r.case for r in rows}) > 1:
+    if len({r["case"] for r in rows}) > 1:
         from fastapply.bench import summarize
 
         spread = Table(title="over the cases: median \\[min, quartiles, max]; vs limit = seconds over one "
@@ -111,4 +158,3 @@ def _print_bench(rows, model: str, acceptance: str) -> None:
             spread.add_row(method, str(s["cases"]), str(s["same_as_plain"]), f"{s['seconds']:.1f}",
                            show(s["speedup_plain"]), show(s["speedup_prompt_lookup"]), show(s["vs_limit"]))
         Console(width=160).print(spread)
-
