@@ -26,10 +26,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from fastapply.apply import plan_edit, run_plan  # noqa: E402
-from fastapply.prompt import answer_ids  # noqa: E402
-from fastapply.target import CostModel, ReplayTarget  # noqa: E402
-from fastapply.tasks import load_tasks  # noqa: E402
+from fastapply.apply import plan_edit, run_plan
+from fastapply.prompt import answer_ids
+from fastapply.target import CostModel, ReplayTarget
+from fastapply.tasks import load_tasks
 
 RESULTS = Path(__file__).resolve().parent / "results" / "draft-length.json"
 CPU_COSTS = "0:0.055,8:0.089,32:0.141,128:0.321,256:0.559"  # fastapply-small, float32, 2 threads, idle
