@@ -21,14 +21,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from fastapply.apply import (
-    ApplyResult,
-    EditPlan,
-    finish,
-    plan_edit,
-    run_plan,
-    token_budget,
-)
+from fastapply.apply import ApplyResult, EditPlan, finish, plan_edit, run_plan, token_budget
 from fastapply.decode import DecodeStats, stop_index
 from fastapply.draft import MODEL_POLICIES, ModelDrafters
 from fastapply.errors import UsageError
