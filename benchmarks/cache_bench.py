@@ -29,7 +29,7 @@ RESULTS = Path(__file__).resolve().parent / "results"
 def pass_seconds(model, make_cache, context, k: int, keep: int, passes: int) -> float:
     import torch
 
-    from fastapply.bench import _sync
+    from fastapply.target import synchronize
 
     cache = make_cache()
     generator = torch.Generator().manual_seed(k)
@@ -38,11 +38,11 @@ def pass_seconds(model, make_cache, context, k: int, keep: int, passes: int) -> 
         times = []
         for _ in range(passes):
             draft = torch.randint(100, 40000, (1, k + 1), generator=generator).to(context.device)
-            _sync(context.device)
+            synchronize(context.device)
             start = time.perf_counter()
             model(input_ids=draft, past_key_values=cache, use_cache=True, logits_to_keep=k + 1)
             cache.crop(-(k + 1 - keep))
-            _sync(context.device)
+            synchronize(context.device)
             times.append(time.perf_counter() - start)
     times.sort()
     return statistics.mean(times[: max(1, passes // 2)])

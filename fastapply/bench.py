@@ -134,13 +134,15 @@ def limit_seconds(model, token_ids: list[int], repeats: int = 2) -> float:
     position's logits kept), as the first pass of a rewrite runs."""
     import torch
 
+    from fastapply.target import synchronize
+
     ids = torch.tensor([token_ids], device=model.device)
     best = float("inf")
     with torch.inference_mode():
         for _ in range(repeats):
             start = time.perf_counter()
             model(input_ids=ids, use_cache=True, logits_to_keep=1)
-            _sync(model.device)
+            synchronize(model.device)
             best = min(best, time.perf_counter() - start)
     return best
 
@@ -155,13 +157,6 @@ def _limit(model, tokenizer, case: BenchCase, preset: str, plain: ApplyResult | 
     else:
         return 0.0
     return limit_seconds(model, [*plan.prompt_ids, *reference])
-
-
-def _sync(device) -> None:
-    import torch
-
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
 
 
 def _run(model, tokenizer, case: BenchCase, method: str, acceptance: str, preset: str,

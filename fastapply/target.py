@@ -178,6 +178,15 @@ class CostModel:
 CALIBRATION_SIZES = (0, 8, 32, 128, 256)
 
 
+def synchronize(device) -> None:
+    """Wait for ``device``'s queued work (a CUDA device; nothing to wait for elsewhere), so a timer reads
+    the work's end, not its launch."""
+    import torch
+
+    if torch.device(device).type == "cuda":
+        torch.cuda.synchronize(device)
+
+
 def cache_dir() -> Path:
     return Path(os.environ.get("FASTAPPLY_CACHE_DIR", Path.home() / ".cache" / "fastapply"))
 
@@ -354,28 +363,21 @@ class HFTarget:
 
     def _measure(self, k: int, repeats: int = 3) -> tuple[int, float]:
         """Time a verify of ``k`` draft tokens on the live cache, then roll it back."""
-        import torch
-
         if self.cache is None:
             raise FastapplyError("cost() needs a prefilled target")
         draft = [self.pending] * k
         saved_choices, saved_pending = self.choices, self.pending
         times = []
         for _ in range(repeats + 1):
-            self._sync()
+            synchronize(self.device)
             start = time.perf_counter()
             self.verify(draft)
-            self._sync()
+            synchronize(self.device)
             times.append(time.perf_counter() - start)
             self.cache.crop(-(k + 1))
         self.choices, self.pending = saved_choices, saved_pending
         return k, min(times[1:])
 
-    def _sync(self) -> None:
-        import torch
-
-        if self.device.type == "cuda":
-            torch.cuda.synchronize(self.device)
 
 
 class ReplayTarget:

@@ -35,6 +35,7 @@ from functools import partial
 from pathlib import Path
 
 from fastapply.errors import FastapplyError, UsageError
+from fastapply.target import synchronize
 from fastapply.prompt import get_preset
 from finetune.config import AUTOCAST
 from finetune.examples import (
@@ -48,9 +49,9 @@ from finetune.examples import (
 )
 from finetune.train import (
     STATE_FILE,
-    _absolute_if_local,
-    _autocast,
-    _sync,
+    absolute_if_local,
+    autocast_context,
+    latest_state,
     optimizer_state,
 )
 
@@ -126,12 +127,12 @@ def train_heads(config: MedusaTrainConfig, out_dir: str | Path, resume: str | Pa
     from fastapply.target import load_model, resolve_device
 
     out_dir = Path(out_dir)
-    resume_dir = _resume_dir(resume) if resume is not None else None
+    resume_dir = latest_state(resume) if resume is not None else None
     if config.num_threads:
         torch.set_num_threads(config.num_threads)
     torch.manual_seed(config.seed)
     device = resolve_device(config.device)
-    model, tokenizer = load_model(_absolute_if_local(config.model), device, config.dtype)
+    model, tokenizer = load_model(absolute_if_local(config.model), device, config.dtype)
     model.requires_grad_(False)
     preset = get_preset(config.preset)
     records = read_records(config.train_file)
@@ -147,7 +148,7 @@ def train_heads(config: MedusaTrainConfig, out_dir: str | Path, resume: str | Pa
     total_steps = config.max_steps or math.ceil(config.epochs * math.ceil(len(train_set.examples) / config.batch_size))
 
     heads = (MedusaHeads.load(resume_dir, model) if resume_dir else MedusaHeads.new(model, config.n_heads,
-                                                                                 _absolute_if_local(config.model)))
+                                                                                 absolute_if_local(config.model)))
     heads.float().train()
     optimizer, scheduler, step, history = optimizer_state(list(heads.parameters()), config, total_steps, resume_dir)
     metrics = {"device": device, "total_steps": total_steps, "n_heads": heads.config.n_heads, "targets": config.targets,
@@ -158,7 +159,7 @@ def train_heads(config: MedusaTrainConfig, out_dir: str | Path, resume: str | Pa
     log.info("%d training examples (%d skipped as longer than %d tokens), %d held out, %d steps, %d heads",
              len(train_set.examples), train_set.skipped_too_long, config.max_length, len(eval_set.examples),
              total_steps, heads.config.n_heads)
-    autocast = _autocast(device, config.autocast)
+    autocast = autocast_context(device, config.autocast)
     decoder = model.get_decoder()  # the final hidden states, without the lm_head product
     evaluate = partial(evaluate_heads, heads, decoder, eval_set.examples, pad_id, config, device, autocast)
     if step == 0:
@@ -187,7 +188,7 @@ def train_heads(config: MedusaTrainConfig, out_dir: str | Path, resume: str | Pa
         window_positions += targets.shape[0]
         window_examples += len(batch)
         if step % config.log_every == 0 or step == total_steps or time.perf_counter() >= deadline:
-            _sync(device)
+            synchronize(device)
             seconds = time.perf_counter() - window_start
             loss = window_nats / max(window_count, 1)
             metrics["log"].append({"step": step, "loss": round(loss, 5), "lr": scheduler.get_last_lr()[0],
@@ -335,17 +336,6 @@ def _save(heads, config: MedusaTrainConfig, directory: Path, optimizer, schedule
              "cuda_rng": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None}
     torch.save(state, directory / STATE_FILE)
     log.info("saved %s (step %d)", directory, step)
-
-
-def _resume_dir(resume: str | Path) -> Path:
-    """``resume`` itself when it holds a trainer state, else its latest ``checkpoint-*`` folder."""
-    path = Path(resume)
-    if (path / STATE_FILE).exists():
-        return path
-    checkpoints = sorted(path.glob("checkpoint-*/" + STATE_FILE))
-    if not checkpoints:
-        raise UsageError(f"nothing to resume in {path}: no {STATE_FILE} there or in a checkpoint-* folder")
-    return checkpoints[-1].parent
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -32,6 +32,7 @@ from pathlib import Path
 
 from fastapply.errors import FastapplyError, UsageError
 from fastapply.prompt import get_preset
+from fastapply.target import synchronize
 from finetune.config import TrainConfig, load_config
 from finetune.examples import (IGNORE, Example, answer_nll_bits, bits_per_byte, build_examples, collate,
                                label_weights, micro_batches, read_records)
@@ -94,7 +95,7 @@ def train(config: TrainConfig, out_dir: str | Path, resume: str | Path | None = 
     log.info("%d training examples (%d skipped as longer than %d tokens), %d steps, %d trainable parameters",
              len(train_set.examples), train_set.skipped_too_long, config.max_length, total_steps,
              metrics["trainable_parameters"])
-    autocast = _autocast(device, config.autocast)
+    autocast = autocast_context(device, config.autocast)
     if eval_set is not None and step == 0:
         _record_eval(model, eval_set.examples, pad_id, config.batch_size, device, autocast, step, metrics)
 
@@ -127,7 +128,7 @@ def train(config: TrainConfig, out_dir: str | Path, resume: str | Path | None = 
         optimizer.zero_grad(set_to_none=True)
         step += 1
         if step % config.log_every == 0 or step == total_steps or time.perf_counter() >= deadline:
-            _sync(device)
+            synchronize(device)
             seconds = time.perf_counter() - window_start
             loss = window_nats / window_answer
             metrics["log"].append({"step": step, "loss": round(loss, 5), "lr": scheduler.get_last_lr()[0],
@@ -169,9 +170,9 @@ def load_for_training(config: TrainConfig, device: str, resume_dir: Path | None 
 
     if config.mode == "full":
         # Full fine-tuning keeps float32 master weights; on a GPU the forward runs under bf16 autocast.
-        model, tokenizer = load_model(str(resume_dir or _absolute_if_local(config.base_model)), device, "float32")
+        model, tokenizer = load_model(str(resume_dir or absolute_if_local(config.base_model)), device, "float32")
     else:
-        model, tokenizer = load_model(_absolute_if_local(config.base_model), device, config.dtype)
+        model, tokenizer = load_model(absolute_if_local(config.base_model), device, config.dtype)
     model.config.use_cache = False
     if config.gradient_checkpointing:
         enable = getattr(model, "activation_checkpointing_enable", None) or model.gradient_checkpointing_enable
@@ -190,7 +191,7 @@ def load_for_training(config: TrainConfig, device: str, resume_dir: Path | None 
         return get_peft_model(model, lora), tokenizer
 
 
-def _absolute_if_local(model: str) -> str:
+def absolute_if_local(model: str) -> str:
     """A local checkpoint as an absolute path (the adapter records it, for merge.py), a hub id as it is."""
     path = Path(model).expanduser()
     return str(path.resolve()) if path.exists() else model
@@ -241,7 +242,7 @@ def _record_eval(model, examples, pad_id, batch_size, device, autocast, step, me
     log.info("step %d  held-out %.4f bits per byte", step, bpb)
 
 
-def _autocast(device: str, setting: str = "auto"):
+def autocast_context(device: str, setting: str = "auto"):
     """The context the forward passes run in: bfloat16 autocast (trainable weights stay float32) on a GPU
     under "auto", on any device under "bfloat16", nowhere under "off"."""
     import contextlib
@@ -251,13 +252,6 @@ def _autocast(device: str, setting: str = "auto"):
     if setting == "bfloat16" or (setting == "auto" and device == "cuda"):
         return torch.autocast(device, dtype=torch.bfloat16)
     return contextlib.nullcontext()
-
-
-def _sync(device: str) -> None:
-    import torch
-
-    if device == "cuda":
-        torch.cuda.synchronize()
 
 
 def _save(model, tokenizer, config: TrainConfig, directory: Path, optimizer, scheduler, step: int,
@@ -278,14 +272,20 @@ def _save(model, tokenizer, config: TrainConfig, directory: Path, optimizer, sch
     log.info("saved %s (step %d)", directory, step)
 
 
-def _resume_dir(resume: str | Path, config: TrainConfig) -> Path:
+def latest_state(resume: str | Path) -> Path:
     """``resume`` itself when it holds a trainer state, else its latest ``checkpoint-*`` folder."""
     path = Path(resume)
-    if not (path / STATE_FILE).exists():
-        checkpoints = sorted(path.glob("checkpoint-*/" + STATE_FILE))
-        if not checkpoints:
-            raise UsageError(f"nothing to resume in {path}: no {STATE_FILE} there or in a checkpoint-* folder")
-        path = checkpoints[-1].parent
+    if (path / STATE_FILE).exists():
+        return path
+    checkpoints = sorted(path.glob("checkpoint-*/" + STATE_FILE))
+    if not checkpoints:
+        raise UsageError(f"nothing to resume in {path}: no {STATE_FILE} there or in a checkpoint-* folder")
+    return checkpoints[-1].parent
+
+
+def _resume_dir(resume: str | Path, config: TrainConfig) -> Path:
+    """``latest_state(resume)``, refused when it was trained in another mode than ``config``'s."""
+    path = latest_state(resume)
     saved_mode = json.loads((path / "train_config.json").read_text())["mode"]
     if saved_mode != config.mode:
         raise UsageError(f"{path} was trained in {saved_mode} mode, the config asks for {config.mode}")

@@ -23,7 +23,7 @@ from finetune.config import TrainConfig, load_config
 from finetune.examples import (IGNORE, Example, answer_nll_bits, bits_per_byte, build_example, build_examples,
                                micro_batches)
 from finetune.merge import merge_adapter
-from finetune.train import _autocast, evaluate, lr_factor, train
+from finetune.train import autocast_context, evaluate, lr_factor, train
 
 # The edits the "apply model" learns by full fine-tuning, and those the adapter on top of it learns.
 APPLY_RECORDS = [
@@ -271,7 +271,7 @@ def test_edit_weighted_training_runs_and_trains_differently(apply_model, tmp_pat
                if p.requires_grad)
 
 
-def test_bfloat16_autocast_trains_on_cpu_with_float32_adapter_weights(apply_model, tmp_path):
+def test_bfloat16autocast_context_trains_on_cpu_with_float32_adapter_weights(apply_model, tmp_path):
     train_file = write_jsonl(tmp_path / "train.jsonl", ADAPTER_RECORDS)
     run = train(config_for(apply_model.out_dir, train_file, learning_rate=1e-2, max_steps=8, autocast="bfloat16"),
                 tmp_path / "bf16")
@@ -281,7 +281,7 @@ def test_bfloat16_autocast_trains_on_cpu_with_float32_adapter_weights(apply_mode
     assert trainable and all(p.dtype == torch.float32 for p in trainable)
     with pytest.raises(UsageError, match="autocast"):
         config_for(apply_model.out_dir, train_file, autocast="fp8")
-    with _autocast("cpu", "bfloat16"):
+    with autocast_context("cpu", "bfloat16"):
         assert (torch.ones(2, 2) @ torch.ones(2, 2)).dtype == torch.bfloat16
-    with _autocast("cpu", "auto"):  # a CPU keeps float32 unless the config asks
+    with autocast_context("cpu", "auto"):  # a CPU keeps float32 unless the config asks
         assert (torch.ones(2, 2) @ torch.ones(2, 2)).dtype == torch.float32
