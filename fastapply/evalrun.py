@@ -116,7 +116,7 @@ def _run_task(task: Task, policies: Sequence[str]) -> list[dict]:
                     applied = _decode(task, policy, merged if policy in ("fastapply", REMOTE_POLICY) else None)
                     output, closed, speed = applied.text, applied.closed, applied.stats.as_dict()
                     if config.engine != "replay" and config.time_prefill:
-                        limit = limit or _limit(task)
+                        limit = limit or _limit(task, applied.token_ids)
                         speed |= {"limit_s": round(limit, 4), "vs_limit": round(speed["seconds"] / limit, 3)}
                 extra = {"merged_draft": merged is not None} if policy in ("fastapply", REMOTE_POLICY) else {}
                 if config.engine == "auto":
@@ -162,17 +162,15 @@ def _remote(task: Task, merged: str | None) -> tuple[str, bool, dict]:
     return output, closed, {**stats, **{k: served[k] for k in ("passes", "tokens", "tokens_per_pass") if k in served}}
 
 
-def _limit(task: Task) -> float:
-    """The task's limit on the local model: one prefill of the prompt and the reference answer
+def _limit(task: Task, answer: list[int]) -> float:
+    """The task's limit on the local model: one prefill of the prompt and the ``answer`` the model wrote
     (``fastapply.bench.limit_seconds``), which no rewrite of it can beat."""
     from fastapply.apply import plan_edit
     from fastapply.bench import limit_seconds
-    from fastapply.prompt import answer_ids
 
     config: EvalConfig = _WORKER["config"]
-    tokenizer = _WORKER["tokenizer"]
-    plan = plan_edit(tokenizer, task.original, task.update, task.instruction, config.preset)
-    return limit_seconds(_WORKER["model"], [*plan.prompt_ids, *answer_ids(tokenizer, plan.preset, task.expected)], 1)
+    plan = plan_edit(_WORKER["tokenizer"], task.original, task.update, task.instruction, config.preset)
+    return limit_seconds(_WORKER["model"], [*plan.prompt_ids, *answer], 1)
 
 
 def _decode(task: Task, policy: str, merged: str | None):

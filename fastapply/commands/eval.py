@@ -37,7 +37,7 @@ def eval_command(
                                                       "--engine model also plain and prompt-lookup (model.generate). "
                                                       "Default: all of them.")] = None,
     merge_draft: Annotated[bool, typer.Option(help="Let the fastapply policy draft the merge engine's candidate.")] = True,
-    time_prefill: Annotated[bool, typer.Option(help="With a local model, also time one prefill of prompt + reference "
+    time_prefill: Annotated[bool, typer.Option(help="With a local model, also time one prefill of prompt + the model's "
                                                     "answer per task: the limit of any rewrite (limit_s, vs_limit).")] = True,
     max_lines: Annotated[Optional[int], typer.Option(min=1, help="Run only the tasks whose file has at most N lines.")] = None,
     limit: Annotated[Optional[int], typer.Option(min=1, help="Run the first N tasks only (after --max-lines).")] = None,
