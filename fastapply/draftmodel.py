@@ -100,9 +100,9 @@ class DraftModelDrafter:
 
 
 class DraftEngine(HFTarget):
-    """``HFTarget`` as a draft model's engine: greedy, with the probability of its last choice
-    (``confidence``); ``extend`` feeds tokens after the cache with the logits of the last one only;
-    given ``vocab``, only those token ids are scored (the output layer's rows gathered once)."""
+    """``HFTarget`` as a draft model's engine (``extend`` and ``rollback`` as it drafts): greedy, with
+    the probability of its last choice (``confidence``); given ``vocab``, only those token ids are scored
+    (the output layer's rows gathered once)."""
 
     def __init__(self, model, vocab: Collection[int] | None = None):
         import torch
@@ -116,23 +116,6 @@ class DraftEngine(HFTarget):
             self._rows = head.weight.detach()[self.vocab_ids]  # [N, H]
             self._bias = head.bias.detach()[self.vocab_ids] if head.bias is not None else None
             self._body = model.get_decoder()
-
-    def extend(self, ids: list[int]) -> None:
-        """Feed ``ids`` after what the cache holds; ``pending`` becomes the model's choice after them."""
-        import torch
-
-        logits = None
-        with torch.inference_mode():
-            for start in range(0, len(ids), self.prefill_chunk):
-                chunk = torch.tensor([ids[start:start + self.prefill_chunk]], device=self.device)  # [1, S]
-                logits = self._forward(input_ids=chunk, past_key_values=self.cache, use_cache=True,
-                                       logits_to_keep=1).logits  # [1, 1, V or N]
-        self.pending = self._choose(logits[0])[0]
-
-    def rollback(self, n: int) -> None:
-        """Forget the last ``n`` positions of the cache."""
-        if n > 0:
-            self.cache.crop(-n)
 
     def _forward(self, **kwargs):
         if self.vocab_ids is None:

@@ -246,11 +246,17 @@ class HFTarget:
 
     # -- the protocol ------------------------------------------------------------------------
     def prefill(self, ids: list[int]) -> int:
-        import torch
-
         if not ids:
             raise FastapplyError("the prompt is empty")
         self.cache = self._new_cache()
+        self.extend(ids)
+        return self.pending
+
+    def extend(self, ids: list[int]) -> None:
+        """Feed ``ids`` after what the cache holds, in chunks of ``prefill_chunk``, keeping the logits of
+        the last one only; ``pending`` becomes the model's choice after them."""
+        import torch
+
         logits = None
         with torch.inference_mode():
             for start in range(0, len(ids), self.prefill_chunk):
@@ -260,7 +266,11 @@ class HFTarget:
         self.pending = self._choose(logits[0])[0]
         if self._hidden is not None:
             self.last_hidden = self._hidden[-1]
-        return self.pending
+
+    def rollback(self, n: int) -> None:
+        """Forget the last ``n`` positions of the cache."""
+        if n > 0:
+            self.cache.crop(-n)
 
     def verify(self, draft: list[int]) -> list[int]:
         import torch
