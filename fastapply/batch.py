@@ -102,16 +102,19 @@ def run_batch(items: list[BatchItem], run_model: ModelRunner | None, in_place: b
 
 def local_runner(model: str, device: str = "auto", dtype: str = "auto", adapter: str | None = None,
                  preset: str = "default", policy: str = "fastapply", max_new_tokens: int | None = None,
-                 temperature: float = 0.0, seed: int | None = None) -> ModelRunner:
-    """A model runner over one model loaded now and reused for every item."""
-    from fastapply.apply import apply_edit
+                 temperature: float = 0.0, seed: int | None = None, draft_model: str | None = None,
+                 medusa: str | None = None) -> ModelRunner:
+    """A model runner over one model (and its draft model or Medusa heads) loaded now and reused for
+    every item."""
+    from fastapply.apply import apply_edit, load_model_drafters
     from fastapply.target import load_model
 
     lm, tokenizer = load_model(model, device, dtype, adapter)
+    models = load_model_drafters(lm, tokenizer, draft_model, medusa)
 
     def run_model(original: str, update: str, instruction: str, merged: str | None) -> ModelRun:
         result = apply_edit(lm, tokenizer, original, update, instruction, preset=preset, policy=policy, merged=merged,
-                            max_new_tokens=max_new_tokens, temperature=temperature, seed=seed)
+                            max_new_tokens=max_new_tokens, temperature=temperature, seed=seed, models=models)
         return ModelRun(result.text, result.closed, result.stats.as_dict())
 
     return run_model

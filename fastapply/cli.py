@@ -18,7 +18,7 @@ from rich.console import Console
 from typer.core import TyperGroup
 
 from fastapply import __version__
-from fastapply.errors import FastapplyError, RefusedError
+from fastapply.errors import FastapplyError, RefusedError, UsageError
 
 stderr = Console(stderr=True, highlight=False)
 
@@ -101,7 +101,9 @@ PredictionOpt = Annotated[bool, typer.Option("--prediction/--no-prediction", hel
 
 AdapterOpt = Annotated[Optional[str], typer.Option(envvar="FASTAPPLY_ADAPTER",
                                                    help="LoRA adapter directory on top of --model.")]
-DraftOpt = Annotated[Policy, typer.Option(envvar="FASTAPPLY_DRAFT", help="Draft policy.")]
+DraftOpt = Annotated[Optional[Policy], typer.Option(envvar="FASTAPPLY_DRAFT", help="Draft policy (default: fastapply; "
+                                                    "fastapply+medusa with --medusa, else fastapply+draft-model "
+                                                    "with --draft-model).")]
 DraftModelOpt = Annotated[Optional[str], typer.Option(
     "--draft-model", envvar="FASTAPPLY_DRAFT_MODEL", help="A smaller model with the same tokenizer (checkpoint "
     "directory or hub id) that drafts where the original and the snippet predict nothing.")]
@@ -112,6 +114,24 @@ ApplyEngineOpt = Annotated[ApplyEngine, typer.Option(envvar="FASTAPPLY_ENGINE", 
                                                      "model); model: the model only; auto: a certain merge without a "
                                                      "model, the model drafting from the merge with one.")]
 ForceOpt = Annotated[bool, typer.Option("--force", help="Write model output even when it fails validation.")]
+
+
+def draft_policy(draft: Policy | None, draft_model: str | None, medusa: str | None, remote: str | None) -> str:
+    """The draft policy of a run: ``--draft``, else the default for the model-run drafters given
+    (``apply.default_policy``); ``UsageError`` for a draft model or heads beside a ``remote`` server, or a
+    policy that needs one not given."""
+    from fastapply.apply import default_policy
+    from fastapply.draft import check_policy
+
+    if remote is not None and (draft_model or medusa):
+        raise UsageError(f"{'--draft-model' if draft_model else '--medusa'} runs beside a local model; "
+                         "a server does its own drafting")
+    loaded = [name for name, path in (("draft-model", draft_model), ("medusa", medusa)) if path]
+    if draft is None:
+        return default_policy(loaded)
+    if remote is None:
+        check_policy(draft.value, loaded)  # before any model loads
+    return draft.value
 
 
 def local_model(model: str | None) -> str | None:

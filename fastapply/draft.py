@@ -341,16 +341,21 @@ def make_drafter(policy: str, context: DraftContext, models: ModelDrafters | Non
     the model-run drafters (``draft-model``, ``medusa``) that ``policy`` names, alone or as
     ``fastapply+NAME``'s fallback."""
     models = models or {}
+    check_policy(policy, models)
     if policy in MODEL_POLICIES:
         name = policy.removeprefix("fastapply+")
-        if name not in models:
-            option = "--draft-model" if name == "draft-model" else "--medusa"
-            raise UsageError(f"the draft policy {policy!r} needs {option} PATH")
         drafter = models[name](context, target)
         return SpecEditsDrafter(context, fallback=drafter) if policy != name else drafter
-    try:
-        factory = POLICIES[policy]
-    except KeyError:
+    return POLICIES[policy](context)
+
+
+def check_policy(policy: str, loaded: Collection[str]) -> None:
+    """``UsageError`` for an unknown policy, or one whose model-run drafter is not among ``loaded``."""
+    if policy in MODEL_POLICIES:
+        name = policy.removeprefix("fastapply+")
+        if name not in loaded:
+            option = "--draft-model" if name == "draft-model" else "--medusa"
+            raise UsageError(f"the draft policy {policy!r} needs {option} PATH")
+    elif policy not in POLICIES:
         raise UsageError(f"unknown draft policy {policy!r}; choose one of: "
-                         f"{', '.join([*POLICIES, *MODEL_POLICIES])}") from None
-    return factory(context)
+                         f"{', '.join([*POLICIES, *MODEL_POLICIES])}")

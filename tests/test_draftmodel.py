@@ -278,6 +278,19 @@ def test_a_draft_model_cannot_go_with_a_server(edit_env, sample_model):
     assert result.exit_code == 2 and "--draft-model runs beside a local model" in result.stderr
 
 
+def test_batch_drafts_with_a_draft_model_too(edit_env, sample_model, tmp_path):
+    edits = tmp_path / "edits.jsonl"
+    edits.write_text(json.dumps({"file": str(edit_env), "edit": UPDATE}) + "\n")
+    plain = invoke("batch", edits, "--engine", "model", "--draft", "none")
+    alone = invoke("batch", edits, "--engine", "model", "--draft", "draft-model", "--draft-model", sample_model[2])
+    assert plain.exit_code == 0 and alone.exit_code == 0, alone.output
+    plain_record, record = json.loads(plain.stdout), json.loads(alone.stdout)
+    assert record["ok"] and record["text"] == plain_record["text"]
+    assert record["stats"]["accepted_by_source"]["draft-model"] > 0
+    missing = invoke("batch", edits, "--engine", "model", "--draft", "draft-model")
+    assert missing.exit_code == 2 and "needs --draft-model PATH" in missing.stderr
+
+
 def test_bench_adds_the_draft_model_methods_when_given_one(sample_model, tmp_path):
     _, _, checkpoint = sample_model
     (tmp_path / "a.py").write_text(SMALL_PY)

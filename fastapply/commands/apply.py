@@ -15,9 +15,9 @@ from typing import Annotated, Optional
 import typer
 
 from fastapply.cli import (AdapterOpt, ApiKeyOpt, ApplyEngine, ApplyEngineOpt, BackendOpt, BaseUrlOpt, DeviceOpt,
-                           DraftModelOpt, DtypeOpt, ForceOpt, MaxTokensOpt, MedusaOpt, ModelOpt, Policy, PredictionOpt,
-                           PresetOpt,
-                           ServerOpt, VerboseOpt, app, errors, local_model, ready_model, setup_logging, stderr)
+                           DraftModelOpt, DraftOpt, DtypeOpt, ForceOpt, MaxTokensOpt, MedusaOpt, ModelOpt,
+                           PredictionOpt, PresetOpt, ServerOpt, VerboseOpt, app, draft_policy, errors, local_model,
+                           ready_model, setup_logging, stderr)
 from fastapply.errors import UsageError
 
 
@@ -31,9 +31,7 @@ def apply_command(
     adapter: AdapterOpt = None,
     device: DeviceOpt = "auto",
     dtype: DtypeOpt = "auto",
-    draft: Annotated[Optional[Policy], typer.Option(envvar="FASTAPPLY_DRAFT", help="Draft policy (default: fastapply; "
-                                                    "fastapply+medusa with --medusa, else fastapply+draft-model "
-                                                    "with --draft-model).")] = None,
+    draft: DraftOpt = None,
     draft_model: DraftModelOpt = None,
     medusa: MedusaOpt = None,
     preset: PresetOpt = "default",
@@ -74,13 +72,7 @@ def apply_command(
         remote = remote_base_url(backend, base_url, server)
         if remote is None:
             model = local_model(model)
-        elif draft_model or medusa:
-            raise UsageError(f"{'--draft-model' if draft_model else '--medusa'} runs beside a local model; "
-                             "a server does its own drafting")
-        from fastapply.apply import default_policy
-
-        policy = draft.value if draft is not None else default_policy(
-            [name for name, path in (("draft-model", draft_model), ("medusa", medusa)) if path])
+        policy = draft_policy(draft, draft_model, medusa, remote)
         update = _read_edit(edit, edit_file, file)
         original, fmt = fileio.read_text(file)
         if language is not None:

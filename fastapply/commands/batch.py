@@ -11,8 +11,8 @@ from typing import Annotated, Optional
 import typer
 
 from fastapply.cli import (AdapterOpt, ApiKeyOpt, ApplyEngine, ApplyEngineOpt, BackendOpt, BaseUrlOpt, DeviceOpt,
-                           DraftOpt, DtypeOpt, ForceOpt, MaxTokensOpt, ModelOpt, Policy, PredictionOpt, PresetOpt,
-                           ServerOpt, app, errors, local_model, stderr, task_progress)
+                           DraftModelOpt, DraftOpt, DtypeOpt, ForceOpt, MaxTokensOpt, MedusaOpt, ModelOpt, PredictionOpt,
+                           PresetOpt, ServerOpt, app, draft_policy, errors, local_model, stderr, task_progress)
 from fastapply.errors import UsageError
 
 
@@ -25,7 +25,9 @@ def batch_command(
     adapter: AdapterOpt = None,
     device: DeviceOpt = "auto",
     dtype: DtypeOpt = "auto",
-    draft: DraftOpt = Policy.fastapply,
+    draft: DraftOpt = None,
+    draft_model: DraftModelOpt = None,
+    medusa: MedusaOpt = None,
     preset: PresetOpt = "default",
     engine: ApplyEngineOpt = ApplyEngine.auto,
     force: ForceOpt = False,
@@ -49,6 +51,7 @@ def batch_command(
         remote = remote_base_url(backend, base_url, server)
         if remote is None:
             model = local_model(model)
+        policy = draft_policy(draft, draft_model, medusa, remote)
         uses_model = engine != ApplyEngine.merge and (remote is not None or bool(model))
         if engine == ApplyEngine.model and not uses_model:
             raise UsageError("no model for --engine model: pass --model PATH_OR_HUB_ID, set FASTAPPLY_MODEL or "
@@ -64,7 +67,8 @@ def batch_command(
                 run_model = remote_runner(stack.enter_context(
                     RemoteBackend(remote, api_key, model, preset, prediction, max_new_tokens)))
             elif uses_model:
-                run_model = local_runner(model, device, dtype, adapter, preset, draft.value, max_new_tokens)
+                run_model = local_runner(model, device, dtype, adapter, preset, policy, max_new_tokens,
+                                         draft_model=draft_model, medusa=medusa)
             sink = stack.enter_context(open(out, "w", encoding="utf-8")) if out is not None else sys.stdout
             on_task = stack.enter_context(task_progress(len(items), "batch"))
             merge_first = remote is None and model == bundled.NAME
