@@ -254,7 +254,7 @@ def speculative_generate(
         limit = min(MAX_DRAFT, max_new_tokens - len(out) - 1)
         chains = drafter.candidates(out, limit) if trees else [drafter.propose(out, limit)]
         draft = chains[0] if chains else []
-        calm = getattr(drafter, "calm", 0)
+        calm = getattr(drafter, "calm", None)
         k = choose_draft_length(target.cost, tracker.rate(drafter.source), min(limit, len(draft)), calm,
                                 tracker.rate(calm_key(drafter.source)))
         if draft and k == 0 and limit > 0:
