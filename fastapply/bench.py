@@ -46,7 +46,7 @@ class BenchRow:
     case: str
     method: str
     stats: DecodeStats  # passes, tokens, seconds (prefill included), characters
-    same_as_plain: bool  # the same tokens as plain decoding
+    same_as_plain: bool | None  # the same tokens as plain decoding; None when plain did not run
     speedup_plain: float = 0.0
     speedup_prompt_lookup: float = 0.0
     limit_s: float = 0.0  # one forward pass over prompt + the answer written: the floor of any rewrite
@@ -89,7 +89,7 @@ def run_bench(model, tokenizer, cases: list[BenchCase], acceptance: str = "model
             own = result.stats.seconds
             mine.append(BenchRow(
                 case=case.name, method=method, stats=result.stats,
-                same_as_plain="plain" not in measured or result.token_ids == measured["plain"].token_ids,
+                same_as_plain=result.token_ids == measured["plain"].token_ids if "plain" in measured else None,
                 speedup_plain=seconds["plain"] / own if "plain" in seconds and own else 0.0,
                 speedup_prompt_lookup=seconds["prompt-lookup"] / own if "prompt-lookup" in seconds and own else 0.0,
                 limit_s=limit, vs_limit=own / limit if limit else 0.0, lines=len(case.original.splitlines()),
@@ -124,7 +124,8 @@ def summarize(rows: list[dict]) -> dict[str, dict]:
     out = {}
     for method in dict.fromkeys(r["method"] for r in rows):
         mine = [r for r in rows if r["method"] == method]
-        out[method] = {"cases": len(mine), "same_as_plain": sum(r["same_as_plain"] for r in mine),
+        compared = [r["same_as_plain"] for r in mine if r["same_as_plain"] is not None]
+        out[method] = {"cases": len(mine), "same_as_plain": sum(compared) if compared else None,
                        "seconds": round(sum(r["seconds"] for r in mine), 2),
                        **{key: spread([r[key] for r in mine if r[key]])
                           for key in ("speedup_plain", "speedup_prompt_lookup", "vs_limit")}}

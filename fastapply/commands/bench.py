@@ -141,7 +141,8 @@ def _print_bench(rows: list[dict], model: str, acceptance: str) -> None:
         table.add_row(r["case"], r["method"], str(r["passes"]), f"{r['tokens_per_pass']:.2f}",
                       f"{r['tokens_per_s']:.1f}", f"{r['chars_per_s']:.0f}", f"{r['seconds']:.2f}",
                       f"{r['speedup_plain']:.2f}x", f"{r['speedup_prompt_lookup']:.2f}x",
-                      f"{r['vs_limit']:.2f}x" if r["vs_limit"] else "-", "yes" if r["same_as_plain"] else "NO")
+                      f"{r['vs_limit']:.2f}x" if r["vs_limit"] else "-",
+                      {True: "yes", False: "NO", None: "-"}[r["same_as_plain"]])
     Console(width=160).print(table)
     if len({r["case"] for r in rows}) > 1:
         from fastapply.bench import summarize
@@ -155,6 +156,7 @@ def _print_bench(rows: list[dict], model: str, acceptance: str) -> None:
             return "-" if s is None else f"{s['median']:.2f}x [{s['min']:.2f}, {s['q1']:.2f}, {s['q3']:.2f}, {s['max']:.2f}]"
 
         for method, s in summarize(rows).items():
-            spread.add_row(method, str(s["cases"]), str(s["same_as_plain"]), f"{s['seconds']:.1f}",
+            spread.add_row(method, str(s["cases"]), "-" if s["same_as_plain"] is None else str(s["same_as_plain"]),
+                           f"{s['seconds']:.1f}",
                            show(s["speedup_plain"]), show(s["speedup_prompt_lookup"]), show(s["vs_limit"]))
         Console(width=160).print(spread)
