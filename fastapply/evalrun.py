@@ -116,8 +116,8 @@ def _run_task(task: Task, policies: Sequence[str]) -> list[dict]:
                     applied = _decode(task, policy, merged if policy in ("fastapply", REMOTE_POLICY) else None)
                     output, closed, speed = applied.text, applied.closed, applied.stats.as_dict()
                     if config.engine != "replay" and config.time_prefill:
-                        limit = limit or _limit(task, applied.token_ids)
-                        speed |= {"limit_s": round(limit, 4), "vs_limit": round(speed["seconds"] / limit, 3)}
+                        limit = limit or round(_limit(task, applied.token_ids), 6)  # the stored figures give vs_limit
+                        speed |= {"limit_s": limit, "vs_limit": round(speed["seconds"] / limit, 3)}
                 extra = {"merged_draft": merged is not None} if policy in ("fastapply", REMOTE_POLICY) else {}
                 if config.engine == "auto":
                     extra |= {"merge": merge_record, "decided_by": "model"}
