@@ -16,22 +16,20 @@ probability ``p(x)``; otherwise the sample is the output, distributed as ``p`` r
 other than ``x``. The draft depends only on the output so far, never on the samples it is checked
 against. With ``temperature == 0`` the output is greedy decoding's, token for token.
 
-A checkpoint may carry ``draft_vocab.json`` (``finetune/distill.py`` writes it): the tokens its
-answers use. The draft then scores only those and the prompt's tokens, sparing most of the output
-layer, which for a small model with a large vocabulary is most of a step's cost; a token outside the
-set is never proposed, which costs acceptance, never correctness.
+A checkpoint may carry ``draft_vocab.json`` (``finetune/distill.py`` writes it, ``draftvocab.py``):
+the tokens its answers use. The draft then scores only those and the prompt's tokens, sparing most of
+the output layer, which for a small model with a large vocabulary is most of a step's cost.
 
 This module does not verify, accept or choose the verified length; ``decode.py`` does.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Collection, Sequence
-from pathlib import Path
 from types import SimpleNamespace
 
 from fastapply.draft import DraftContext, Drafter
+from fastapply.draftvocab import ScoredRows, read_draft_vocab
 from fastapply.errors import UsageError
 from fastapply.target import HFTarget
 
@@ -39,7 +37,6 @@ MAX_TOKENS = 8  # most tokens one proposal drafts: each costs the draft model a 
 # The draft stops before a token whose own probability is under this (transformers' assisted generation
 # uses the same rule and value): past it, acceptance is unlikely and the next step is wasted work.
 MIN_CONFIDENCE = 0.4
-DRAFT_VOCAB_FILE = "draft_vocab.json"  # in a draft checkpoint: {"token_ids": [...], ...}
 
 
 class DraftModelDrafter:
@@ -105,26 +102,18 @@ class DraftEngine(HFTarget):
     (the output layer's rows gathered once)."""
 
     def __init__(self, model, vocab: Collection[int] | None = None):
-        import torch
-
         super().__init__(model)
         self.confidence = 1.0
-        self.vocab_ids = None  # [N] token id of each scored row; None: the whole vocabulary
-        if vocab is not None:
-            head = model.get_output_embeddings()
-            self.vocab_ids = torch.tensor(sorted(set(vocab)), device=self.device)
-            self._rows = head.weight.detach()[self.vocab_ids]  # [N, H]
-            self._bias = head.bias.detach()[self.vocab_ids] if head.bias is not None else None
-            self._body = model.get_decoder()
+        # The output layer's rows for ``vocab``; None: the whole vocabulary.
+        self.rows = ScoredRows(model.get_output_embeddings(), vocab) if vocab is not None else None
+        self._body = model.get_decoder()
 
     def _forward(self, **kwargs):
-        if self.vocab_ids is None:
+        if self.rows is None:
             return super()._forward(**kwargs)
-        import torch.nn.functional as F
-
         keep = kwargs.pop("logits_to_keep")
         hidden = self._body(**kwargs).last_hidden_state[:, -keep:]  # [1, keep, H], after the final norm
-        return SimpleNamespace(logits=F.linear(hidden, self._rows, self._bias))  # [1, keep, N]
+        return SimpleNamespace(logits=self.rows.logits(hidden))  # [1, keep, N]
 
     def _choose(self, logits) -> list[int]:
         """Greedy token ids at each position of ``logits`` [S, V or N]; ``confidence`` is the last one's probability."""
@@ -132,8 +121,7 @@ class DraftEngine(HFTarget):
 
         top = torch.softmax(logits.float(), dim=-1).max(dim=-1)
         self.confidence = float(top.values[-1])
-        rows = top.indices if self.vocab_ids is None else self.vocab_ids[top.indices]
-        return rows.tolist()
+        return (top.indices if self.rows is None else self.rows.tokens(top.indices)).tolist()
 
 
 def common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
@@ -185,11 +173,3 @@ def check_vocabulary(tokenizer, draft, draft_tokenizer, name: str) -> None:
     rows = draft.get_input_embeddings().weight.shape[0]
     if rows < len(tokenizer):
         raise UsageError(f"the draft model {name} embeds {rows} token ids, its tokenizer has {len(tokenizer)}")
-
-
-def read_draft_vocab(checkpoint: str) -> list[int] | None:
-    """The token ids listed in a checkpoint's ``draft_vocab.json``; None when it has none."""
-    path = Path(checkpoint) / DRAFT_VOCAB_FILE
-    if not path.is_file():
-        return None
-    return [int(i) for i in json.loads(path.read_text())["token_ids"]]

@@ -5,7 +5,9 @@ Head i (1..n) is a residual block ``h + SiLU(W_i h + b_i)`` followed by the base
 (shared, frozen, never saved). ``W_i`` and ``b_i`` start at zero, so an untrained head repeats the base's
 own guess. Applied to the hidden state whose logits chose the output's last token, head i guesses the
 token i positions after that one. ``MedusaDrafter`` proposes the heads' argmax chain and offers, for tree
-verification, the chains of the heads' top tokens most likely together within a node budget.
+verification, the chains of the heads' top tokens most likely together within a node budget. Heads saved
+with a draft vocabulary (``draftvocab.py``; the trainer writes one) score only its tokens and the
+prompt's: the shared ``lm_head`` product for every head would otherwise cost about a pass of the model.
 This module does not train the heads (``finetune/medusa.py``) or verify drafts (``decode.py``,
 ``target.py``); it imports torch, so import it only when heads are asked for.
 """
@@ -14,13 +16,14 @@ from __future__ import annotations
 
 import heapq
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import torch
 
 from fastapply.draft import DraftContext
+from fastapply.draftvocab import ScoredRows, read_draft_vocab, write_draft_vocab
 from fastapply.errors import FastapplyError
 
 WEIGHTS_FILE = "medusa_heads.safetensors"
@@ -51,6 +54,7 @@ class MedusaHeads(torch.nn.Module):
             torch.nn.init.zeros_(block.bias)
         # The base's own lm_head, bypassing Module registration: not a parameter here, not saved or moved.
         object.__setattr__(self, "lm_head", lm_head)
+        self.vocab: list[int] | None = None  # the draft vocabulary saved with the heads; None: score every id
 
     @classmethod
     def new(cls, model, n_heads: int, base_model: str = "") -> MedusaHeads:
@@ -86,10 +90,12 @@ class MedusaHeads(torch.nn.Module):
             heads.load_state_dict(load_file(directory / WEIGHTS_FILE))
         except OSError:
             raise FastapplyError(f"no Medusa heads in {directory}: {WEIGHTS_FILE} is missing") from None
+        heads.vocab = read_draft_vocab(directory)
         return heads.to(device=lm_head.weight.device, dtype=lm_head.weight.dtype).eval()
 
     def save(self, directory: str | Path, metrics: dict | None = None) -> Path:
-        """Write the heads (float32) and their config, with ``metrics`` if given, to ``directory``."""
+        """Write the heads (float32), their config with ``metrics`` if given, and their draft vocabulary
+        if they have one, to ``directory``."""
         from safetensors.torch import save_file
 
         directory = Path(directory)
@@ -98,12 +104,17 @@ class MedusaHeads(torch.nn.Module):
                   directory / WEIGHTS_FILE)
         config = asdict(self.config) | ({"metrics": metrics} if metrics is not None else {})
         (directory / CONFIG_FILE).write_text(json.dumps(config, indent=1) + "\n")
+        if self.vocab:
+            write_draft_vocab(directory, self.vocab)
         return directory
 
-    def forward(self, hidden: torch.Tensor) -> torch.Tensor:
+    def forward(self, hidden: torch.Tensor, rows: ScoredRows | None = None) -> torch.Tensor:
+        """Logits [n, ..., V] of every head at ``hidden`` [..., H]; over ``rows``' tokens [n, ..., N] if given."""
         hidden = hidden.to(self.blocks[0].weight.dtype)
         states = torch.stack([hidden + torch.nn.functional.silu(block(hidden)) for block in self.blocks])  # [n, ..., H]
-        return self.lm_head(states.to(self.lm_head.weight.dtype))  # [n, ..., V]
+        if rows is not None:
+            return rows.logits(states)
+        return self.lm_head(states.to(self.lm_head.weight.dtype))
 
 
 def output_head(model) -> torch.nn.Linear:
@@ -117,15 +128,18 @@ class MedusaDrafter:
 
     ``propose`` gives each head's argmax in turn; ``candidates`` gives alternative chains from the heads'
     ``top_k`` tokens, at most ``tree_nodes`` tokens in all (``best_chains``), the argmax chain first.
+    Given ``vocab``, the heads score only those token ids.
     """
 
     source = "medusa"
 
-    def __init__(self, heads: MedusaHeads, target, top_k: int = TOP_K, tree_nodes: int = TREE_NODES):
+    def __init__(self, heads: MedusaHeads, target, top_k: int = TOP_K, tree_nodes: int = TREE_NODES,
+                 vocab: Collection[int] | None = None):
         self.heads = heads
         self.target = target
         self.top_k = top_k
         self.tree_nodes = tree_nodes
+        self.rows = ScoredRows(heads.lm_head, vocab) if vocab is not None else None
         self._hidden = None  # the hidden state the guesses below were made from
         self._guesses: tuple[list[list[float]], list[list[int]]] = ([], [])
 
@@ -148,9 +162,10 @@ class MedusaDrafter:
             raise RuntimeError("MedusaDrafter reads target.last_hidden: build the HFTarget with keep_hidden=True")
         if hidden is not self._hidden:
             with torch.inference_mode():
-                probs = torch.softmax(self.heads(hidden).float(), dim=-1)  # [n, V]
-                top = probs.topk(self.top_k, dim=-1)
-            self._hidden, self._guesses = hidden, (top.values.tolist(), top.indices.tolist())
+                probs = torch.softmax(self.heads(hidden, self.rows).float(), dim=-1)  # [n, V or N]
+                top = probs.topk(min(self.top_k, probs.shape[-1]), dim=-1)
+                tokens = top.indices if self.rows is None else self.rows.tokens(top.indices)
+            self._hidden, self._guesses = hidden, (top.values.tolist(), tokens.tolist())
         return self._guesses
 
 
@@ -200,10 +215,12 @@ def _chain_probability(probs: Sequence[Sequence[float]], path: tuple[int, ...]) 
 
 def medusa_factory(heads: MedusaHeads, **options) -> Callable[[DraftContext, object], MedusaDrafter]:
     """The ``models["medusa"]`` entry of ``draft.make_drafter``: a ``MedusaDrafter`` on the request's target
-    (an ``HFTarget``, told to keep its hidden states); ``options`` go to ``MedusaDrafter``."""
+    (an ``HFTarget``, told to keep its hidden states), scoring the heads' draft vocabulary and the prompt's
+    ids if the heads have one; ``options`` go to ``MedusaDrafter``."""
 
     def build(context: DraftContext, target) -> MedusaDrafter:
         target.track_hidden()
-        return MedusaDrafter(heads, target, **options)
+        vocab = {*heads.vocab, *context.prompt_ids} if heads.vocab else None
+        return MedusaDrafter(heads, target, vocab=vocab, **options)
 
     return build

@@ -47,6 +47,7 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
+from fastapply.draftvocab import VOCAB_SIZE, frequent_tokens, write_draft_vocab
 from fastapply.errors import FastapplyError, UsageError
 from finetune.examples import read_records
 
@@ -61,7 +62,7 @@ class DistillConfig:
     held_out: int = 20  # of the closed answers, the last ones: held-out loss and the measurements
     layers: int = 4  # the student keeps the target's first `layers` decoder layers (SmolLM2-135M has 30)
     student: str | None = None  # start from this checkpoint (same tokenizer) instead of a cut target
-    vocab_size: int = 1024  # ids in draft_vocab.json; 0 writes none (the draft then scores every id)
+    vocab_size: int = VOCAB_SIZE  # ids in draft_vocab.json; 0 writes none (the draft then scores every id)
     preset: str = "default"  # prompt preset; must be the one used at apply time
     max_length: int = 2560  # prompt + reference answer tokens; longer records are skipped
     device: str = "auto"
@@ -83,7 +84,6 @@ def distill(config: DistillConfig, out: str | Path) -> dict:
     """Run the four steps into ``out``; returns the summary also written to ``out/model/distill.json``."""
     import torch
 
-    from fastapply.draftmodel import DRAFT_VOCAB_FILE
     from fastapply.target import load_model
 
     out = Path(out)
@@ -111,7 +111,7 @@ def distill(config: DistillConfig, out: str | Path) -> dict:
     result = train_student(config, student, out)
     vocab = frequent_tokens([a["token_ids"] for a in train_part], config.vocab_size)
     if vocab:
-        (out / "model" / DRAFT_VOCAB_FILE).write_text(json.dumps({"token_ids": vocab}) + "\n")
+        write_draft_vocab(out / "model", vocab)
     summary = {
         "config": dataclasses.asdict(config),
         "answers": {"records": len(answers), "closed": len(closed), "train": len(train_part),
@@ -207,16 +207,6 @@ def train_student(config: DistillConfig, student: str, out: Path):
         num_threads=config.num_threads)
     started = (model_dir / STATE_FILE).exists() or any(model_dir.glob(f"checkpoint-*/{STATE_FILE}"))
     return train(train_config, model_dir, resume=model_dir if started else None)
-
-
-def frequent_tokens(answers: list[list[int]], n: int) -> list[int]:
-    """The ``n`` token ids most frequent in ``answers``, most frequent first (ties: the smaller id).
-
-    >>> frequent_tokens([[5, 6, 5], [7, 5, 6]], 2)
-    [5, 6]
-    """
-    counts = Counter(token for answer in answers for token in answer)
-    return sorted(counts, key=lambda token: (-counts[token], token))[:n]
 
 
 def coverage(vocab: list[int], answers: list[dict], tokenizer, preset: str) -> float | None:

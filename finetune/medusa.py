@@ -16,7 +16,8 @@ one more ``lm_head`` product): what verification accepts, which is what a draft 
 base departs from the data; ``--targets labels`` trains on the data itself. Only the heads are trained
 and saved. Held out: per head, top-1 and top-k accuracy and loss, and the tokens per pass the heads'
 argmax chain would give, on a fixed sample of positions. ``--out`` receives the heads
-(``medusa_heads.safetensors``, ``medusa_config.json`` with the final metrics), ``train_config.json``,
+(``medusa_heads.safetensors``, ``medusa_config.json`` with the final metrics, ``draft_vocab.json`` with
+the ``--vocab-size`` ids the training answers use most), ``train_config.json``,
 ``metrics.json`` and ``trainer_state.pt``; ``--save-every`` adds resumable ``checkpoint-NNNNNN/`` folders.
 This module does not fine-tune the base (``train.py``) or draft with the heads (``fastapply/medusa.py``).
 """
@@ -34,9 +35,10 @@ from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 
+from fastapply.draftvocab import VOCAB_SIZE, frequent_tokens
 from fastapply.errors import FastapplyError, UsageError
-from fastapply.target import synchronize
 from fastapply.prompt import get_preset
+from fastapply.target import synchronize
 from finetune.config import AUTOCAST
 from finetune.examples import (
     IGNORE,
@@ -85,6 +87,7 @@ class MedusaTrainConfig:
     max_steps: int | None = None  # when set, overrides epochs
     max_minutes: float | None = None  # stop (saving a resumable state) after this long; the schedule stays
     top_k: int = 4  # held-out top-k accuracy: a candidate tree with k options per head reaches these
+    vocab_size: int = VOCAB_SIZE  # the answers' most frequent ids saved as the heads' draft vocabulary; 0: none
 
     # Runtime.
     device: str = "auto"
@@ -104,6 +107,8 @@ class MedusaTrainConfig:
         for name in ("n_heads", "holdout", "batch_size", "positions", "eval_positions", "top_k", "max_length"):
             if getattr(self, name) < 1:
                 raise UsageError(f"{name} must be at least 1, not {getattr(self, name)}")
+        if self.vocab_size < 0:
+            raise UsageError(f"vocab_size must be at least 0, not {self.vocab_size}")
         if self.max_steps is None and self.epochs <= 0:
             raise UsageError("set epochs > 0 or max_steps")
 
@@ -150,6 +155,8 @@ def train_heads(config: MedusaTrainConfig, out_dir: str | Path, resume: str | Pa
     heads = (MedusaHeads.load(resume_dir, model) if resume_dir else MedusaHeads.new(model, config.n_heads,
                                                                                  absolute_if_local(config.model)))
     heads.float().train()
+    heads.vocab = frequent_tokens(([t for t in e.labels if t != IGNORE] for e in train_set.examples),
+                                  config.vocab_size) or None
     optimizer, scheduler, step, history = optimizer_state(list(heads.parameters()), config, total_steps, resume_dir)
     metrics = {"device": device, "total_steps": total_steps, "n_heads": heads.config.n_heads, "targets": config.targets,
                "trainable_parameters": sum(p.numel() for p in heads.parameters()),
@@ -351,6 +358,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--eval-positions", type=int)
     parser.add_argument("--edit-weight", type=float, help="sample positions after written tokens this much more")
     parser.add_argument("--holdout", type=int)
+    parser.add_argument("--vocab-size", type=int, help="ids kept in the heads' draft vocabulary (0: none)")
     parser.add_argument("--batch-size", type=int)
     parser.add_argument("--lr", type=float, dest="learning_rate")
     parser.add_argument("--epochs", type=float)

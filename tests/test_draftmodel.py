@@ -15,11 +15,11 @@ from fastapply.apply import plan_edit, run_plan
 from fastapply.cli import app
 from fastapply.decode import speculative_generate
 from fastapply.draftmodel import (
-    DRAFT_VOCAB_FILE,
     DraftModelDrafter,
     draft_model_factory,
     load_draft_model,
 )
+from fastapply.draftvocab import DRAFT_VOCAB_FILE
 from fastapply.errors import UsageError
 from fastapply.target import HFTarget, load_model
 from finetune.scratch import new_llama, save_checkpoint, stdlib_corpus, train_tokenizer

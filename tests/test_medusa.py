@@ -14,13 +14,19 @@ import pytest
 import torch
 
 from fastapply.apply import plan_edit, run_plan
+from fastapply.draftvocab import (
+    DRAFT_VOCAB_FILE,
+    VOCAB_SIZE,
+    ScoredRows,
+    frequent_tokens,
+)
 from fastapply.errors import FastapplyError
 from fastapply.medusa import MedusaDrafter, MedusaHeads, best_chains, medusa_factory
 from fastapply.prompt import get_preset, prompt_ids
 from fastapply.snippet import make_snippet
 from fastapply.target import HFTarget, load_model
 from finetune.echo import edit_window
-from finetune.examples import IGNORE, build_example
+from finetune.examples import IGNORE, build_example, read_records
 from finetune.medusa import MedusaTrainConfig, head_targets, main, train_heads
 from finetune.scratch import new_llama
 from tests.samples import SMALL_PY
@@ -127,6 +133,24 @@ def test_save_load_round_trip(tiny_model, tmp_path):
     with torch.no_grad():
         assert torch.equal(loaded(hidden), heads(hidden))
     assert not any(name.startswith("lm_head") for name in loaded.state_dict())  # the base's, not saved
+    assert loaded.vocab is None and not (tmp_path / "heads" / DRAFT_VOCAB_FILE).exists()
+
+
+def test_a_draft_vocabulary_is_saved_and_scores_its_columns_of_the_full_logits(tiny_model, tmp_path):
+    model, _ = tiny_model
+    heads = random_heads(model)
+    heads.vocab = [9, 5, 700]  # most frequent first, as the trainer writes it
+    heads.save(tmp_path / "heads")
+    loaded = MedusaHeads.load(tmp_path / "heads", model)
+    assert loaded.vocab == [9, 5, 700]
+    rows = ScoredRows(model.get_output_embeddings(), loaded.vocab)
+    assert rows.ids.tolist() == [5, 9, 700]
+    hidden = torch.randn(2, 64)
+    with torch.no_grad():
+        full, scored = loaded(hidden), loaded(hidden, rows)
+    assert scored.shape == (3, 2, 3)
+    assert torch.allclose(scored, full[..., [5, 9, 700]], atol=1e-5)
+    assert rows.tokens(torch.tensor([2, 0])).tolist() == [700, 5]
 
 
 def test_heads_for_another_model_are_refused_in_one_line(tiny_model, tmp_path):
@@ -188,10 +212,14 @@ def test_training_lowers_the_loss_and_raises_head_accuracy(tiny_checkpoint, tmp_
     assert max(first["top1"]) < 0.2 and min(last["top1"]) > 0.8  # each head learns its token ahead
     assert all(after < 0.5 * before for before, after in zip(first["loss"], last["loss"]))
     assert last["chain_tokens_per_pass"] > 3.0
-    model, _ = load_model(str(tiny_checkpoint), "cpu", "float32")
+    model, tokenizer = load_model(str(tiny_checkpoint), "cpu", "float32")
     saved = json.loads((tmp_path / "heads" / "medusa_config.json").read_text())
     assert saved["base_model"] == str(tiny_checkpoint) and saved["metrics"]["eval"]["top1"] == last["top1"]
-    assert MedusaHeads.load(tmp_path / "heads", model).config.n_heads == 3
+    loaded = MedusaHeads.load(tmp_path / "heads", model)
+    assert loaded.config.n_heads == 3
+    records = read_records(train_file)[:-2]  # the held-out two are not counted
+    answers = [[t for t in build_example(tokenizer, get_preset("default"), r).labels if t != IGNORE] for r in records]
+    assert loaded.vocab == frequent_tokens(answers, VOCAB_SIZE)
 
 
 def test_resume_continues_from_the_saved_step(tiny_checkpoint, tmp_path):
@@ -223,6 +251,31 @@ def test_decoding_with_random_heads_equals_generate(tiny_model, policy, case, tr
     assert result.token_ids == expected
     if policy == "medusa":
         assert max(result.stats.proposed) == tree_nodes  # the whole tree was verified
+
+
+@pytest.mark.parametrize("policy", ["medusa", "fastapply+medusa"])
+def test_heads_with_a_draft_vocabulary_propose_only_its_tokens_and_the_prompts(tiny_model, policy):
+    model, tokenizer = tiny_model
+    heads = random_heads(model)
+    heads.vocab = list(range(0, model.config.vocab_size, 7))
+    plan = plan_edit(tokenizer, *CASES[0])
+    allowed = set(heads.vocab) | set(plan.prompt_ids)
+    expected = greedy_reference(model, tokenizer, plan.prompt_ids, 96)
+    build = medusa_factory(heads)
+    proposed = []
+
+    def recording(context, target):  # the drafter, its proposals and candidate chains noted
+        drafter = build(context, target)
+        propose, candidates = drafter.propose, drafter.candidates
+        drafter.propose = lambda out, k: proposed.extend(propose(out, k)) or propose(out, k)
+        drafter.candidates = lambda out, k: proposed.extend(t for c in candidates(out, k) for t in c) or candidates(out, k)
+        return drafter
+
+    result = run_plan(FlatCostTarget(model, keep_hidden=True), tokenizer, plan, policy, 96,
+                      {tokenizer.eos_token_id}, models={"medusa": recording})
+    assert result.token_ids == expected
+    if policy == "medusa":
+        assert proposed and set(proposed) <= allowed
 
 
 @pytest.fixture(scope="module")
