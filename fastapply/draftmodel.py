@@ -29,7 +29,7 @@ from collections.abc import Callable, Collection, Sequence
 from types import SimpleNamespace
 
 from fastapply.draft import DraftContext, Drafter
-from fastapply.draftvocab import ScoredRows, read_draft_vocab
+from fastapply.draftvocab import ScoredRows, read_draft_vocab, with_prompt
 from fastapply.errors import UsageError
 from fastapply.target import HFTarget
 
@@ -137,11 +137,10 @@ def draft_model_factory(model, vocab: Collection[int] | None = None, max_tokens:
                         min_confidence: float = MIN_CONFIDENCE) -> Callable[[DraftContext, object], Drafter]:
     """The ``draft-model`` entry of ``draft.make_drafter``'s ``models``: a ``DraftModelDrafter`` per
     request over the loaded draft ``model``; with ``vocab``, it scores those ids and the prompt's."""
-    base = frozenset(vocab) if vocab is not None else None
 
     def build(context: DraftContext, target: object = None) -> Drafter:  # the target is not needed
-        scored = base | set(context.prompt_ids) if base is not None else None
-        return DraftModelDrafter(model, context.prompt_ids, max_tokens, min_confidence, scored)
+        return DraftModelDrafter(model, context.prompt_ids, max_tokens, min_confidence,
+                                 with_prompt(vocab, context.prompt_ids))
 
     return build
 

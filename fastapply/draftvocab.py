@@ -31,6 +31,7 @@ def frequent_tokens(answers: Iterable[Iterable[int]], n: int) -> list[int]:
 
 
 def write_draft_vocab(directory: str | Path, token_ids: list[int]) -> Path:
+    """Write ``token_ids`` (most frequent first) as ``directory``'s ``draft_vocab.json``."""
     path = Path(directory) / DRAFT_VOCAB_FILE
     path.write_text(json.dumps({"token_ids": token_ids}) + "\n")
     return path
@@ -42,6 +43,17 @@ def read_draft_vocab(directory: str | Path) -> list[int] | None:
     if not path.is_file():
         return None
     return [int(i) for i in json.loads(path.read_text())["token_ids"]]
+
+
+def with_prompt(vocab: Collection[int] | None, prompt_ids: Iterable[int]) -> set[int] | None:
+    """What a request's drafter scores: ``vocab`` and the prompt's ids; None (every id) without a ``vocab``.
+
+    >>> sorted(with_prompt([5, 9], [9, 2]))
+    [2, 5, 9]
+    >>> with_prompt(None, [9, 2]) is None
+    True
+    """
+    return None if vocab is None else {*vocab, *prompt_ids}
 
 
 class ScoredRows:

@@ -23,7 +23,12 @@ from pathlib import Path
 import torch
 
 from fastapply.draft import DraftContext
-from fastapply.draftvocab import ScoredRows, read_draft_vocab, write_draft_vocab
+from fastapply.draftvocab import (
+    ScoredRows,
+    read_draft_vocab,
+    with_prompt,
+    write_draft_vocab,
+)
 from fastapply.errors import FastapplyError
 
 WEIGHTS_FILE = "medusa_heads.safetensors"
@@ -220,7 +225,6 @@ def medusa_factory(heads: MedusaHeads, **options) -> Callable[[DraftContext, obj
 
     def build(context: DraftContext, target) -> MedusaDrafter:
         target.track_hidden()
-        vocab = {*heads.vocab, *context.prompt_ids} if heads.vocab else None
-        return MedusaDrafter(heads, target, vocab=vocab, **options)
+        return MedusaDrafter(heads, target, vocab=with_prompt(heads.vocab or None, context.prompt_ids), **options)
 
     return build

@@ -264,11 +264,17 @@ def test_heads_with_a_draft_vocabulary_propose_only_its_tokens_and_the_prompts(t
     build = medusa_factory(heads)
     proposed = []
 
-    def recording(context, target):  # the drafter, its proposals and candidate chains noted
+    def noted(method, chains):  # ``method`` of the drafter, its proposed tokens noted
+        def call(out, k):
+            result = method(out, k)
+            for chain in result if chains else [result]:
+                proposed.extend(chain)
+            return result
+        return call
+
+    def recording(context, target):
         drafter = build(context, target)
-        propose, candidates = drafter.propose, drafter.candidates
-        drafter.propose = lambda out, k: proposed.extend(propose(out, k)) or propose(out, k)
-        drafter.candidates = lambda out, k: proposed.extend(t for c in candidates(out, k) for t in c) or candidates(out, k)
+        drafter.propose, drafter.candidates = noted(drafter.propose, False), noted(drafter.candidates, True)
         return drafter
 
     result = run_plan(FlatCostTarget(model, keep_hidden=True), tokenizer, plan, policy, 96,
