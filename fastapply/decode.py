@@ -27,6 +27,7 @@ from fastapply.tree import DraftTree
 MAX_DRAFT = 512  # longest draft one pass may verify
 BRANCH_TOKENS = 8  # longest alternative branch verified beside the draft
 TREE_NODES = 32  # most alternative tokens one pass verifies beside the draft
+PROBE_EVERY = 8  # after the plan declines a draft, every this many passes one of its tokens is tried
 BRANCH = "branch"  # the acceptance tracker's name for "a pass took an alternative branch"
 DRAFT_SIZES = (0, 1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512)
 
@@ -157,6 +158,8 @@ def choose_draft_length(cost: Callable[[int], float], rate: float, limit: int,
     64
     >>> choose_draft_length(lambda k: 1.0 + k, 0.5, 64)  # every token costs a pass: don't draft
     0
+    >>> choose_draft_length(lambda k: 1.5 if k else 1.0, 0.3, 4)  # a CPU's dear first token: not for 1.4
+    0
     >>> calm = [True] * 300 + [False] * 10 + [True] * 202   # unchanged code, a likely edit, unchanged code
     >>> choose_draft_length(lambda k: 1.0 + k / 30, 0.8, 512, calm, calm_rate=0.9996)   # not past the edit
     310
@@ -193,6 +196,8 @@ def choose_draft_length(cost: Callable[[int], float], rate: float, limit: int,
                 best, best_j = gain, j
         gain_from[i] = best
         first = best_j
+    if first and (1 + reached[first]) / costs[first] < 1 / cost(0):
+        return 0  # this pass would yield fewer tokens a second than one that drafts nothing
     return first
 
 
@@ -249,18 +254,32 @@ def speculative_generate(
         )
 
     trees = trees and getattr(target, "verifies_trees", False) and hasattr(drafter, "candidates")
+    declined = 0  # passes since the plan last verified a draft it was offered
+    costly = getattr(drafter, "costly", False)
     while done is None and len(out) < max_new_tokens:
         # propose: as many tokens as pay for themselves, never past the budget
         limit = min(MAX_DRAFT, max_new_tokens - len(out) - 1)
-        chains = drafter.candidates(out, limit) if trees else [drafter.propose(out, limit)]
+        # a draft the plan declines still gets one token tried now and then, so that the acceptance
+        # estimate learns when its source starts predicting again; a costly drafter is not even asked
+        # in between
+        probe = declined >= PROBE_EVERY - 1
+        if declined and costly and not probe:
+            chains = []
+        else:
+            chains = drafter.candidates(out, limit) if trees else [drafter.propose(out, limit)]
         draft = chains[0] if chains else []
         calm = getattr(drafter, "calm", None)
         k = choose_draft_length(target.cost, tracker.rate(drafter.source), min(limit, len(draft)), calm,
                                 tracker.rate(calm_key(drafter.source)))
-        if draft and k == 0 and limit > 0:
-            k = 1  # one drafted token costs next to nothing, and keeps the acceptance estimate learning
+        if draft and k == 0 and probe and limit > 0:
+            k = 1
+        if k:
+            declined = 0
+        elif declined or draft:
+            declined += 1
+        # alternatives are verified beside a draft, not instead of one the plan declined
+        tree = branch_tree(draft[:k], chains[1:], limit) if trees and (k or not draft) else None
         draft = draft[:k]
-        tree = branch_tree(draft, chains[1:], limit) if trees else None
         if tree is not None and not tree_pays(target.cost, len(draft), tree.size - len(draft),
                                               tracker.rate(drafter.source), tracker.rate(BRANCH),
                                               min(BRANCH_TOKENS, limit)):

@@ -24,7 +24,9 @@ from fastapply.errors import UsageError
 
 class Drafter(Protocol):
     """A draft source. It may also tell ``calm``: for each token of its last proposal, whether it lies
-    where the answer seldom leaves the source (``risk.py``); absent or None: no such knowledge."""
+    where the answer seldom leaves the source (``risk.py``); absent or None: no such knowledge. A drafter
+    whose proposals cost real work (a model's forward passes) says ``costly = True``: after the decode
+    loop declines its draft, it is asked again only to probe (``decode.PROBE_EVERY``)."""
 
     source: str  # where the last proposal came from ("prediction", "snippet", ...); "" when none
 

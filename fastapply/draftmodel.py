@@ -49,6 +49,7 @@ class DraftModelDrafter:
     """
 
     source = "draft-model"
+    costly = True  # each proposal runs the draft model: the loop does not ask for drafts it would decline
 
     def __init__(self, model, prompt_ids: Sequence[int], max_tokens: int = MAX_TOKENS,
                  min_confidence: float = MIN_CONFIDENCE, vocab: Collection[int] | None = None):

@@ -3,6 +3,7 @@ sampling the model's own distribution."""
 
 import dataclasses
 import itertools
+import json
 import math
 import sysconfig
 from pathlib import Path
@@ -12,6 +13,7 @@ import torch
 
 from fastapply.apply import plan_edit, run_plan
 from fastapply.decode import (
+    PROBE_EVERY,
     AcceptanceTracker,
     calm_key,
     choose_draft_length,
@@ -20,7 +22,7 @@ from fastapply.decode import (
 from fastapply.draft import POLICIES, DraftContext, make_drafter
 from fastapply.prompt import answer_ids
 from fastapply.snippet import make_snippet
-from fastapply.target import HFTarget, ReplayTarget
+from fastapply.target import CALIBRATION_SIZES, HFTarget, ReplayTarget, cache_dir
 from finetune.scratch import new_llama
 from tests.samples import SAMPLE_EXPECTED, SAMPLE_PY, SAMPLE_UPDATE, SMALL_PY
 
@@ -310,8 +312,8 @@ def test_a_model_that_copies_accepts_most_of_the_draft(sample_model):
 
 
 def test_a_draft_that_seems_too_dear_is_still_tried_one_token_at_a_time(tokenizer):
-    """A cost model that makes drafting look unprofitable must not stop the loop from ever learning
-    that the draft is right: it verifies at least one drafted token per pass."""
+    """Where one drafted token costs more than it is expected to give, passes verify none, but every
+    ``PROBE_EVERY``-th still tries one: the loop must not stop learning that the draft is right."""
     plan = plan_edit(tokenizer, SAMPLE_PY, SAMPLE_UPDATE)
     reference = answer_ids(tokenizer, plan.preset, SAMPLE_EXPECTED)
 
@@ -321,4 +323,64 @@ def test_a_draft_that_seems_too_dear_is_still_tried_one_token_at_a_time(tokenize
 
     result = run_plan(Steep(reference, tokenizer.eos_token_id), tokenizer, plan, "pld")
     assert result.text == SAMPLE_EXPECTED
-    assert result.stats.passes < result.stats.tokens - 1  # some passes accepted a drafted token
+    probes = [i for i, proposed in enumerate(result.stats.proposed) if proposed]
+    assert {result.stats.proposed[i] for i in probes} == {1}
+    assert len(probes) >= 3 and all(b - a >= PROBE_EVERY for a, b in itertools.pairwise(probes))
+    assert result.stats.passes < result.stats.tokens - 1  # some of them accepted
+
+
+def test_a_costly_drafter_whose_drafts_are_declined_is_asked_only_to_probe():
+    """A drafter that runs a model (``costly``) and is always wrong: after its first draft is declined it
+    is asked once every ``PROBE_EVERY`` passes (and right after a probe), not every pass."""
+    reference = list(range(10, 90)) + [2]
+
+    class Steep(ReplayTarget):
+        def cost(self, k):
+            return 1.0 + 10.0 * k
+
+    class WrongModel:
+        source, costly, asked = "draft-model", True, 0
+
+        def propose(self, out, k):
+            self.asked += 1
+            return [0] * min(k, 4)
+
+        def update(self, out, n_accepted):
+            pass
+
+    drafter = WrongModel()
+    out, stats = speculative_generate(Steep(reference, 2), drafter, [1], 200, stop_ids={2})
+    assert out == reference
+    assert stats.passes == len(reference) - 1 and sum(stats.accepted) == 0
+    probes = sum(1 for proposed in stats.proposed if proposed)
+    assert probes == stats.passes // PROBE_EVERY
+    assert drafter.asked <= 2 * probes + 1
+
+
+
+def test_verify_costs_are_measured_once_and_again_when_the_sizes_change(tiny_model, monkeypatch):
+    """The first request times a verify of each of ``CALIBRATION_SIZES`` and caches them; later targets
+    of the same model read the cache, unless it holds other sizes (an older fastapply's)."""
+    model, _ = tiny_model
+    path = cache_dir() / "verify-costs.json"
+
+    def fresh_target():
+        target = HFTarget(model, model_key="tiny-costs")
+        target.prefill([1, 2, 3, 4, 5])
+        return target
+
+    fresh_target().cost(1)
+    table = json.loads(path.read_text())
+    (key, points), = table.items()
+    assert [k for k, _ in points] == list(CALIBRATION_SIZES)
+    assert all(later >= earlier > 0 for (_, earlier), (_, later) in itertools.pairwise(points))
+
+    measured = []
+    real_measure = HFTarget._measure
+    monkeypatch.setattr(HFTarget, "_measure", lambda self, k: measured.append(k) or real_measure(self, k))
+    assert fresh_target().cost(4) == pytest.approx(dict(points)[4]) and measured == []
+    path.write_text(json.dumps({key: [p for p in points if p[0] not in (1, 2, 4)]}))
+    fresh_target().cost(4)
+    assert measured == list(CALIBRATION_SIZES)
+    assert [k for k, _ in json.loads(path.read_text())[key]] == list(CALIBRATION_SIZES)
+
