@@ -107,7 +107,6 @@ class DraftEngine(HFTarget):
         self.confidence = 1.0
         # The output layer's rows for ``vocab``; None: the whole vocabulary.
         self.rows = ScoredRows(model.get_output_embeddings(), vocab) if vocab is not None else None
-        self._body = model.get_decoder()
 
     def _forward(self, **kwargs):
         if self.rows is None:

@@ -32,7 +32,8 @@ class Target(Protocol):
         """Run the prompt; return the model's next token (not yet in the cache)."""
 
     def verify(self, draft: list[int]) -> list[int]:
-        """Feed [last token] + draft in one pass; return the model's choice at each of len(draft)+1 positions."""
+        """Feed [last token] + draft in one pass; return the model's choice at each position, from the
+        first through the first where it differs from the draft, or all len(draft)+1 of them."""
 
     def accept(self, n: int) -> None:
         """Keep the first ``n`` draft tokens of the last ``verify``; drop the rest from the cache."""
@@ -178,6 +179,9 @@ class CostModel:
 # Draft sizes whose verify is timed; the rest are interpolated. The small ones matter on a CPU, where
 # a pass over two tokens can cost half again one over a single token, not 1/8 of the step to 8.
 CALIBRATION_SIZES = (0, 1, 2, 4, 8, 32, 128, 256)
+# A verify turns hidden states into logits this many positions at a time at first, then twice as many
+# each time: the positions after the first draft token the model rejects need none.
+LOGIT_CHUNK = 16
 
 
 def synchronize(device) -> None:
@@ -229,6 +233,13 @@ class HFTarget:
         self._decoder = None
         if keep_hidden:
             self.track_hidden()
+        core = model.get_base_model() if hasattr(model, "get_base_model") else model
+        self._body, self._head = core.get_decoder(), core.get_output_embeddings()
+        # Whether the output layer alone turns the decoder's hidden states into the model's logits (not
+        # so where a model scales or caps them after it): then a verify computes them chunk by chunk,
+        # up to the first draft token the model rejects. Checked against the model at the first prefill.
+        self._head_apart: bool | None = None
+        self._verified = 0  # positions fed by the last verify: pending + draft
 
     def track_hidden(self) -> None:
         """Keep ``last_hidden`` from the next forward pass on (``keep_hidden``); call it before ``prefill``."""
@@ -260,11 +271,21 @@ class HFTarget:
         import torch
 
         logits = None
-        with torch.inference_mode():
-            for start in range(0, len(ids), self.prefill_chunk):
-                chunk = torch.tensor([ids[start:start + self.prefill_chunk]], device=self.device)  # [1, S]
-                logits = self._forward(input_ids=chunk, past_key_values=self.cache, use_cache=True,
-                                       logits_to_keep=1).logits  # [1, 1, V]
+        check = self._head_apart is None and self._decoder is None
+        if check:
+            self._decoder = self._body  # keep this prefill's hidden states, to check the output layer
+        try:
+            with torch.inference_mode():
+                for start in range(0, len(ids), self.prefill_chunk):
+                    chunk = torch.tensor([ids[start:start + self.prefill_chunk]], device=self.device)  # [1, S]
+                    logits = self._forward(input_ids=chunk, past_key_values=self.cache, use_cache=True,
+                                           logits_to_keep=1).logits  # [1, 1, V]
+                if self._head_apart is None:
+                    self._head_apart = (self._head is not None and self._hidden is not None
+                                        and torch.equal(self._head(self._hidden[-1:]), logits[0]))
+        finally:
+            if check:
+                self._decoder, self._hidden = None, None
         self.pending = self._choose(logits[0])[0]
         if self._hidden is not None:
             self.last_hidden = self._hidden[-1]
@@ -274,19 +295,39 @@ class HFTarget:
         if n > 0:
             self.cache.crop(-n)
 
-    def verify(self, draft: list[int]) -> list[int]:
+    def verify(self, draft: list[int], through: int | None = None) -> list[int]:
+        """The protocol's verify; with ``through``, the choices at positions 0..``through`` whatever
+        the draft (a replay, whose reference decides where the draft is rejected; the calibration)."""
         import torch
 
         fed = [self.pending, *draft]
+        self._verified = len(fed)
         with torch.inference_mode():
             x = torch.tensor([fed], device=self.device)  # [1, k+1]
-            logits = self._forward(input_ids=x, past_key_values=self.cache, use_cache=True,
-                                   logits_to_keep=len(fed)).logits  # [1, k+1, V]
-        self.choices = self._choose(logits[0])
-        return self.choices
+            if not self._head_apart:
+                logits = self._forward(input_ids=x, past_key_values=self.cache, use_cache=True,
+                                       logits_to_keep=len(fed)).logits  # [1, k+1, V]
+                self.choices = self._choose(logits[0])
+                return self.choices
+            hidden = self._body(input_ids=x, past_key_values=self.cache, use_cache=True).last_hidden_state[0]
+            if self._decoder is not None:
+                self._hidden = hidden  # [k+1, H]
+            last = len(draft) if through is None else min(through, len(draft))
+            choices, start, size = [], 0, LOGIT_CHUNK
+            while start <= last:
+                end = min(start + size, last + 1)
+                choices += self._choose(self._head(hidden[start:end]))  # logits [end - start, V]
+                if through is None:
+                    rejected = next((i for i in range(start, min(end, len(draft))) if choices[i] != draft[i]), None)
+                    if rejected is not None:
+                        del choices[rejected + 1:]
+                        break
+                start, size = end, size * 2
+        self.choices = choices
+        return choices
 
     def accept(self, n: int) -> None:
-        fed = len(self.choices)  # pending + draft
+        fed = self._verified  # pending + draft
         keep = 1 + n
         if keep < fed:
             self.cache.crop(-(fed - keep))
@@ -383,7 +424,7 @@ class HFTarget:
         for _ in range(repeats + 1):
             synchronize(self.device)
             start = time.perf_counter()
-            self.verify(draft)
+            self.verify(draft, through=k)  # every position's logits: a draft the model agrees with
             synchronize(self.device)
             times.append(time.perf_counter() - start)
             self.cache.crop(-(k + 1))
@@ -453,9 +494,11 @@ class ReplayedHFTarget(HFTarget):
         self.pending = self.replay.prefill(ids)
         return self.pending
 
-    def verify(self, draft: list[int]) -> list[int]:
-        super().verify(draft)
-        self.choices = self.replay.verify(draft)
+    def verify(self, draft: list[int], through: int | None = None) -> list[int]:
+        choices = self.replay.verify(draft)
+        agreed = next((i for i, token in enumerate(draft) if token != choices[i]), len(draft))
+        super().verify(draft, through=agreed)  # the logits a model choosing the reference would compute
+        self.choices = choices
         return self.choices
 
     def accept(self, n: int) -> None:

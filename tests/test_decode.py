@@ -22,7 +22,7 @@ from fastapply.decode import (
 from fastapply.draft import POLICIES, DraftContext, make_drafter
 from fastapply.prompt import answer_ids
 from fastapply.snippet import make_snippet
-from fastapply.target import CALIBRATION_SIZES, HFTarget, ReplayTarget, cache_dir
+from fastapply.target import CALIBRATION_SIZES, LOGIT_CHUNK, HFTarget, ReplayTarget, cache_dir
 from finetune.scratch import new_llama
 from tests.samples import SAMPLE_EXPECTED, SAMPLE_PY, SAMPLE_UPDATE, SMALL_PY
 
@@ -384,3 +384,48 @@ def test_verify_costs_are_measured_once_and_again_when_the_sizes_change(tiny_mod
     assert measured == list(CALIBRATION_SIZES)
     assert [k for k, _ in json.loads(path.read_text())[key]] == list(CALIBRATION_SIZES)
 
+
+def test_a_verify_computes_logits_only_up_to_the_first_rejected_draft_token():
+    """Past the first draft token the model rejects no choice is used: a verify of 40 drafted tokens
+    rejected at the fourth computes one chunk of logits, and its choices are the full pass's first four."""
+    model = new_llama(300, "tiny", seed=3).eval()
+    prompt = [5, 17, 3, 99, 42, 8, 250, 11]
+    plain = HFTarget(model)
+    greedy = [plain.prefill(prompt)]
+    for _ in range(4):
+        greedy.append(plain.verify([])[0])
+        plain.accept(0)
+    draft = [*greedy[1:4], (greedy[4] + 1) % 300, *range(36)]
+
+    full = HFTarget(model)
+    full.prefill(prompt)
+    every = full.verify(draft, through=len(draft))
+    assert len(every) == len(draft) + 1 and every[:4] == greedy[1:5]
+
+    lazy = HFTarget(model)
+    lazy.prefill(prompt)
+    rows = []
+    head = lazy._head
+    lazy._head = lambda hidden: rows.append(len(hidden)) or head(hidden)
+    assert lazy.verify(draft) == every[:4]
+    assert rows == [LOGIT_CHUNK]
+    lazy.accept(3)
+    assert lazy.cache.get_seq_length() == len(prompt) + 4 and lazy.pending == greedy[4]
+
+
+def test_a_model_that_changes_its_logits_after_the_output_layer_gets_every_position():
+    """Where the logits are not the output layer's alone (scaled here), a verify runs the whole model."""
+    from transformers import LlamaForCausalLM
+
+    class Scaled(LlamaForCausalLM):
+        def forward(self, *args, **kwargs):
+            out = super().forward(*args, **kwargs)
+            out.logits = out.logits * 2.0
+            return out
+
+    model = new_llama(300, "tiny", seed=3).eval()
+    model.__class__ = Scaled
+    target = HFTarget(model)
+    target.prefill([5, 17, 3, 99])
+    assert target._head_apart is False
+    assert len(target.verify([0] * 10)) == 11

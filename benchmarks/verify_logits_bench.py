@@ -1,0 +1,78 @@
+"""What a verify costs against where the model rejects its draft: ``HFTarget.verify`` turns hidden
+states into logits chunk by chunk and stops at the first rejected draft token, so a long draft
+rejected early skips most of the output layer.
+
+    python benchmarks/verify_logits_bench.py                 # fastapply-small on cpu
+    python benchmarks/verify_logits_bench.py --device cuda --dtype bfloat16
+
+After a prefill of ``--context`` tokens of a real prompt, each round times one verify of a
+``--draft``-token draft computing logits through each rejection point (what a rejection there costs),
+the points in turn so a busy moment hurts them alike; then rolls the pass back. Reported: the best of
+``--rounds`` per point, against the pass through the whole draft. Prints a table and writes
+``benchmarks/results/verify-logits-<device>.json``. Take it on an otherwise idle machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+RESULTS = Path(__file__).resolve().parent / "results"
+TASKS = Path(__file__).resolve().parent.parent / "evals" / "tasks" / "bench.jsonl.gz"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", default="fastapply-small")
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--dtype", default="auto")
+    parser.add_argument("--context", type=int, default=1500)
+    parser.add_argument("--draft", type=int, default=256)
+    parser.add_argument("--rounds", type=int, default=10)
+    args = parser.parse_args()
+
+    from fastapply.prompt import get_preset, prompt_ids
+    from fastapply.target import HFTarget, load_model, resolve_device, synchronize
+    from fastapply.tasks import load_tasks
+
+    device = resolve_device(args.device)
+    model, tokenizer = load_model(args.model, device=device, dtype=args.dtype)
+    task = max(load_tasks(str(TASKS)), key=lambda t: len(t.original))
+    context = prompt_ids(tokenizer, get_preset("default"), task.original, task.update)[:args.context]
+    draft = tokenizer(task.original)["input_ids"][:args.draft]
+    target = HFTarget(model)
+    target.prefill(context)
+    points = sorted({0, 16, 48, 112, 240, len(draft)} & set(range(len(draft) + 1)))
+    times: dict[int, list[float]] = {p: [] for p in points}
+    for _ in range(args.rounds + 1):  # the first round warms up
+        for through in points:
+            pending = target.pending
+            synchronize(device)
+            start = time.perf_counter()
+            target.verify(draft, through=through)
+            synchronize(device)
+            times[through].append(time.perf_counter() - start)
+            target.cache.crop(-(len(draft) + 1))
+            target.pending = pending
+    full = min(times[len(draft)][1:])
+    rows = [{"rejected_at": p, "seconds": round(min(times[p][1:]), 5),
+             "vs_whole_draft": round(min(times[p][1:]) / full, 3)} for p in points]
+    print(f"{args.model} on {device}: context {len(context)}, draft {len(draft)}, logits apart: {target._head_apart}")
+    print(f"{'rejected at':>11} {'ms':>8} {'vs whole':>9}")
+    for row in rows:
+        print(f"{row['rejected_at']:>11} {row['seconds'] * 1000:>8.1f} {row['vs_whole_draft']:>8.3f}x")
+    out = RESULTS / f"verify-logits-{device}.json"
+    out.write_text(json.dumps({"model": args.model, "device": device, "dtype": args.dtype,
+                               "machine": platform.processor() or platform.machine(), "context": len(context),
+                               "draft": len(draft), "rounds": args.rounds, "rows": rows}, indent=1) + "\n")
+    print(f"wrote {out}")
+
+
+if __name__ == "__main__":
+    main()
