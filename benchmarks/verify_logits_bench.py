@@ -6,8 +6,8 @@ rejected early skips most of the output layer.
     python benchmarks/verify_logits_bench.py --device cuda --dtype bfloat16
 
 After a prefill of ``--context`` tokens of a real prompt, each round times one verify of a
-``--draft``-token draft computing logits through each rejection point (what a rejection there costs),
-the points in turn so a busy moment hurts them alike; then rolls the pass back. Reported: the best of
+``--draft``-token draft whose choices are read up to each rejection point (what a rejection there
+costs: the logits of the chunks up to it), the points in turn so a busy moment hurts them alike; then rolls the pass back. Reported: the best of
 ``--rounds`` per point, against the pass through the whole draft. Prints a table and writes
 ``benchmarks/results/verify-logits-<device>.json``. Take it on an otherwise idle machine.
 """
@@ -55,7 +55,7 @@ def main() -> None:
             pending = target.pending
             synchronize(device)
             start = time.perf_counter()
-            target.verify(draft, through=through)
+            target.verify(draft)[through]  # the choices read up to a rejection there
             synchronize(device)
             times[through].append(time.perf_counter() - start)
             target.cache.crop(-(len(draft) + 1))

@@ -14,7 +14,7 @@ import logging
 import os
 import time
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -32,8 +32,7 @@ class Target(Protocol):
         """Run the prompt; return the model's next token (not yet in the cache)."""
 
     def verify(self, draft: list[int]) -> list[int]:
-        """Feed [last token] + draft in one pass; return the model's choice at each position, from the
-        first through the first where it differs from the draft, or all len(draft)+1 of them."""
+        """Feed [last token] + draft in one pass; return the model's choice at each of len(draft)+1 positions."""
 
     def accept(self, n: int) -> None:
         """Keep the first ``n`` draft tokens of the last ``verify``; drop the rest from the cache."""
@@ -197,6 +196,59 @@ def cache_dir() -> Path:
     return Path(os.environ.get("FASTAPPLY_CACHE_DIR", Path.home() / ".cache" / "fastapply"))
 
 
+class Choices(Sequence):
+    """A verify's choices, turned from its hidden states into logits only when read: the decode loop
+    reads them in order up to the first draft token the model rejects, so the output layer never runs
+    for the positions after it. Computed ``LOGIT_CHUNK`` positions at a time, then twice as many each
+    time.
+
+    >>> import torch
+    >>> head = torch.nn.Linear(2, 3, bias=False)
+    >>> choices = Choices(torch.zeros(60, 2), head, lambda logits: [len(logits)] * len(logits))
+    >>> len(choices), choices[0], choices[17], choices.computed
+    (60, 16, 32, 48)
+    >>> choices[-1], choices.computed, choices == [16] * 16 + [32] * 32 + [12] * 12
+    (12, 60, True)
+    """
+
+    def __init__(self, hidden, head, choose: Callable[[object], list[int]]):
+        self._hidden, self._head, self._choose = hidden, head, choose  # [S, H]; [N, H] -> [N, V]; logits -> ids
+        self._done: list[int] = []
+        self._size = LOGIT_CHUNK
+
+    @property
+    def computed(self) -> int:
+        """Positions whose logits have been computed."""
+        return len(self._done)
+
+    def __len__(self) -> int:
+        return len(self._hidden)
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, Sequence) and list(self) == list(other)
+
+    __hash__ = None
+
+    def __repr__(self) -> str:
+        return f"Choices({self._done}, {len(self) - len(self._done)} not computed)"
+
+    def __getitem__(self, i):
+        import torch
+
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self)))]
+        if i < 0:
+            i += len(self)
+        if not 0 <= i < len(self):
+            raise IndexError(i)
+        while len(self._done) <= i:
+            start = len(self._done)
+            with torch.inference_mode():
+                self._done += self._choose(self._head(self._hidden[start:start + self._size]))  # [n, V] logits
+            self._size *= 2
+        return self._done[i]
+
+
 class HFTarget:
     """A transformers causal LM with a KV cache that rolls back by cropping.
 
@@ -295,9 +347,7 @@ class HFTarget:
         if n > 0:
             self.cache.crop(-n)
 
-    def verify(self, draft: list[int], through: int | None = None) -> list[int]:
-        """The protocol's verify; with ``through``, the choices at positions 0..``through`` whatever
-        the draft (a replay, whose reference decides where the draft is rejected; the calibration)."""
+    def verify(self, draft: list[int]) -> Sequence[int]:
         import torch
 
         fed = [self.pending, *draft]
@@ -310,21 +360,10 @@ class HFTarget:
                 self.choices = self._choose(logits[0])
                 return self.choices
             hidden = self._body(input_ids=x, past_key_values=self.cache, use_cache=True).last_hidden_state[0]
-            if self._decoder is not None:
-                self._hidden = hidden  # [k+1, H]
-            last = len(draft) if through is None else min(through, len(draft))
-            choices, start, size = [], 0, LOGIT_CHUNK
-            while start <= last:
-                end = min(start + size, last + 1)
-                choices += self._choose(self._head(hidden[start:end]))  # logits [end - start, V]
-                if through is None:
-                    rejected = next((i for i in range(start, min(end, len(draft))) if choices[i] != draft[i]), None)
-                    if rejected is not None:
-                        del choices[rejected + 1:]
-                        break
-                start, size = end, size * 2
-        self.choices = choices
-        return choices
+        if self._decoder is not None:
+            self._hidden = hidden  # [k+1, H]
+        self.choices = Choices(hidden, self._head, self._choose)
+        return self.choices
 
     def accept(self, n: int) -> None:
         fed = self._verified  # pending + draft
@@ -424,7 +463,7 @@ class HFTarget:
         for _ in range(repeats + 1):
             synchronize(self.device)
             start = time.perf_counter()
-            self.verify(draft, through=k)  # every position's logits: a draft the model agrees with
+            self.verify(draft)[k]  # every position's logits: what a draft the model agrees with costs
             synchronize(self.device)
             times.append(time.perf_counter() - start)
             self.cache.crop(-(k + 1))
@@ -494,10 +533,10 @@ class ReplayedHFTarget(HFTarget):
         self.pending = self.replay.prefill(ids)
         return self.pending
 
-    def verify(self, draft: list[int], through: int | None = None) -> list[int]:
+    def verify(self, draft: list[int]) -> list[int]:
         choices = self.replay.verify(draft)
         agreed = next((i for i, token in enumerate(draft) if token != choices[i]), len(draft))
-        super().verify(draft, through=agreed)  # the logits a model choosing the reference would compute
+        super().verify(draft)[agreed]  # the logits a model choosing the reference would compute
         self.choices = choices
         return self.choices
 

@@ -387,7 +387,7 @@ def test_verify_costs_are_measured_once_and_again_when_the_sizes_change(tiny_mod
 
 def test_a_verify_computes_logits_only_up_to_the_first_rejected_draft_token():
     """Past the first draft token the model rejects no choice is used: a verify of 40 drafted tokens
-    rejected at the fourth computes one chunk of logits, and its choices are the full pass's first four."""
+    rejected at the fourth runs the output layer on one chunk, and its choices are the full pass's."""
     model = new_llama(300, "tiny", seed=3).eval()
     prompt = [5, 17, 3, 99, 42, 8, 250, 11]
     plain = HFTarget(model)
@@ -399,17 +399,17 @@ def test_a_verify_computes_logits_only_up_to_the_first_rejected_draft_token():
 
     full = HFTarget(model)
     full.prefill(prompt)
-    every = full.verify(draft, through=len(draft))
+    every = list(full.verify(draft))
     assert len(every) == len(draft) + 1 and every[:4] == greedy[1:5]
 
     lazy = HFTarget(model)
     lazy.prefill(prompt)
-    rows = []
-    head = lazy._head
-    lazy._head = lambda hidden: rows.append(len(hidden)) or head(hidden)
-    assert lazy.verify(draft) == every[:4]
-    assert rows == [LOGIT_CHUNK]
-    lazy.accept(3)
+    choices = lazy.verify(draft)
+    assert len(choices) == len(draft) + 1 and choices.computed == 0
+    n = next(i for i in range(len(draft)) if draft[i] != choices[i])
+    assert n == 3 and choices[n] == greedy[4] and choices.computed == LOGIT_CHUNK
+    assert list(choices) == every
+    lazy.accept(n)
     assert lazy.cache.get_seq_length() == len(prompt) + 4 and lazy.pending == greedy[4]
 
 
@@ -428,4 +428,5 @@ def test_a_model_that_changes_its_logits_after_the_output_layer_gets_every_posit
     target = HFTarget(model)
     target.prefill([5, 17, 3, 99])
     assert target._head_apart is False
-    assert len(target.verify([0] * 10)) == 11
+    choices = target.verify([0] * 10)
+    assert isinstance(choices, list) and len(choices) == 11
