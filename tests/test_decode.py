@@ -22,7 +22,13 @@ from fastapply.decode import (
 from fastapply.draft import POLICIES, DraftContext, make_drafter
 from fastapply.prompt import answer_ids
 from fastapply.snippet import make_snippet
-from fastapply.target import CALIBRATION_SIZES, LOGIT_CHUNK, HFTarget, ReplayTarget, cache_dir
+from fastapply.target import (
+    CALIBRATION_SIZES,
+    LOGIT_CHUNK,
+    HFTarget,
+    ReplayTarget,
+    cache_dir,
+)
 from finetune.scratch import new_llama
 from tests.samples import SAMPLE_EXPECTED, SAMPLE_PY, SAMPLE_UPDATE, SMALL_PY
 
