@@ -54,6 +54,7 @@ class DraftContext:
 MIN_MATCH = 3  # tokens a re-sync match needs, unless it ends at a line break
 MAX_MATCH = 64  # longer suffix matches are not told apart
 MAX_OTHERS = 3  # re-sync points offered beside the best one, for tree verification
+MAX_ECHO = 1024  # longer repeats of the output's own history are not told apart
 
 
 class PointerSource:
@@ -179,7 +180,8 @@ class SpecEditsDrafter:
             sources.append(source("snippet", context.snippet_ids, context.snippet_markers))
             sources[-1].pointer = None  # the snippet is only reached by re-sync
         self.sources = sources
-        self.fallback = fallback if fallback is not None else HistoryLookup()
+        self.history = HistoryLookup()
+        self.fallback = fallback if fallback is not None else self.history
         self.source = ""
         self.calm: list[bool] | None = None
         self._seen = 0
@@ -188,6 +190,10 @@ class SpecEditsDrafter:
         live = [s for s in self.sources if s.live()]
         if live:
             best = max(live, key=lambda s: s.run)  # max() keeps the first of equal runs: source order
+            if self.history.echo(out) > max(best.run, MAX_MATCH):
+                # the answer has been repeating itself for longer than any source matches: it loops
+                self.source, self.calm = self.history.source, None
+                return self.history.propose(out, k)
             self.source, self.calm = best.name, best.calm(k)
             return best.propose(k)
         draft = self.fallback.propose(out, k)
@@ -221,21 +227,51 @@ class SpecEditsDrafter:
 
 
 class HistoryLookup:
-    """n-gram lookup in the output itself: the most recent earlier occurrence of its last 3 tokens."""
+    """n-gram lookup in the output itself: what followed the most recent earlier occurrence of its last
+    3 tokens. ``echo`` tells how long the output has been repeating itself there.
+
+    >>> HistoryLookup().propose([7, 1, 2, 3, 8, 1, 2, 3], 6)   # after 1 2 3 came 8: then 1 2 3 8 again
+    [8, 1, 2, 3, 8, 1]
+    """
 
     source = "history"
 
+    def __init__(self):
+        self._latest: dict[tuple[int, ...], int] = {}  # trigram -> start of its latest occurrence
+        self._indexed = 0  # trigrams starting before this are in ``_latest``
+
     def propose(self, out: Sequence[int], k: int) -> list[int]:
-        if len(out) <= MIN_MATCH:
+        """What followed the match, and past the end of ``out`` the same again: a loop drafted on."""
+        start = self._match(out)
+        if start is None:
             return []
-        suffix = list(out[-MIN_MATCH:])
-        for start in range(len(out) - MIN_MATCH - 1, -1, -1):
-            if list(out[start:start + MIN_MATCH]) == suffix:
-                return list(out[start + MIN_MATCH:start + MIN_MATCH + k])
-        return []
+        draft: list[int] = []
+        for i in range(start + MIN_MATCH, start + MIN_MATCH + k):
+            draft.append(out[i] if i < len(out) else draft[i - len(out)])
+        return draft
+
+    def echo(self, out: Sequence[int]) -> int:
+        """How many tokens before the end of ``out`` equal those before the match ``propose`` follows
+        (0 without one): long when the output repeats a stretch of itself, as a looping answer does."""
+        start = self._match(out)
+        if start is None:
+            return 0
+        end, length = start + MIN_MATCH, MIN_MATCH
+        while length < MAX_ECHO and end - length > 0 and out[end - length - 1] == out[len(out) - length - 1]:
+            length += 1
+        return length
 
     def update(self, out: Sequence[int], n_accepted: int) -> None:
-        pass
+        pass  # ``_match`` indexes what it has not seen yet
+
+    def _match(self, out: Sequence[int]) -> int | None:
+        """Start of the latest occurrence of the last ``MIN_MATCH`` tokens before the one ending ``out``."""
+        if len(out) <= MIN_MATCH:
+            return None
+        for i in range(self._indexed, len(out) - MIN_MATCH):
+            self._latest[tuple(out[i:i + MIN_MATCH])] = i
+        self._indexed = max(self._indexed, len(out) - MIN_MATCH)
+        return self._latest.get(tuple(out[-MIN_MATCH:]))
 
 
 class NoDrafter:

@@ -1,10 +1,17 @@
 """Known-answer tests of the draft sources, on plain integer token lists."""
 
-from fastapply.draft import (DraftContext, NgramDrafter, PointerSource, PromptLookupDrafter,
-                             SpecEditsDrafter, make_drafter)
-from fastapply.errors import UsageError
-
 import pytest
+
+from fastapply.draft import (
+    DraftContext,
+    HistoryLookup,
+    NgramDrafter,
+    PointerSource,
+    PromptLookupDrafter,
+    SpecEditsDrafter,
+    make_drafter,
+)
+from fastapply.errors import UsageError
 
 NL = 99  # a "line break" token
 
@@ -141,3 +148,55 @@ def test_fastapply_with_a_model_fallback_drafts_from_it_only_where_no_pointer_is
     assert drafter.propose([], 2) == [1, 2] and drafter.source == "prediction"
     drafter.update([7, 7, 7, 7], 0)  # off the prediction, no re-sync point
     assert drafter.propose([7, 7, 7, 7], 2) == [9, 9] and drafter.source == "draft-model"
+
+
+BLOCK = list(range(100, 140))  # 40 tokens the answer repeats
+
+
+def test_history_echo_is_how_long_the_output_repeats_itself():
+    history = HistoryLookup()
+    assert history.echo([1, 2, 3]) == 0 and history.propose([1, 2, 3], 5) == []
+    out = [1, 2, 3, 4, 5, 9, 2, 3, 4]
+    assert history.propose(out, 5) == [5, 9, 2, 3, 4] and history.echo(out) == 3
+    assert history.propose(out, 8) == [5, 9, 2, 3, 4, 5, 9, 2]  # and on, as if it repeated once more
+    loop = [7, *BLOCK, *BLOCK, *BLOCK[:5]]
+    assert history.propose(loop, 3) == BLOCK[5:8] and history.echo(loop) == 45
+
+
+def test_an_answer_that_loops_is_drafted_from_its_own_history():
+    """The answer copies a block of the original again and again: the original's pointer can only
+    re-sync into the block's one copy each time round, the output's own history drafts the loop on."""
+    original = [*range(1, 11), *BLOCK, *range(11, 21)]
+    drafter = SpecEditsDrafter(DraftContext(prompt_ids=[], prediction_ids=original))
+    answer = [*range(1, 11), *BLOCK * 6]
+    sources = []
+    for i in range(1, len(answer)):
+        drafter.update(answer[:i], 0)
+        proposal = drafter.propose(answer[:i], 50)
+        sources.append(drafter.source)
+        if drafter.source == "history":
+            assert proposal == [*answer, *BLOCK * 2][i:i + 50]  # the loop, drafted on past the answer's end
+    first_history = sources.index("history")
+    assert first_history >= 10 + 2 * len(BLOCK)  # not before the block has come round twice
+    assert set(sources[:10 + len(BLOCK)]) == {"prediction"}
+    assert sources[-len(BLOCK):] == ["history"] * len(BLOCK)
+
+
+def test_drafting_a_loop_from_history_takes_fewer_passes(monkeypatch):
+    """A loop that stitches two parts of the original: the pointer re-syncs twice each time round, the
+    history drafts several rounds in one pass."""
+    from fastapply import draft
+    from fastapply.decode import speculative_generate
+    from fastapply.target import ReplayTarget
+
+    first, second = BLOCK[:20], BLOCK[20:]
+    original = [*range(1, 11), *first, *range(11, 21), *second, *range(21, 31), 999]
+    answer = [*range(1, 11), *(first + second) * 20, 999]
+    passes = {}
+    for name, echo in (("echo", draft.MAX_ECHO), ("none", 0)):
+        monkeypatch.setattr(draft, "MAX_ECHO", echo)
+        drafter = SpecEditsDrafter(DraftContext(prompt_ids=[], prediction_ids=original))
+        out, stats = speculative_generate(ReplayTarget(answer, 999), drafter, [0], 1000, stop_ids={999})
+        assert out == answer
+        passes[name] = stats.passes
+    assert passes["echo"] < passes["none"]
