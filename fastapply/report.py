@@ -151,7 +151,7 @@ def columns(summary: dict) -> list[tuple[str, str]]:
     unit = summary.get("speedup_unit")
     candidates = [
         ("results", "results"), ("exact", "exact"), ("ws-exact", "exact_ws"), ("tree-equal", "tree_equal"),
-        ("certain", "certain"), ("exact | certain", "exact_among_certain"), ("judge", "judge_mean"),
+        ("certain", "certain"), ("exact when certain", "exact_among_certain"), ("judge", "judge_mean"),
         ("written exact", "written_exact"), ("written wrong", "written_wrong"), ("refused", "refused"),
         ("tokens/pass", "tokens_per_pass"), ("tok/s", "tokens_per_s_median"), ("chars/s", "chars_per_s_median"),
         (f"x plain ({unit})", "speedup_plain_geomean"),

@@ -180,7 +180,10 @@ def test_merge_engine(tmp_path):
     assert figures["exact_among_certain"] == (round(sum(r["accuracy"]["exact"] for r in certain) / len(certain), 4)
                                               if certain else None)
     written = write_report(tmp_path, summary)
-    assert (tmp_path / "accuracy.png") in written and "| merge | 5 |" in (tmp_path / "report.md").read_text()
+    report = (tmp_path / "report.md").read_text()
+    assert (tmp_path / "accuracy.png") in written and "| merge | 5 |" in report
+    header, _, row = report.split("## Accuracy and speed")[1].strip().splitlines()[:3]
+    assert "exact when certain" in header and header.count("|") == row.count("|")  # one cell a column
 
 
 @pytest.mark.skipif(not merge_engine_available(), reason="the merge engine (fastapply.merge) is not in this branch")
