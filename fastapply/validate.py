@@ -156,10 +156,24 @@ def unrelated_deletions(original: str, output: str, update: str, language: str |
     neighbours = set(zip(shown, shown[1:]))
     far = []
     matcher = difflib.SequenceMatcher(None, old, new, autojunk=False)
-    for tag, i1, i2, _, _ in matcher.get_opcodes():
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag == "replace" and _shown_in_place(new[j1:j2], i2 - i1, update_lines):
+            continue  # lines replaced, one for one, by lines the update shows: the edit itself
         if tag in ("delete", "replace") and not _left_out(old, i1, i2, neighbours):
             far.extend(i for i in range(i1, i2) if old[i].strip() and i not in touched)
     return far
+
+
+def _shown_in_place(replacement: list[str], replaced: int, update_lines: set[str]) -> bool:
+    """Whether ``replaced`` original lines gave way to as many lines, each shown by the update.
+
+    >>> _shown_in_place(["class A(Node):"], 1, {"class A(Node):"})
+    True
+    >>> _shown_in_place(["class A(Node):"], 5, {"class A(Node):"})   # four more lines gone
+    False
+    """
+    return len(replacement) == replaced and all(line.strip() in update_lines for line in replacement
+                                                if line.strip())
 
 
 def _left_out(old: list[str], i1: int, i2: int, neighbours: set[tuple[str, str]]) -> bool:

@@ -130,3 +130,23 @@ def test_a_line_the_snippet_keeps_but_the_output_drops_is_edit_not_applied():
     problems = validate(JS, dropped, JS_UPDATE, "javascript")
     assert names(problems) == ["edit-not-applied"]
     assert "the update keeps" in problems[0].message and "function writeJson" in problems[0].message
+
+
+FLIP = ("import TempNode from './TempNode.js';\nimport { vec } from './constants.js';\n\n" +
+        "".join(f"const value{i} = {i};\n" for i in range(12)) +
+        "/**\n * @augments TempNode\n */\nclass FlipNode extends TempNode {\n}\n")
+FLIP_UPDATE = ("import Node from './Node.js';\nimport { vec } from './constants.js';\n// ... existing code ...\n" +
+               " * @augments Node\n */\nclass FlipNode extends Node {\n// ... existing code ...\n")
+
+
+def test_lines_replaced_by_the_lines_the_update_shows_are_the_edit():
+    """The update's short context lines (` */`) anchor nothing, so the replaced lines are far from every
+    anchor; but each gave way to a line the update shows, one for one: that is the edit."""
+    output = FLIP.replace("TempNode from './TempNode.js'", "Node from './Node.js'").replace("TempNode", "Node")
+    assert validate(FLIP, output, FLIP_UPDATE, "javascript") == ()
+
+
+def test_a_far_line_replaced_by_one_the_update_does_not_show_is_still_caught():
+    output = (FLIP.replace("TempNode from './TempNode.js'", "Node from './Node.js'").replace("TempNode", "Node")
+              .replace("const value7 = 7;", "const value7 = 70;"))
+    assert names(validate(FLIP, output, FLIP_UPDATE, "javascript")) == ["unrelated-deletion"]
