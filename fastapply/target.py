@@ -283,10 +283,10 @@ class HFTarget:
         self.last_hidden = None
         self._hidden = None  # [S, H] of the last forward pass
         self._decoder = None
-        if keep_hidden:
-            self.track_hidden()
         core = model.get_base_model() if hasattr(model, "get_base_model") else model
         self._body, self._head = core.get_decoder(), core.get_output_embeddings()
+        if keep_hidden:
+            self.track_hidden()
         # Whether the output layer alone turns the decoder's hidden states into the model's logits (not
         # so where a model scales or caps them after it): then a verify computes them chunk by chunk,
         # up to the first draft token the model rejects. Checked against the model at the first prefill.
@@ -295,8 +295,7 @@ class HFTarget:
 
     def track_hidden(self) -> None:
         """Keep ``last_hidden`` from the next forward pass on (``keep_hidden``); call it before ``prefill``."""
-        core = self.model.get_base_model() if hasattr(self.model, "get_base_model") else self.model
-        self._decoder = core.get_decoder()
+        self._decoder = self._body
 
     def _forward(self, **kwargs):
         """One forward pass of the model; with ``keep_hidden``, its decoder's last hidden states kept."""
