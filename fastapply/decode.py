@@ -255,7 +255,6 @@ def speculative_generate(
 
     trees = trees and getattr(target, "verifies_trees", False) and hasattr(drafter, "candidates")
     declined = 0  # passes since the plan last verified a draft it was offered
-    costly = getattr(drafter, "costly", False)
     while done is None and len(out) < max_new_tokens:
         # propose: as many tokens as pay for themselves, never past the budget
         limit = min(MAX_DRAFT, max_new_tokens - len(out) - 1)
@@ -263,7 +262,7 @@ def speculative_generate(
         # estimate learns when its source starts predicting again; a costly drafter is not even asked
         # in between
         probe = declined >= PROBE_EVERY - 1
-        if declined and costly and not probe:
+        if declined and getattr(drafter, "costly", False) and not probe:
             chains = []
         else:
             chains = drafter.candidates(out, limit) if trees else [drafter.propose(out, limit)]

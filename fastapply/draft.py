@@ -25,8 +25,9 @@ from fastapply.errors import UsageError
 class Drafter(Protocol):
     """A draft source. It may also tell ``calm``: for each token of its last proposal, whether it lies
     where the answer seldom leaves the source (``risk.py``); absent or None: no such knowledge. A drafter
-    whose proposals cost real work (a model's forward passes) says ``costly = True``: after the decode
-    loop declines its draft, it is asked again only to probe (``decode.PROBE_EVERY``)."""
+    whose next proposal would cost real work (a model's forward passes) says ``costly = True`` (read
+    before each proposal): after the decode loop declines a draft, it is asked again only to probe
+    (``decode.PROBE_EVERY``)."""
 
     source: str  # where the last proposal came from ("prediction", "snippet", ...); "" when none
 
@@ -185,6 +186,11 @@ class SpecEditsDrafter:
         self.source = ""
         self.calm: list[bool] | None = None
         self._seen = 0
+
+    @property
+    def costly(self) -> bool:
+        """Whether the next proposal would run the fallback's model: it is costly and no source is live."""
+        return getattr(self.fallback, "costly", False) and not any(s.live() for s in self.sources)
 
     def propose(self, out: Sequence[int], k: int) -> list[int]:
         live = [s for s in self.sources if s.live()]

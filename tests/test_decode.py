@@ -19,7 +19,7 @@ from fastapply.decode import (
     choose_draft_length,
     speculative_generate,
 )
-from fastapply.draft import POLICIES, DraftContext, make_drafter
+from fastapply.draft import POLICIES, DraftContext, SpecEditsDrafter, make_drafter
 from fastapply.prompt import answer_ids
 from fastapply.snippet import make_snippet
 from fastapply.target import (
@@ -317,17 +317,36 @@ def test_a_model_that_copies_accepts_most_of_the_draft(sample_model):
     assert result.stats.passes * 3 < result.stats.tokens
 
 
+class _Steep(ReplayTarget):
+    """A replay whose every drafted token costs ten passes: no draft pays for itself."""
+
+    def cost(self, k):
+        return 1.0 + 10.0 * k
+
+
+class _WrongModel:
+    """A model-run drafter (``costly``) that is always wrong; counts how often it is asked."""
+
+    source, costly = "draft-model", True
+
+    def __init__(self):
+        self.asked = 0
+
+    def propose(self, out, k):
+        self.asked += 1
+        return [0] * min(k, 4)
+
+    def update(self, out, n_accepted):
+        pass
+
+
 def test_a_draft_that_seems_too_dear_is_still_tried_one_token_at_a_time(tokenizer):
     """Where one drafted token costs more than it is expected to give, passes verify none, but every
     ``PROBE_EVERY``-th still tries one: the loop must not stop learning that the draft is right."""
     plan = plan_edit(tokenizer, SAMPLE_PY, SAMPLE_UPDATE)
     reference = answer_ids(tokenizer, plan.preset, SAMPLE_EXPECTED)
 
-    class Steep(ReplayTarget):
-        def cost(self, k):
-            return 1.0 + 10.0 * k
-
-    result = run_plan(Steep(reference, tokenizer.eos_token_id), tokenizer, plan, "pld")
+    result = run_plan(_Steep(reference, tokenizer.eos_token_id), tokenizer, plan, "pld")
     assert result.text == SAMPLE_EXPECTED
     probes = [i for i, proposed in enumerate(result.stats.proposed) if proposed]
     assert {result.stats.proposed[i] for i in probes} == {1}
@@ -335,33 +354,30 @@ def test_a_draft_that_seems_too_dear_is_still_tried_one_token_at_a_time(tokenize
     assert result.stats.passes < result.stats.tokens - 1  # some of them accepted
 
 
-def test_a_costly_drafter_whose_drafts_are_declined_is_asked_only_to_probe():
+@pytest.mark.parametrize("composite", [False, True], ids=["alone", "fastapply-fallback"])
+def test_a_costly_drafter_whose_drafts_are_declined_is_asked_only_to_probe(composite):
     """A drafter that runs a model (``costly``) and is always wrong: after its first draft is declined it
-    is asked once every ``PROBE_EVERY`` passes (and right after a probe), not every pass."""
+    is asked once every ``PROBE_EVERY`` passes (and right after a probe), not every pass; the same as
+    fastapply's fallback where no pointer source is live (``fastapply+draft-model``)."""
     reference = list(range(10, 90)) + [2]
-
-    class Steep(ReplayTarget):
-        def cost(self, k):
-            return 1.0 + 10.0 * k
-
-    class WrongModel:
-        source, costly, asked = "draft-model", True, 0
-
-        def propose(self, out, k):
-            self.asked += 1
-            return [0] * min(k, 4)
-
-        def update(self, out, n_accepted):
-            pass
-
-    drafter = WrongModel()
-    out, stats = speculative_generate(Steep(reference, 2), drafter, [1], 200, stop_ids={2})
+    model = _WrongModel()
+    drafter = model
+    if composite:  # the pointer sources lose the answer at once and never find it again
+        drafter = SpecEditsDrafter(DraftContext(prompt_ids=[1], prediction_ids=[500, 501, 502, 2]), model)
+    out, stats = speculative_generate(_Steep(reference, 2), drafter, [1], 200, stop_ids={2})
     assert out == reference
     assert stats.passes == len(reference) - 1 and sum(stats.accepted) == 0
     probes = sum(1 for proposed in stats.proposed if proposed)
     assert probes == stats.passes // PROBE_EVERY
-    assert drafter.asked <= 2 * probes + 1
+    assert model.asked <= 2 * probes + 1
 
+
+def test_fastapply_with_a_costly_fallback_is_costly_only_where_no_pointer_is_live():
+    drafter = SpecEditsDrafter(DraftContext(prompt_ids=[1], prediction_ids=[5, 6, 7, 2]), _WrongModel())
+    assert not drafter.costly  # the prediction's pointer proposes: the model is not run
+    drafter.update([9], 0)
+    assert drafter.costly
+    assert not SpecEditsDrafter(DraftContext(prompt_ids=[1], prediction_ids=[5, 2])).costly  # history fallback
 
 
 def test_verify_costs_are_measured_once_and_again_when_the_sizes_change(tiny_model, monkeypatch):
