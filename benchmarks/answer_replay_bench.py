@@ -25,17 +25,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 RESULTS = Path(__file__).resolve().parent / "results" / "answer-replay.json"
 
 
-def measured_costs(model_dir: str) -> str:
-    """The cached verify costs of the model in ``model_dir`` on this machine, as ``k:seconds,...``."""
-    from fastapply.target import CALIBRATION_SIZES, cache_dir
-
-    table = json.loads((cache_dir() / "verify-costs.json").read_text())
-    for key, points in table.items():
-        if key.startswith(f"{model_dir}|cpu|") and [int(k) for k, _ in points] == list(CALIBRATION_SIZES):
-            return ",".join(f"{k}:{seconds}" for k, seconds in points)
-    raise SystemExit(f"no measured verify costs for {model_dir}: run the model once, or give --costs")
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("results", help="an eval's --out directory (engine model)")
@@ -44,18 +33,30 @@ def main() -> None:
     parser.add_argument("--costs", help="k:seconds,... verify costs (default: this machine's, measured)")
     args = parser.parse_args()
 
+    import torch
     from transformers import AutoTokenizer
 
     from fastapply import draft
     from fastapply.apply import plan_edit, run_plan
     from fastapply.prompt import answer_ids
-    from fastapply.target import CostModel, ReplayTarget, resolve_named
+    from fastapply.target import (
+        CostModel,
+        ReplayTarget,
+        cost_key,
+        resolve_named,
+        stored_costs,
+    )
     from fastapply.tasks import load_tasks
 
     model_dir = resolve_named(args.model)
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
-    costs = args.costs or measured_costs(model_dir)
-    cost = CostModel.monotone([(int(k), float(s)) for k, s in (p.split(":") for p in costs.split(","))])
+    if args.costs:
+        cost = CostModel.monotone([(int(k), float(s)) for k, s in (p.split(":") for p in args.costs.split(","))])
+    else:
+        cost = stored_costs(cost_key(model_dir, "cpu", torch.float32))
+        if cost is None:
+            raise SystemExit(f"no measured verify costs for {model_dir}: run the model once, or give --costs")
+    costs = ",".join(f"{k}:{seconds}" for k, seconds in cost.points)
 
     class Costed(ReplayTarget):
         def cost(self, k: int) -> float:

@@ -196,6 +196,29 @@ def cache_dir() -> Path:
     return Path(os.environ.get("FASTAPPLY_CACHE_DIR", Path.home() / ".cache" / "fastapply"))
 
 
+def verify_costs_path() -> Path:
+    """Where each model's measured verify costs are kept, by ``cost_key``."""
+    return cache_dir() / "verify-costs.json"
+
+
+def cost_key(model_key: str, device, dtype) -> str:
+    """The key of a model's verify costs measured on ``device`` in ``dtype`` with this torch."""
+    import torch
+
+    return f"{model_key}|{device}|{dtype}|torch {torch.__version__}"
+
+
+def stored_costs(key: str) -> CostModel | None:
+    """The verify costs stored under ``key`` if they were timed at ``CALIBRATION_SIZES``, else None."""
+    try:
+        points = json.loads(verify_costs_path().read_text()).get(key)
+    except (OSError, ValueError, AttributeError):
+        return None
+    if not points or [int(k) for k, _ in points] != list(CALIBRATION_SIZES):
+        return None
+    return CostModel.monotone([(int(k), float(s)) for k, s in points])
+
+
 class Choices(Sequence):
     """A verify's choices, turned from its hidden states into logits only when read: the decode loop
     reads them in order up to the first draft token the model rejects, so the output layer never runs
@@ -431,19 +454,18 @@ class HFTarget:
         return torch.multinomial(probs, 1, generator=self.generator).squeeze(-1).tolist()
 
     def _load_or_calibrate(self) -> CostModel:
-        import torch
-
-        key = f"{self.model_key}|{self.device}|{next(self.model.parameters()).dtype}|torch {torch.__version__}"
-        path = cache_dir() / "verify-costs.json"
+        key = cost_key(self.model_key, self.device, next(self.model.parameters()).dtype)
+        stored = stored_costs(key)
+        if stored is not None:
+            return stored
+        model = CostModel.monotone([self._measure(k) for k in CALIBRATION_SIZES])
+        log.info("measured verify costs (draft tokens: seconds): %s",
+                 ", ".join(f"{k}: {seconds:.4f}" for k, seconds in model.points))
+        path = verify_costs_path()
         try:
             table = json.loads(path.read_text())
         except (OSError, ValueError):
             table = {}
-        if key in table and [int(k) for k, _ in table[key]] == list(CALIBRATION_SIZES):
-            return CostModel.monotone([(int(k), float(s)) for k, s in table[key]])
-        model = CostModel.monotone([self._measure(k) for k in CALIBRATION_SIZES])
-        log.info("measured verify costs (draft tokens: seconds): %s",
-                 ", ".join(f"{k}: {seconds:.4f}" for k, seconds in model.points))
         table[key] = [list(p) for p in model.points]
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
