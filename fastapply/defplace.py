@@ -8,11 +8,18 @@ segment whose new lines at an edge rewrite the start or the end of the definitio
 
 from __future__ import annotations
 
-
 from fastapply.defs import CONTAINERS, Definition, definitions
 from fastapply.markers import indent_width
-from fastapply.segments import INDENT_LANGUAGES, Original, Placement, Segment, absorb_blank_edges
+from fastapply.segments import (
+    INDENT_LANGUAGES,
+    Original,
+    Placement,
+    Segment,
+    absorb_blank_edges,
+    is_trivial,
+)
 from fastapply.syntax import count_errors
+
 
 def _innermost(orig: Original, line: int, lo: int, header_counts: bool = False) -> Definition | None:
     inside = [d for d in orig.defs() if (d.header <= line if header_counts else d.header < line) and line < d.end
@@ -35,6 +42,10 @@ def reopened_definition(orig: Original, start: int, leading: tuple[str, ...], lo
     doubts = []
     if orig.language in INDENT_LANGUAGES:
         doubts.append(f"{where} rewrites the start of {enclosing.name!r}; its layout alone says so")
+    elif all(is_trivial(line) for line in orig.lines[start:enclosing.end]):
+        # the anchor is the definition's closing line alone: the new lines may as well be a definition
+        # of their own, closed by that line, inserted after it
+        doubts.append(f"{where} rewrites {enclosing.name!r} but repeats only its closing lines")
     return enclosing.start, doubts
 
 

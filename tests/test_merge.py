@@ -602,6 +602,20 @@ UNCERTAIN = [
     ("unknown-language", None, "a: 1\nb: 2\nc: 3\n", "# ... existing code ...\nb: 20\nc: 3\n"),
     ("marker-inside-code-line", "javascript", JS,
      "// ... existing code ...\nfunction save(path, data) { /* ... */ }\n// ... existing code ...\n"),
+    # the new getter's closing brace matches the one before it: inserted after it, or a rewrite of it?
+    ("only-a-closing-brace-anchors-a-new-definition", "javascript", d('''
+        class Cache {
+        	constructor() {}
+
+        	get maxSize() {
+        		return this.#maxSize;
+        	}
+
+        	entries() {
+        		return [];
+        	}
+        }
+        '''), "// ...\n\n\tget maxAge() {\n\t\treturn this.#maxAge;\n\t}\n\n\tentries() {\n\t\t// ...\n"),
     ("breaks-syntax", "javascript", JS, "// ... existing code ...\nfunction save(path, data) {\n  fs.write(\n}\n"
                                         "// ... existing code ...\n"),
 ]
