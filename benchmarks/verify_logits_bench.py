@@ -8,7 +8,9 @@ rejected early skips most of the output layer.
 After a prefill of ``--context`` tokens of a real prompt, each round times one verify of a
 ``--draft``-token draft whose choices are read up to each rejection point (what a rejection there
 costs: the logits of the chunks up to it), the points in turn so a busy moment hurts them alike; then rolls the pass back. Reported: the best of
-``--rounds`` per point, against the pass through the whole draft. Prints a table and writes
+``--rounds`` per point, against the float32 pass through the whole draft. Each round does this twice:
+with the output layer in float32, and through its bfloat16 screen (``screen.py``, where the CPU has
+bfloat16 products; the same choices, checked here). Prints a table and writes
 ``benchmarks/results/verify-logits-<device>.json``. Take it on an otherwise idle machine.
 """
 
@@ -46,31 +48,42 @@ def main() -> None:
     task = max(load_tasks(str(TASKS)), key=lambda t: len(t.original))
     context = prompt_ids(tokenizer, get_preset("default"), task.original, task.update)[:args.context]
     draft = tokenizer(task.original)["input_ids"][:args.draft]
-    target = HFTarget(model)
-    target.prefill(context)
+    targets = {"float32": HFTarget(model, screen_logits=False), "screened": HFTarget(model)}
+    for target in targets.values():
+        target.prefill(context)
     points = sorted({0, 16, 48, 112, 240, len(draft)} & set(range(len(draft) + 1)))
-    times: dict[int, list[float]] = {p: [] for p in points}
+    times = {(name, p): [] for name in targets for p in points}
     for _ in range(args.rounds + 1):  # the first round warms up
         for through in points:
-            pending = target.pending
-            synchronize(device)
-            start = time.perf_counter()
-            target.verify(draft)[through]  # the choices read up to a rejection there
-            synchronize(device)
-            times[through].append(time.perf_counter() - start)
-            target.cache.crop(-(len(draft) + 1))
-            target.pending = pending
-    full = min(times[len(draft)][1:])
-    rows = [{"rejected_at": p, "seconds": round(min(times[p][1:]), 5),
-             "vs_whole_draft": round(min(times[p][1:]) / full, 3)} for p in points]
-    print(f"{args.model} on {device}: context {len(context)}, draft {len(draft)}, logits apart: {target._head_apart}")
-    print(f"{'rejected at':>11} {'ms':>8} {'vs whole':>9}")
+            for name, target in targets.items():
+                pending = target.pending
+                synchronize(device)
+                start = time.perf_counter()
+                target.verify(draft)[through]  # the choices read up to a rejection there
+                synchronize(device)
+                times[name, through].append(time.perf_counter() - start)
+                target.cache.crop(-(len(draft) + 1))
+                target.pending = pending
+    same = [list(target.verify(draft)) for target in targets.values()]
+    if same[0] != same[1]:
+        raise SystemExit("the screened verify chose other tokens than the float32 one")
+    screen = targets["screened"]._screen
+    full = min(times["float32", len(draft)][1:])
+    rows = [{"rejected_at": p, **{f"{name}_s": round(min(times[name, p][1:]), 5) for name in targets},
+             **{f"{name}_vs_whole_draft": round(min(times[name, p][1:]) / full, 3) for name in targets}}
+            for p in points]
+    print(f"{args.model} on {device}: context {len(context)}, draft {len(draft)}, logits apart: "
+          f"{targets['float32']._head_apart}, bfloat16 screen: {bool(screen)}"
+          + (f" ({screen.exact_rows} positions decided in float32)" if screen else ""))
+    print(f"{'rejected at':>11} {'float32 ms':>11} {'screened ms':>12} {'vs whole':>9}")
     for row in rows:
-        print(f"{row['rejected_at']:>11} {row['seconds'] * 1000:>8.1f} {row['vs_whole_draft']:>8.3f}x")
+        print(f"{row['rejected_at']:>11} {row['float32_s'] * 1000:>11.1f} {row['screened_s'] * 1000:>12.1f} "
+              f"{row['screened_vs_whole_draft']:>8.3f}x")
     out = RESULTS / f"verify-logits-{device}.json"
     out.write_text(json.dumps({"model": args.model, "device": device, "dtype": args.dtype,
                                "machine": platform.processor() or platform.machine(), "context": len(context),
-                               "draft": len(draft), "rounds": args.rounds, "rows": rows}, indent=1) + "\n")
+                               "draft": len(draft), "rounds": args.rounds, "screened": bool(screen),
+                               "rows": rows}, indent=1) + "\n")
     print(f"wrote {out}")
 
 

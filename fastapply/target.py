@@ -226,16 +226,15 @@ class Choices(Sequence):
     time.
 
     >>> import torch
-    >>> head = torch.nn.Linear(2, 3, bias=False)
-    >>> choices = Choices(torch.zeros(60, 2), head, lambda logits: [len(logits)] * len(logits))
+    >>> choices = Choices(torch.zeros(60, 2), lambda hidden: [len(hidden)] * len(hidden))
     >>> len(choices), choices[0], choices[17], choices.computed
     (60, 16, 32, 48)
     >>> choices[-1], choices.computed, choices == [16] * 16 + [32] * 32 + [12] * 12
     (12, 60, True)
     """
 
-    def __init__(self, hidden, head, choose: Callable[[object], list[int]]):
-        self._hidden, self._head, self._choose = hidden, head, choose  # [S, H]; [N, H] -> [N, V]; logits -> ids
+    def __init__(self, hidden, choose: Callable[[object], list[int]]):
+        self._hidden, self._choose = hidden, choose  # [S, H]; hidden states [N, H] -> token ids
         self._done: list[int] = []
         self._size = LOGIT_CHUNK
 
@@ -267,7 +266,7 @@ class Choices(Sequence):
         while len(self._done) <= i:
             start = len(self._done)
             with torch.inference_mode():
-                self._done += self._choose(self._head(self._hidden[start:start + self._size]))  # [n, V] logits
+                self._done += self._choose(self._hidden[start:start + self._size])
             self._size *= 2
         return self._done[i]
 
@@ -277,10 +276,12 @@ class HFTarget:
 
     Greedy when ``temperature == 0``; otherwise every verified position is sampled from the model's
     distribution at that temperature (the decode loop keeps the draft while it equals the samples).
+    ``screen_logits``: a greedy float32 model on a CPU with bfloat16 products finds a verify's choices
+    through the output layer in bfloat16 where that is proven to change none (``screen.py``).
     """
 
     def __init__(self, model, temperature: float = 0.0, seed: int | None = None, prefill_chunk: int = 1024,
-                 model_key: str | None = None, keep_hidden: bool = False):
+                 model_key: str | None = None, keep_hidden: bool = False, screen_logits: bool = True):
         import torch
 
         self.model = model
@@ -315,6 +316,8 @@ class HFTarget:
         # up to the first draft token the model rejects. Checked against the model at the first prefill.
         self._head_apart: bool | None = None
         self._verified = 0  # positions fed by the last verify: pending + draft
+        self.screen_logits = screen_logits
+        self._screen = None  # the output layer's bfloat16 screen (screen.py); False: not used here
 
     def track_hidden(self) -> None:
         """Keep ``last_hidden`` from the next forward pass on (``keep_hidden``); call it before ``prefill``."""
@@ -384,7 +387,7 @@ class HFTarget:
             hidden = self._body(input_ids=x, past_key_values=self.cache, use_cache=True).last_hidden_state[0]
         if self._decoder is not None:
             self._hidden = hidden  # [k+1, H]
-        self.choices = Choices(hidden, self._head, self._choose)
+        self.choices = Choices(hidden, self._choose_hidden)
         return self.choices
 
     def accept(self, n: int) -> None:
@@ -443,6 +446,20 @@ class HFTarget:
         from fastapply.kvcache import RollbackCache
 
         return RollbackCache(self.model.config) if self.verifies_trees else DynamicCache(config=self.model.config)
+
+    def _choose_hidden(self, hidden) -> list[int]:
+        """The model's token at each position of the decoder's output ``hidden`` [S, H]: greedy with a large
+        float32 output layer on a CPU with bfloat16 products, through the proven screen (``screen.py``)."""
+        if self._screen is None:
+            import torch
+
+            from fastapply.screen import ScreenedArgmax, worth_screening
+
+            head = self._head  # exactly a Linear: a wrapped one (an adapter's) may add to its weight
+            self._screen = (ScreenedArgmax(head.weight) if self.screen_logits and self.temperature <= 0
+                            and type(head) is torch.nn.Linear and head.bias is None
+                            and worth_screening(head.weight) else False)
+        return self._screen(hidden) if self._screen else self._choose(self._head(hidden))
 
     def _choose(self, logits) -> list[int]:
         """The model's token at each position of ``logits`` [S, V]: argmax, or a sample at the temperature."""

@@ -435,6 +435,25 @@ def test_a_verify_computes_logits_only_up_to_the_first_rejected_draft_token():
     assert lazy.cache.get_seq_length() == len(prompt) + 4 and lazy.pending == greedy[4]
 
 
+def test_a_verify_screened_in_bfloat16_chooses_what_float32_does(monkeypatch):
+    """On a CPU with bfloat16 products a greedy verify reads a large output layer through ``screen.py``
+    (here any size); its choices are those of the float32 layer at every position, drafted tokens right
+    or wrong."""
+    from fastapply import screen
+    from fastapply.screen import ScreenedArgmax
+
+    model = new_llama(300, "tiny", seed=4).eval()
+    fast = screen.worth_screening(torch.zeros(1 << 22, 1))
+    monkeypatch.setattr(screen, "MIN_WEIGHTS", 0)
+    prompt = [5, 17, 3, 99, 42, 8, 250, 11]
+    draft = [(7 * i) % 300 for i in range(100)]
+    screened, plain = HFTarget(model), HFTarget(model, screen_logits=False)
+    for target in (screened, plain):
+        target.prefill(prompt)
+    assert list(screened.verify(draft)) == list(plain.verify(draft))
+    assert isinstance(screened._screen, ScreenedArgmax) == fast and plain._screen is False
+
+
 def test_a_model_that_changes_its_logits_after_the_output_layer_gets_every_position():
     """Where the logits are not the output layer's alone (scaled here), a verify runs the whole model."""
     from transformers import LlamaForCausalLM
