@@ -53,7 +53,8 @@ def main() -> None:
     if args.costs:
         cost = CostModel.monotone([(int(k), float(s)) for k, s in (p.split(":") for p in args.costs.split(","))])
     else:
-        cost = stored_costs(cost_key(model_dir, "cpu", torch.float32))
+        cost = (stored_costs(cost_key(model_dir, "cpu", torch.float32, screened=True))
+                or stored_costs(cost_key(model_dir, "cpu", torch.float32)))
         if cost is None:
             raise SystemExit(f"no measured verify costs for {model_dir}: run the model once, or give --costs")
     costs = ",".join(f"{k}:{seconds}" for k, seconds in cost.points)

@@ -201,11 +201,12 @@ def verify_costs_path() -> Path:
     return cache_dir() / "verify-costs.json"
 
 
-def cost_key(model_key: str, device, dtype) -> str:
-    """The key of a model's verify costs measured on ``device`` in ``dtype`` with this torch."""
+def cost_key(model_key: str, device, dtype, screened: bool = False) -> str:
+    """The key of a model's verify costs measured on ``device`` in ``dtype`` with this torch, its output
+    layer ``screened`` in bfloat16 or not (``screen.py``)."""
     import torch
 
-    return f"{model_key}|{device}|{dtype}|torch {torch.__version__}"
+    return f"{model_key}|{device}|{dtype}|torch {torch.__version__}" + ("|bf16 screen" if screened else "")
 
 
 def stored_costs(key: str) -> CostModel | None:
@@ -448,18 +449,23 @@ class HFTarget:
         return RollbackCache(self.model.config) if self.verifies_trees else DynamicCache(config=self.model.config)
 
     def _choose_hidden(self, hidden) -> list[int]:
-        """The model's token at each position of the decoder's output ``hidden`` [S, H]: greedy with a large
-        float32 output layer on a CPU with bfloat16 products, through the proven screen (``screen.py``)."""
-        if self._screen is None:
+        """The model's token at each position of the decoder's output ``hidden`` [S, H]."""
+        return self._screen(hidden) if self._screens() else self._choose(self._head(hidden))
+
+    def _screens(self) -> bool:
+        """Whether a verify finds its choices through the output layer's bfloat16 screen (``screen.py``):
+        greedy, a large float32 output layer whose logits are the model's, on a CPU with bfloat16
+        products. Known from the first prefill on."""
+        if self._screen is None and self._head_apart is not None:
             import torch
 
             from fastapply.screen import ScreenedArgmax, worth_screening
 
             head = self._head  # exactly a Linear: a wrapped one (an adapter's) may add to its weight
-            self._screen = (ScreenedArgmax(head.weight) if self.screen_logits and self.temperature <= 0
-                            and type(head) is torch.nn.Linear and head.bias is None
+            self._screen = (ScreenedArgmax(head.weight) if self._head_apart and self.screen_logits
+                            and self.temperature <= 0 and type(head) is torch.nn.Linear and head.bias is None
                             and worth_screening(head.weight) else False)
-        return self._screen(hidden) if self._screen else self._choose(self._head(hidden))
+        return bool(self._screen)
 
     def _choose(self, logits) -> list[int]:
         """The model's token at each position of ``logits`` [S, V]: argmax, or a sample at the temperature."""
@@ -471,7 +477,7 @@ class HFTarget:
         return torch.multinomial(probs, 1, generator=self.generator).squeeze(-1).tolist()
 
     def _load_or_calibrate(self) -> CostModel:
-        key = cost_key(self.model_key, self.device, next(self.model.parameters()).dtype)
+        key = cost_key(self.model_key, self.device, next(self.model.parameters()).dtype, self._screens())
         stored = stored_costs(key)
         if stored is not None:
             return stored

@@ -452,6 +452,8 @@ def test_a_verify_screened_in_bfloat16_chooses_what_float32_does(monkeypatch):
         target.prefill(prompt)
     assert list(screened.verify(draft)) == list(plain.verify(draft))
     assert isinstance(screened._screen, ScreenedArgmax) == fast and plain._screen is False
+    screened.cost(1)  # its verify costs are measured, and kept, apart from the float32 layer's
+    assert any(key.endswith("|bf16 screen") for key in json.loads((cache_dir() / "verify-costs.json").read_text())) == fast
 
 
 def test_a_model_that_changes_its_logits_after_the_output_layer_gets_every_position():
