@@ -51,6 +51,7 @@ class ScreenedArgmax:
     def __init__(self, weight):
         import torch
 
+        weight = weight.detach()  # a model's parameter: nothing here is trained
         self.weight = weight  # [V, H] float32
         self.low = weight.to(torch.bfloat16)
         self.norms = weight.norm(dim=-1)  # [V]
