@@ -27,7 +27,7 @@ from fastapply.target import (
     LOGIT_CHUNK,
     HFTarget,
     ReplayTarget,
-    cache_dir,
+    verify_costs_path,
 )
 from finetune.scratch import new_llama
 from tests.samples import SAMPLE_EXPECTED, SAMPLE_PY, SAMPLE_UPDATE, SMALL_PY
@@ -384,7 +384,7 @@ def test_verify_costs_are_measured_once_and_again_when_the_sizes_change(tiny_mod
     """The first request times a verify of each of ``CALIBRATION_SIZES`` and caches them; later targets
     of the same model read the cache, unless it holds other sizes (an older fastapply's)."""
     model, _ = tiny_model
-    path = cache_dir() / "verify-costs.json"
+    path = verify_costs_path()
 
     def fresh_target():
         target = HFTarget(model, model_key="tiny-costs")
@@ -453,7 +453,7 @@ def test_a_verify_screened_in_bfloat16_chooses_what_float32_does(monkeypatch):
     assert list(screened.verify(draft)) == list(plain.verify(draft))
     assert isinstance(screened._screen, ScreenedArgmax) == fast and plain._screen is False
     screened.cost(1)  # its verify costs are measured, and kept, apart from the float32 layer's
-    assert any(key.endswith("|bf16 screen") for key in json.loads((cache_dir() / "verify-costs.json").read_text())) == fast
+    assert any(key.endswith("|bf16 screen") for key in json.loads((verify_costs_path()).read_text())) == fast
 
 
 def test_a_model_that_changes_its_logits_after_the_output_layer_gets_every_position():
