@@ -67,11 +67,11 @@ class ScreenedArgmax:
         import torch
 
         with torch.inference_mode():
+            approx = torch.nn.functional.linear(hidden.to(torch.bfloat16), self.low)  # [N, V]
             if self.trusted is None:
-                self.trusted = self._bound_holds(hidden)
+                self.trusted = self._bound_holds(hidden, approx)
             if not self.trusted:
                 return self._exact(hidden).tolist()
-            approx = torch.nn.functional.linear(hidden.to(torch.bfloat16), self.low)  # [N, V]
             values, ids = approx.topk(min(TOP, approx.shape[1]), dim=-1)  # [N, K], highest first
             values = values.float()
             size = hidden.norm(dim=-1, keepdim=True)  # [N, 1]
@@ -98,11 +98,11 @@ class ScreenedArgmax:
 
         return torch.nn.functional.linear(hidden, self.weight).argmax(dim=-1)
 
-    def _bound_holds(self, hidden) -> bool:
-        """Whether every bfloat16 logit of ``hidden`` lies within the bound of its float32 one."""
+    def _bound_holds(self, hidden, approx) -> bool:
+        """Whether every bfloat16 logit ``approx`` of ``hidden`` lies within the bound of its float32 one."""
         import torch
 
-        approx = torch.nn.functional.linear(hidden.to(torch.bfloat16), self.low).float()
+        approx = approx.float()
         exact = torch.nn.functional.linear(hidden, self.weight)
         slack = self.scale * hidden.norm(dim=-1, keepdim=True) * self.norms + UNIT / (1 - UNIT) * approx.abs()
         return bool(((approx - exact).abs() <= slack).all())
