@@ -277,8 +277,8 @@ class HFTarget:
 
     Greedy when ``temperature == 0``; otherwise every verified position is sampled from the model's
     distribution at that temperature (the decode loop keeps the draft while it equals the samples).
-    ``screen_logits``: a greedy float32 model on a CPU with bfloat16 products finds a verify's choices
-    through the output layer in bfloat16 where that is proven to change none (``screen.py``).
+    ``screen_logits``: a greedy float32 model on a CPU with bfloat16 products finds a verify's (and a
+    tree's) choices through the output layer in bfloat16 where that is proven to change none (``screen.py``).
     """
 
     def __init__(self, model, temperature: float = 0.0, seed: int | None = None, prefill_chunk: int = 1024,
@@ -317,6 +317,7 @@ class HFTarget:
         # up to the first draft token the model rejects. Checked against the model at the first prefill.
         self._head_apart: bool | None = None
         self._verified = 0  # positions fed by the last verify: pending + draft
+        self._text: list[int] = []  # the prompt's last tokens: the draft that verify costs are timed with
         self.screen_logits = screen_logits
         self._screen = None  # the output layer's bfloat16 screen (screen.py); False: not used here
 
@@ -341,6 +342,7 @@ class HFTarget:
             raise FastapplyError("the prompt is empty")
         self.cache = self._new_cache()
         self.extend(ids)
+        self._text = ids[-CALIBRATION_SIZES[-1]:]
         return self.pending
 
     def extend(self, ids: list[int]) -> None:
@@ -416,9 +418,15 @@ class HFTarget:
             mask = torch.zeros(1, 1, nodes, base + nodes, dtype=dtype, device=self.device)
             mask.masked_fill_(~seen, torch.finfo(dtype).min)  # additive: eager and sdpa attention alike
             positions = torch.tensor([[base + depth for depth in tree.depths]], device=self.device)  # [1, N]
-            logits = self._forward(input_ids=x, attention_mask=mask, position_ids=positions,
-                                   past_key_values=self.cache, use_cache=True, logits_to_keep=nodes).logits
-        self.choices = self._choose(logits[0])
+            inputs = {"input_ids": x, "attention_mask": mask, "position_ids": positions,
+                      "past_key_values": self.cache, "use_cache": True}
+            if self._head_apart:  # every node's choice through the output layer (its screen, where used)
+                hidden = self._body(**inputs).last_hidden_state[0]  # [N, H]
+                if self._decoder is not None:
+                    self._hidden = hidden
+                self.choices = self._choose_hidden(hidden)
+            else:
+                self.choices = self._choose(self._forward(**inputs, logits_to_keep=nodes).logits[0])
         self._tree_base = base
         return self.choices
 
@@ -498,10 +506,12 @@ class HFTarget:
         return model
 
     def _measure(self, k: int, repeats: int = 3) -> tuple[int, float]:
-        """Time a verify of ``k`` draft tokens on the live cache, then roll it back."""
+        """Time a verify of ``k`` draft tokens on the live cache, then roll it back. The draft is the
+        prompt's own tail, repeated where short: text the model reads as text (one token repeated leaves
+        its choices near ties that the output layer's screen settles in float32, dearer than a real draft)."""
         if self.cache is None:
             raise FastapplyError("cost() needs a prefilled target")
-        draft = [self.pending] * k
+        draft = [self._text[i % len(self._text)] for i in range(k)]
         saved_choices, saved_pending = self.choices, self.pending
         times = []
         for _ in range(repeats + 1):

@@ -109,6 +109,30 @@ def test_the_choice_at_every_node_is_greedy_after_its_branch(model):
     assert target.verify([reference[4]]) == reference[4:6]  # the kept branch is the cache plain decoding has
 
 
+def test_a_tree_screened_in_bfloat16_chooses_what_float32_does(model, monkeypatch):
+    """The tree's choices read the output layer through ``screen.py`` where a verify's do (here at any
+    size), and equal the float32 layer's at every node; the accepted branch's hidden state is kept."""
+    from fastapply import screen
+
+    monkeypatch.setattr(screen, "MIN_WEIGHTS", 0)
+    reference = greedy(model, PROMPT, 6)
+    tree = DraftTree.from_chains([[reference[1], reference[2], 7], [reference[1], 3], [9, 9], [9, 8, 7]])
+    screened = HFTarget(model, keep_hidden=True)
+    plain = HFTarget(model, keep_hidden=True, screen_logits=False)
+    for target in (screened, plain):
+        target.prefill(PROMPT)
+    choices = screened.verify_tree(tree)
+    assert choices == plain.verify_tree(tree)
+    fast = screen.worth_screening(torch.zeros(1, 1))
+    assert isinstance(screened._screen, screen.ScreenedArgmax) == fast and plain._screen is False
+    path = tree.accepted(choices)
+    assert [tree.tokens[node] for node in path] == reference[1:3]
+    for target in (screened, plain):
+        target.accept_path(path)
+    assert screened.pending == plain.pending == reference[3]
+    assert torch.equal(screened.last_hidden, plain.last_hidden)
+
+
 class Alternatives:
     """A drafter whose draft is wrong and whose second candidate is the reference: only a tree finds it."""
 
