@@ -387,9 +387,7 @@ class HFTarget:
                                        logits_to_keep=len(fed)).logits  # [1, k+1, V]
                 self.choices = self._choose(logits[0])
                 return self.choices
-            hidden = self._body(input_ids=x, past_key_values=self.cache, use_cache=True).last_hidden_state[0]
-        if self._decoder is not None:
-            self._hidden = hidden  # [k+1, H]
+            hidden = self._decoded(input_ids=x, past_key_values=self.cache, use_cache=True)  # [k+1, H]
         self.choices = Choices(hidden, self._choose_hidden)
         return self.choices
 
@@ -421,10 +419,7 @@ class HFTarget:
             inputs = {"input_ids": x, "attention_mask": mask, "position_ids": positions,
                       "past_key_values": self.cache, "use_cache": True}
             if self._head_apart:  # every node's choice through the output layer (its screen, where used)
-                hidden = self._body(**inputs).last_hidden_state[0]  # [N, H]
-                if self._decoder is not None:
-                    self._hidden = hidden
-                self.choices = self._choose_hidden(hidden)
+                self.choices = self._choose_hidden(self._decoded(**inputs))
             else:
                 self.choices = self._choose(self._forward(**inputs, logits_to_keep=nodes).logits[0])
         self._tree_base = base
@@ -455,6 +450,14 @@ class HFTarget:
         from fastapply.kvcache import RollbackCache
 
         return RollbackCache(self.model.config) if self.verifies_trees else DynamicCache(config=self.model.config)
+
+    def _decoded(self, **inputs):
+        """The decoder's final hidden states [S, H] of one pass, the output layer not run; kept for
+        ``last_hidden`` when tracked."""
+        hidden = self._body(**inputs).last_hidden_state[0]
+        if self._decoder is not None:
+            self._hidden = hidden
+        return hidden
 
     def _choose_hidden(self, hidden) -> list[int]:
         """The model's token at each position of the decoder's output ``hidden`` [S, H]."""
