@@ -69,6 +69,7 @@ class TrainSpec:
     max_lines: int = 400
     max_hunks: int = 4
     transforms_per_file: int = 2
+    transforms: tuple[str, ...] = ()  # the transformations to draw from; empty: all of them
     valid_share: float = 0.1  # share of packages held out for validation
     max_examples: int | None = None  # a smaller set, keeping the mix (if there is one)
 
@@ -129,7 +130,7 @@ def synthetic_examples(origin: Origin, tree: dict[str, str], spec: TrainSpec, se
                 or text_skip_reason(path, text) or build_output(path, tree) or count_errors(text, language)):
             continue
         rng = random.Random(f"{seed}/{origin.name}/{path}")
-        names = sorted(TRANSFORMS)
+        names = sorted(spec.transforms or TRANSFORMS)
         rng.shuffle(names)
         made = 0
         for name in names:
@@ -288,13 +289,15 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--max-examples", type=int, default=None)
     parser.add_argument("--corpus", type=Path, default=None, help="synthetic edits of this corpus instead")
     parser.add_argument("--transforms-per-file", type=int, default=TrainSpec.transforms_per_file)
+    parser.add_argument("--transforms", nargs="+", choices=sorted(TRANSFORMS), default=(),
+                        help="only these synthetic transformations (default: all)")
     parser.add_argument("--max-lines", type=int, default=TrainSpec.max_lines,
                         help="longest file kept (short files first: a CPU trains on few long ones)")
     parser.add_argument("--short-keep", type=float, default=TrainSpec.short_keep,
                         help="share of the examples of files under 100 lines that is kept (1 keeps all)")
     args = parser.parse_args(argv)
     spec = replace(TrainSpec(), max_examples=args.max_examples, transforms_per_file=args.transforms_per_file,
-                   max_lines=args.max_lines, short_keep=args.short_keep)
+                   transforms=tuple(args.transforms), max_lines=args.max_lines, short_keep=args.short_keep)
     if args.corpus is not None:
         train, valid, counts = build_corpus_training_set(corpus_trees(args.corpus), spec, args.seed,
                                                          eval_package_names(args.eval_pairs))

@@ -13,6 +13,10 @@ import or statement the edit then adds back), so the model learns to write real 
   it; "Rename `f` to `f_impl`." Files that mention the name in strings or comments are skipped.
 - ``add_import``: the original lacks one import line; "Add the import `import os`."
 - ``remove_comment``: the expected file lacks one whole-line comment block; "Remove the comment ...".
+- ``change_line``: the original differs from the real file inside one to three lines: a name, a
+  number or a string's text is another one, or a trailing comment is missing; no instruction. Small
+  in-line changes are the commonest real edit, and the one a small model most often copies back
+  unchanged from the original.
 
 Python-only transformations written with ``ast`` (signatures, docstrings) are in ``transforms_python``.
 This module does not make snippets or choose which transformations a file gets.
@@ -56,6 +60,8 @@ IMPORT_TYPES = {
 COMMENT_TYPES = ("comment", "line_comment", "block_comment")
 IDENTIFIER_TYPES = ("identifier", "property_identifier", "field_identifier", "type_identifier", "constant",
                     "shorthand_property_identifier", "shorthand_property_identifier_pattern")
+NUMBER_TYPES = ("integer", "float", "number", "number_literal", "integer_literal", "float_literal", "int_literal")
+STRING_TYPES = ("string_content", "string_fragment", "interpreted_string_literal_content")
 PRECEDING_TYPES = COMMENT_TYPES + ("attribute_item", "decorator", "marker_annotation", "annotation")
 
 
@@ -300,6 +306,70 @@ def remove_comment(text: str, language: str, rng: random.Random) -> SyntheticEdi
     return None
 
 
+def _other_number(value: str, rng: random.Random) -> str:
+    if re.fullmatch(r"[0-9]+", value):
+        return str(rng.choice([int(value) + 1, max(0, int(value) - 1), int(value) * 2 + 1, 10 * int(value) or 2]))
+    return rng.choice(["0", "1", "2", "10"]) if re.fullmatch(r"[0-9.]+", value) else ""
+
+
+def _fewer_words(value: str) -> str:
+    words = value.split(" ")
+    return " ".join(words[:-1]) if len(words) > 1 and words[-2] else ""
+
+
+def _line_changes(tree, lines: list[bytes], rng: random.Random) -> dict[int, tuple[int, int, str]]:
+    """For each row that has one: (start byte, end byte, text) of one change that would turn the real
+    file's leaf into what an older version of it might have said."""
+    leaves = [n for n in _walk(tree.root_node) if n.child_count == 0 and n.start_point.row == n.end_point.row
+              and n.start_point.row > 1]
+    by_type: dict[str, list[str]] = {}
+    for node in leaves:
+        by_type.setdefault(node.type, []).append(_text(node))
+    changes: dict[int, list[tuple[int, int, str]]] = {}
+    for node in leaves:
+        value, row = _text(node), node.start_point.row
+        if node.type in COMMENT_TYPES:
+            before = lines[row][: node.start_point.column]
+            if not before.strip() or lines[row][node.end_point.column:].strip():
+                continue  # a whole-line comment, or code after it
+            start = node.start_byte - (len(before) - len(before.rstrip()))
+            changes.setdefault(row, []).append((start, node.end_byte, ""))
+            continue
+        if node.type in IDENTIFIER_TYPES:
+            others = sorted({o for o in by_type[node.type] if o != value and len(o) > 1})
+            new = rng.choice(others) if others else ""
+        elif node.type in NUMBER_TYPES:
+            new = _other_number(value, rng)
+        elif node.type in STRING_TYPES and len(value) >= 3:
+            others = sorted({o for o in by_type[node.type] if o != value and "\\" not in o})
+            new = rng.choice(others) if others and rng.random() < 0.5 else _fewer_words(value)
+        else:
+            continue
+        if new and new != value:
+            changes.setdefault(row, []).append((node.start_byte, node.end_byte, new))
+    return {row: rng.choice(options) for row, options in changes.items()}
+
+
+def change_line(text: str, language: str, rng: random.Random) -> SyntheticEdit | None:
+    tree = parse(text, language)
+    lines = text.encode("utf-8").splitlines(keepends=True)
+    changes = _line_changes(tree, lines, rng)
+    rows = sorted(changes)
+    rng.shuffle(rows)
+    for _ in range(5):
+        chosen = sorted((changes[row] for row in rows[: rng.choice((1, 1, 2, 3))]), reverse=True)
+        if not chosen:
+            return None
+        data = text.encode("utf-8")
+        for start, end, new in chosen:  # from the end of the file, so earlier offsets hold
+            data = data[:start] + new.encode("utf-8") + data[end:]
+        original = data.decode("utf-8")
+        if original != text and _clean(original, language):
+            return SyntheticEdit("change_line", original, text, "")
+        rng.shuffle(rows)
+    return None
+
+
 TRANSFORMS = {
     "add_function": add_function,
     "delete_function": delete_function,
@@ -307,4 +377,5 @@ TRANSFORMS = {
     "rename_symbol": rename_symbol,
     "add_import": add_import,
     "remove_comment": remove_comment,
+    "change_line": change_line,
 }

@@ -201,12 +201,16 @@ def verify_costs_path() -> Path:
     return cache_dir() / "verify-costs.json"
 
 
+COST_TIMING = 2  # how ``HFTarget._measure`` times a verify; raised when that changes, so stored costs are re-timed
+
+
 def cost_key(model_key: str, device, dtype, screened: bool = False) -> str:
-    """The key of a model's verify costs measured on ``device`` in ``dtype`` with this torch, its output
-    layer ``screened`` in bfloat16 or not (``screen.py``)."""
+    """The key of a model's verify costs measured on ``device`` in ``dtype`` with this torch and this way of
+    timing (``COST_TIMING``), its output layer ``screened`` in bfloat16 or not (``screen.py``)."""
     import torch
 
-    return f"{model_key}|{device}|{dtype}|torch {torch.__version__}" + ("|bf16 screen" if screened else "")
+    return (f"{model_key}|{device}|{dtype}|torch {torch.__version__}|timing {COST_TIMING}"
+            + ("|bf16 screen" if screened else ""))
 
 
 def stored_costs(key: str) -> CostModel | None:

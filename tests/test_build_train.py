@@ -4,17 +4,19 @@ from __future__ import annotations
 
 import random
 import re
+from dataclasses import replace
 
 import pytest
 
 from data.build_train import Example, Origin, TrainSpec, build_training_set, select
 from data.releases import Release, ReleasePair
 from data.styles import MARKERS
-from data.transforms import add_function, add_import, delete_function, modify_function, remove_comment, rename_symbol
+from data.transforms import (add_function, add_import, change_line, delete_function, modify_function, remove_comment,
+                             rename_symbol)
 from data.transforms_python import NEW_PARAMETERS, add_docstring, change_signature
 from fastapply.errors import FastapplyError
 from fastapply.prompt import PRESETS, parse_answer
-from fastapply.syntax import comment
+from fastapply.syntax import comment, count_errors
 from fastapply.tasks import dump_tasks, load_tasks
 
 
@@ -90,6 +92,13 @@ def test_down_sampling_caps_dedup_and_no_ops_hold(built):
     assert names.count("__init__.py") == 5  # 4 files x 4 transformations, capped
     assert all(r["original"] != r["expected"] for r in records)
     assert len({(r["original"], r["expected"]) for r in records}) == len(records)
+
+
+def test_transforms_option_draws_only_the_named_ones():
+    spec = replace(SPEC, transforms=("change_line", "add_import"))
+    train, valid, _ = build_training_set(_corpus(), spec, seed=0, eval_packages=set())
+    transforms = {r["source"]["transform"] for r in train + valid if r["source"]["kind"] == "synthetic"}
+    assert transforms == {"change_line", "add_import"}
 
 
 def test_split_is_by_package(built):
@@ -241,10 +250,36 @@ def test_add_docstring_python():
     assert edit.expected == text and edit.instruction == "Add a docstring to `load`."
 
 
+def test_change_line_changes_leaves_in_place_and_keeps_the_real_file_as_the_answer():
+    text = ("import os\n\n\ndef scale(value, factor):\n    total = value * 3\n"
+            '    label = "scaled value"  # shown to users\n    return total, label, factor\n')
+    lines = text.splitlines()
+    seen = set()
+    for seed in range(60):
+        edit = change_line(text, "python", random.Random(seed))
+        assert edit.expected == text and edit.instruction == "" and edit.original != text
+        old = edit.original.splitlines()
+        assert len(old) == len(lines) and old[:2] == lines[:2]  # line for line; the first two never touched
+        changed = [(a, b) for a, b in zip(old, lines) if a != b]
+        assert 1 <= len(changed) <= 3
+        seen.update(changed)
+    assert {("    total = value * 4", lines[4]), ("    total = value * 2", lines[4])} & seen  # a number
+    assert ('    label = "scaled value"', lines[5]) in seen  # a trailing comment missing
+    assert ('    label = "scaled"  # shown to users', lines[5]) in seen  # a string's last word missing
+    assert any(a.startswith("def scale(") for a, _ in seen)  # a name swapped for another of the file
+
+
+def test_change_line_keeps_the_original_parsing():
+    text = "const a = 1;\nconst b = 2;\nexport function twice(n) {\n  return n * 2; // doubled\n}\nconsole.log(twice(a));\n"
+    for seed in range(20):
+        edit = change_line(text, "javascript", random.Random(seed))
+        assert edit.expected == text and count_errors(edit.original, "javascript") == 0
+
+
 def test_transformations_decline_files_without_a_site():
     text = "x = 1\n"
     for transform in (add_function, delete_function, modify_function, rename_symbol, add_import, remove_comment,
-                      change_signature, add_docstring):
+                      change_signature, add_docstring, change_line):
         assert transform(text, "python", RNG) is None
 
 

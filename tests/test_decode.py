@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from fastapply import target as target_module
 from fastapply.apply import plan_edit, run_plan
 from fastapply.decode import (
     PROBE_EVERY,
@@ -405,6 +406,11 @@ def test_verify_costs_are_measured_once_and_again_when_the_sizes_change(tiny_mod
     fresh_target().cost(4)
     assert measured == list(CALIBRATION_SIZES)
     assert [k for k, _ in json.loads(path.read_text())[key]] == list(CALIBRATION_SIZES)
+
+    measured.clear()  # costs timed another way (an older fastapply's) are timed again
+    monkeypatch.setattr(target_module, "COST_TIMING", target_module.COST_TIMING + 1)
+    fresh_target().cost(4)
+    assert measured == list(CALIBRATION_SIZES) and len(json.loads(path.read_text())) == 2
 
 
 def test_a_verify_computes_logits_only_up_to_the_first_rejected_draft_token():
