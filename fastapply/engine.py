@@ -64,7 +64,7 @@ def resolve_edit(original: str, update: str, language: str | None, engine: str =
     if engine == "model":
         if run_model is None:
             raise UsageError("no model for --engine model: pass --model PATH_OR_HUB_ID or set FASTAPPLY_MODEL")
-        return _checked(original, update, language, run_model(None), None, force)
+        return _checked(original, update, language, run_model(None), None, force, instruction)
     if engine == "merge" and instruction:
         raise UsageError("the merge engine applies update snippets; an --instruction needs a model")
     merged = merge(original, update, language)
@@ -74,12 +74,12 @@ def resolve_edit(original: str, update: str, language: str | None, engine: str =
             raise EditRefused(f"the merge is not certain{hint}: {'; '.join(merged.reasons)}; nothing was written",
                               ("uncertain-merge",), merged)
         return EditOutcome(merged.text, "merge", merged)
-    return _checked(original, update, language, run_model(merged.text), merged, force)
+    return _checked(original, update, language, run_model(merged.text), merged, force, instruction)
 
 
 def _checked(original: str, update: str, language: str | None, result: ModelRun, merged: MergeResult | None,
-             force: bool) -> EditOutcome:
-    problems = validate(original, result.text, update, language, closed=result.closed)
+             force: bool, instruction: str = "") -> EditOutcome:
+    problems = validate(original, result.text, update, language, closed=result.closed, instruction=instruction)
     if problems and not force:
         raise EditRefused("; ".join(p.message for p in problems) + "; nothing was written (--force writes it)",
                           tuple(p.name for p in problems), merged, problems, result)

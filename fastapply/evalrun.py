@@ -122,7 +122,8 @@ def _run_task(task: Task, policies: Sequence[str]) -> list[dict]:
                 if config.engine == "auto":
                     extra |= {"merge": merge_record, "decided_by": "model"}
                 if config.engine != "replay":
-                    validation = [p.name for p in validate(task.original, output, task.update, task.language, closed)]
+                    validation = [p.name for p in validate(task.original, output, task.update, task.language, closed,
+                                                          task.instruction)]
                     extra |= {"validation": validation, "refused": bool(validation)}
             error = None
         except FastapplyError as exc:

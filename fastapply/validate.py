@@ -1,9 +1,9 @@
 """Checks on a rewritten file before anything is written (DESIGN.md §8).
 
-``validate(original, output, update, language, closed)`` names every problem it finds: lazy markers
+``validate(original, output, update, language, closed, instruction)`` names every problem it finds: lazy markers
 left in the output that the original did not have, a truncated answer (no closing tag, or a file that
 ends in the middle of a construct), more syntax errors than the original, deletions far from every
-place the edit touches that the edit did not ask for, and an edit not applied (the original written
+place the edit touches that the edit (its snippet or instruction) did not ask for, and an edit not applied (the original written
 back unchanged, or new lines of the update left out: a small model's commonest failure). It judges; it does not fix, write or decide what
 the caller does with the problems (the CLI refuses to write unless ``--force``).
 """
@@ -30,11 +30,12 @@ class Problem:
     message: str  # one line for the user
 
 
-def validate(original: str, output: str, update: str, language: str | None, closed: bool = True
-             ) -> tuple[Problem, ...]:
+def validate(original: str, output: str, update: str, language: str | None, closed: bool = True,
+             instruction: str = "") -> tuple[Problem, ...]:
     """The problems with ``output`` as the new version of ``original`` after ``update`` (all LF text).
 
-    ``closed`` is False when the model's answer stopped before its closing tag (or EOS).
+    ``closed`` is False when the model's answer stopped before its closing tag (or EOS); ``instruction``
+    is the edit's instruction, which may ask for a deletion the snippet does not show.
     """
     problems: list[Problem] = []
     left = count_markers(output, language) - count_markers(original, language)
@@ -50,8 +51,8 @@ def validate(original: str, output: str, update: str, language: str | None, clos
         before, after = count_errors(original, language), count_errors(output, language)
         if after > before:
             problems.append(Problem("syntax-errors", f"the output has {after} syntax error(s), the original {before}"))
-    deleted = unrelated_deletions(original, output, update, language) if not _merges_to(original, update, language,
-                                                                                        output) else []
+    deleted = (unrelated_deletions(original, output, update, language, instruction)
+               if not _merges_to(original, update, language, output) else [])
     if deleted:
         first, last = deleted[0], deleted[-1]
         problems.append(Problem("unrelated-deletion", f"the output deletes {len(deleted)} original line(s) far from "
@@ -133,10 +134,12 @@ def _ends_mid_construct(text: str, language: str) -> bool:
     return False
 
 
-def unrelated_deletions(original: str, output: str, update: str, language: str | None) -> list[int]:
+def unrelated_deletions(original: str, output: str, update: str, language: str | None,
+                        instruction: str = "") -> list[int]:
     """Original lines (0-based) the output deletes that are far from every line the update repeats and
     outside every definition it touches; empty when the update repeats no original line (then it does
-    not say where the edit is) or asks to delete code by name."""
+    not say where the edit is). A definition the update or the instruction asks to delete by name counts
+    as touched."""
     old, new = original.split("\n"), output.split("\n")
     update_lines = {line.strip() for line in update.split("\n") if len(line.strip()) > 2}
     anchors = [i for i, line in enumerate(old) if line.strip() in update_lines]
@@ -146,11 +149,14 @@ def unrelated_deletions(original: str, output: str, update: str, language: str |
     for i in anchors:
         touched.update(range(i - _NEAR, i + _NEAR + 1))
     defs = definitions(original, language) if language is not None else []
-    asks_deletion = bool(_DELETE_WORDS.search(update))
+    request = f"{update}\n{instruction}"
+    asks_deletion = bool(_DELETE_WORDS.search(request))
     for d in defs:
         inside = any(d.start <= i < d.end for i in anchors)
-        named = asks_deletion and re.search(rf"\b{re.escape(d.name)}\b", update)
-        if (inside and d.end - d.start <= 200 and not _contains_other_defs(d, defs, anchors)) or named:
+        named = asks_deletion and re.search(rf"\b{re.escape(d.name)}\b", request)
+        if named:  # with the comments and attributes just above it
+            touched.update(range(d.start - _NEAR, d.end))
+        elif inside and d.end - d.start <= 200 and not _contains_other_defs(d, defs, anchors):
             touched.update(range(d.start, d.end))
     shown = [line.strip() for line in update.split("\n") if line.strip()]
     neighbours = set(zip(shown, shown[1:]))
@@ -178,10 +184,19 @@ def _shown_in_place(replacement: list[str], replaced: int, update_lines: set[str
 
 def _left_out(old: list[str], i1: int, i2: int, neighbours: set[tuple[str, str]]) -> bool:
     """Whether the update shows the lines around original[i1:i2] next to each other: it deletes them by
-    leaving them out (``a`` / ``c`` in the update, ``a`` / ``b`` / ``c`` in the original)."""
+    leaving them out (``a`` / ``c`` in the update, ``a`` / ``b`` / ``c`` in the original). Not when the
+    lines themselves end with ``a`` or start with ``c``: then the original already has ``a`` next to ``c``
+    and the update shows those, deleting nothing.
+
+    >>> _left_out(["a", "b", "c"], 1, 2, {("a", "c")})
+    True
+    >>> _left_out(["#[cfg]", "mod x;", "#[cfg]", "use x;"], 1, 3, {("#[cfg]", "use x;")})
+    False
+    """
+    block = [line.strip() for line in old[i1:i2] if line.strip()]
     before = next((line.strip() for line in reversed(old[:i1]) if line.strip()), None)
     after = next((line.strip() for line in old[i2:] if line.strip()), None)
-    return (before, after) in neighbours
+    return (before, after) in neighbours and not (block and (block[-1] == before or block[0] == after))
 
 
 def _contains_other_defs(d, defs, anchors) -> bool:

@@ -4,6 +4,7 @@ and the model path checked by validation."""
 import subprocess
 import sys
 
+import pytest
 from typer.testing import CliRunner
 
 from fastapply.cli import app
@@ -113,3 +114,21 @@ def test_merge_first_returns_a_certain_merge_without_running_the_model():
 
     outcome = resolve_edit(SAMPLE_PY, SAMPLE_UPDATE, "python", "auto", model_must_not_run, merge_first=True)
     assert outcome.engine == "merge" and outcome.text == SAMPLE_EXPECTED
+
+
+def test_a_deletion_the_instruction_asks_for_is_validated_as_asked():
+    from fastapply.engine import EditRefused, ModelRun, resolve_edit
+
+    original = ("def a():\n    return 1\n\n\ndef b():\n    x = 2\n    y = x\n    z = y\n    return z\n\n\n"
+                "def c():\n    return 3\n")
+    output = "def a():\n    return 1\n\n\ndef c():\n    return 4\n"
+    update = "# ... existing code ...\ndef c():\n    return 4\n"
+
+    def run_model(merged):
+        return ModelRun(output, True, {})
+
+    with pytest.raises(EditRefused) as refused:
+        resolve_edit(original, update, "python", "model", run_model)
+    assert refused.value.reasons == ("unrelated-deletion",)
+    outcome = resolve_edit(original, update, "python", "model", run_model, instruction="Remove the function b.")
+    assert outcome.engine == "model" and outcome.text == output

@@ -94,6 +94,28 @@ def test_deletion_by_omission_between_shown_lines_is_fine():
         "unrelated-deletion"]
 
 
+def test_lines_a_marker_keeps_are_not_left_out_through_a_repeated_line():
+    """The update shows `#[cfg]` next to `pub use macos`, as the original has them at its end; an output
+    that drops everything between the first `#[cfg]` and that line deleted what the marker keeps."""
+    original = ("mod audit;\n#[cfg(feature = \"x\")]\nmod linux;\n" + "".join(f"mod m{i};\n" for i in range(12))
+                + "#[cfg(feature = \"x\")]\npub use macos::Repairer;\npub use tag::Tag;\npub use policy::Policy;\n")
+    update = ("// ... rest of code ...\n#[cfg(feature = \"x\")]\npub use macos::Repairer;\npub use tag::{Compat, Tag};\n"
+              "pub use policy::Policy;\n")
+    right = original.replace("pub use tag::Tag;", "pub use tag::{Compat, Tag};")
+    wrong = "mod audit;\n#[cfg(feature = \"x\")]\n" + right.split("#[cfg(feature = \"x\")]\n")[-1]
+    assert validate(original, right, update, "rust") == ()
+    assert names(validate(original, wrong, update, "rust")) == ["unrelated-deletion"]
+
+
+def test_a_deletion_the_instruction_names_is_fine_with_its_comments():
+    original = ("def a():\n    return 1\n\n\n# Helper for b.\n# It returns two.\ndef b():\n    x = 2\n    y = x\n"
+                "    z = y\n    return z\n\n\ndef c():\n    return 3\n")
+    output = "def a():\n    return 1\n\n\ndef c():\n    return 4\n"
+    update = "# ... existing code ...\ndef c():\n    return 4\n"
+    assert names(validate(original, output, update, "python")) == ["unrelated-deletion"]
+    assert validate(original, output, update, "python", instruction="Delete the function `b`.") == ()
+
+
 JS = '''\
 const fs = require("fs");
 
