@@ -1,11 +1,12 @@
 """Checks on a rewritten file before anything is written (DESIGN.md §8).
 
-``validate(original, output, update, language, closed, instruction)`` names every problem it finds: lazy markers
-left in the output that the original did not have, a truncated answer (no closing tag, or a file that
-ends in the middle of a construct), more syntax errors than the original, deletions far from every
-place the edit touches that the edit (its snippet or instruction) did not ask for, and an edit not applied (the original written
-back unchanged, or new lines of the update left out: a small model's commonest failure). It judges; it does not fix, write or decide what
-the caller does with the problems (the CLI refuses to write unless ``--force``).
+``validate(original, output, update, language, closed, instruction)`` names every problem it finds:
+lazy markers left in the output that the original did not have, a truncated answer (no closing tag, or
+a file that ends in the middle of a construct), more syntax errors than the original, deletions far
+from every place the edit touches that the edit (its snippet or instruction) did not ask for, and an
+edit not applied (the original written back unchanged, or new lines of the update left out: a small
+model's commonest failure). It judges; it does not fix, write or decide what the caller does with the
+problems (the CLI refuses to write unless ``--force``).
 """
 
 from __future__ import annotations
