@@ -322,9 +322,10 @@ def _line_changes(tree, lines: list[bytes], rng: random.Random) -> dict[int, tup
     file's leaf into what an older version of it might have said."""
     leaves = [n for n in _walk(tree.root_node) if n.child_count == 0 and n.start_point.row == n.end_point.row
               and n.start_point.row > 1]
-    by_type: dict[str, list[str]] = {}
+    by_type: dict[str, set[str]] = {}
     for node in leaves:
-        by_type.setdefault(node.type, []).append(_text(node))
+        by_type.setdefault(node.type, set()).add(_text(node))
+    distinct = {kind: sorted(values) for kind, values in by_type.items()}
     changes: dict[int, list[tuple[int, int, str]]] = {}
     for node in leaves:
         value, row = _text(node), node.start_point.row
@@ -336,12 +337,12 @@ def _line_changes(tree, lines: list[bytes], rng: random.Random) -> dict[int, tup
             changes.setdefault(row, []).append((start, node.end_byte, ""))
             continue
         if node.type in IDENTIFIER_TYPES:
-            others = sorted({o for o in by_type[node.type] if o != value and len(o) > 1})
+            others = [o for o in distinct[node.type] if o != value and len(o) > 1]
             new = rng.choice(others) if others else ""
         elif node.type in NUMBER_TYPES:
             new = _other_number(value, rng)
         elif node.type in STRING_TYPES and len(value) >= 3:
-            others = sorted({o for o in by_type[node.type] if o != value and "\\" not in o})
+            others = [o for o in distinct[node.type] if o != value and "\\" not in o]
             new = rng.choice(others) if others and rng.random() < 0.5 else _fewer_words(value)
         else:
             continue

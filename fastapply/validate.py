@@ -194,10 +194,12 @@ def _left_out(old: list[str], i1: int, i2: int, neighbours: set[tuple[str, str]]
     >>> _left_out(["#[cfg]", "mod x;", "#[cfg]", "use x;"], 1, 3, {("#[cfg]", "use x;")})
     False
     """
-    block = [line.strip() for line in old[i1:i2] if line.strip()]
     before = next((line.strip() for line in reversed(old[:i1]) if line.strip()), None)
     after = next((line.strip() for line in old[i2:] if line.strip()), None)
-    return (before, after) in neighbours and not (block and (block[-1] == before or block[0] == after))
+    if (before, after) not in neighbours:
+        return False
+    block = [line.strip() for line in old[i1:i2] if line.strip()]
+    return not (block and (block[-1] == before or block[0] == after))
 
 
 def _contains_other_defs(d, defs, anchors) -> bool:
