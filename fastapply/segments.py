@@ -108,32 +108,27 @@ class Original:
 def absorb_blank_edges(orig: Original, seg: Segment, span: tuple[int, int], matched: tuple[bool, bool],
                        window: tuple[int, int], where: str) -> tuple[int, int, list[str]]:
     """Blank lines between a marker and a segment's code are the original's own blank lines there, as far
-    as it has them, so they are not doubled. When the counts differ, the marker may keep the original's
-    other blank lines or the edit may change them: a doubt. ``matched`` says whether the segment's first
-    (last) lines are already anchored; ``span`` is the original range the segment replaces."""
+    as it has them, so they are not doubled. When the segment's edge is anchored already (``matched``),
+    the original's further blank lines beside it stay with the marker, which stands for them. When it is
+    not and the counts differ, the marker may keep the original's other blank lines or the edit may
+    change them: a doubt. ``span`` is the original range the segment replaces."""
     (start, end), (lo, hi), doubts = span, window, []
-    if seg.marker_before is not None:
+    if seg.marker_before is not None and not matched[0]:
         shown = next((i for i, line in enumerate(seg.lines) if line.strip()), 0)
         blank = 0
         while start - blank - 1 >= lo and not orig.lines[start - blank - 1].strip():
             blank += 1
-        if matched[0]:  # the snippet's blank lines are anchored already; the original has `blank` more
-            if shown and blank:
-                doubts.append(f"{where}: the original has {blank} more blank lines after the marker")
-        elif shown:
+        if shown:
             start -= min(shown, blank)
             if shown != blank:
                 doubts.append(f"{where}: the original has {blank} blank lines where the snippet shows {shown}")
-    if seg.marker_after is not None:
+    if seg.marker_after is not None and not matched[1]:
         last = next((i for i in range(len(seg.lines) - 1, -1, -1) if seg.lines[i].strip()), len(seg.lines) - 1)
         shown = len(seg.lines) - 1 - last
         blank = 0
         while end + blank < hi and not orig.lines[end + blank].strip():
             blank += 1
-        if matched[1]:
-            if shown and blank:
-                doubts.append(f"{where}: the original has {blank} more blank lines before the marker")
-        elif shown:
+        if shown:
             end += min(shown, blank)
             if shown != blank:
                 doubts.append(f"{where}: the original has {blank} blank lines where the snippet shows {shown}")

@@ -559,6 +559,15 @@ CERTAIN = [
      "def f():\n\tx = 1\n\tx += 1\n\treturn x\n\n\ndef g():\n\treturn 2\n"),
     ("no-final-newline", "python", "a = 1\nb = 2\nc = 3", "# ... existing code ...\nb = 2\nb2 = 22\nc = 3",
      "a = 1\nb = 2\nb2 = 22\nc = 3"),
+    # the snippet shows one of the two blank lines above the class; the marker stands for the other
+    ("blank-line-after-marker-of-two", "python", PY, d('''
+        # ... existing code ...
+
+        class Writer:
+            def open(self, path):
+                return open(path, "wb")
+        # ... existing code ...
+        '''), PY.replace('"w"', '"wb"')),
     ("whitespace-insensitive-anchor", "python", PY, d('''
         # ... existing code ...
         def open(self, path):
