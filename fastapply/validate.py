@@ -2,17 +2,19 @@
 
 ``validate(original, output, update, language, closed, instruction)`` names every problem it finds:
 lazy markers left in the output that the original did not have, a truncated answer (no closing tag, or
-a file that ends in the middle of a construct), more syntax errors than the original, deletions far
-from every place the edit touches that the edit (its snippet or instruction) did not ask for, and an
-edit not applied (the original written back unchanged, or new lines of the update left out: a small
-model's commonest failure). It judges; it does not fix, write or decide what the caller does with the
-problems (the CLI refuses to write unless ``--force``).
+a file that ends in the middle of a construct), more syntax errors than the original, deletions that
+the edit (its snippet or instruction) did not ask for (far from every place the edit touches, or of
+lines a lazy marker of the snippet keeps), and an edit not applied (the original written back
+unchanged, or new lines of the update left out: a small model's commonest failure). It judges; it does
+not fix, write or decide what the caller does with the problems (the CLI refuses to write unless
+``--force``).
 """
 
 from __future__ import annotations
 
 import difflib
 import re
+from collections import Counter
 from dataclasses import dataclass
 
 from fastapply.defs import definitions
@@ -52,12 +54,13 @@ def validate(original: str, output: str, update: str, language: str | None, clos
         before, after = count_errors(original, language), count_errors(output, language)
         if after > before:
             problems.append(Problem("syntax-errors", f"the output has {after} syntax error(s), the original {before}"))
-    deleted = (unrelated_deletions(original, output, update, language, instruction)
-               if not _merges_to(original, update, language, output) else [])
-    if deleted:
-        first, last = deleted[0], deleted[-1]
-        problems.append(Problem("unrelated-deletion", f"the output deletes {len(deleted)} original line(s) far from "
-                                                      f"the edit (lines {first + 1}-{last + 1})"))
+    if not _merges_to(original, update, language, output):
+        far = unrelated_deletions(original, output, update, language, instruction)
+        kept = [] if far else marker_deletions(original, output, update, language, instruction)
+        if far or kept:
+            lines, where = far or kept, "far from the edit" if far else "that a lazy marker of the update keeps"
+            problems.append(Problem("unrelated-deletion", f"the output deletes {len(lines)} original line(s) {where} "
+                                                          f"(lines {lines[0] + 1}-{lines[-1] + 1})"))
     not_applied = edit_not_applied(original, output, update, language)
     if not_applied:
         problems.append(Problem("edit-not-applied", not_applied))
@@ -150,14 +153,10 @@ def unrelated_deletions(original: str, output: str, update: str, language: str |
     for i in anchors:
         touched.update(range(i - _NEAR, i + _NEAR + 1))
     defs = definitions(original, language) if language is not None else []
-    request = f"{update}\n{instruction}"
-    asks_deletion = bool(_DELETE_WORDS.search(request))
+    touched.update(_asked_deletions(defs, update, instruction))
     for d in defs:
         inside = any(d.start <= i < d.end for i in anchors)
-        named = asks_deletion and re.search(rf"\b{re.escape(d.name)}\b", request)
-        if named:  # with the comments and attributes just above it
-            touched.update(range(d.start - _NEAR, d.end))
-        elif inside and d.end - d.start <= 200 and not _contains_other_defs(d, defs, anchors):
+        if inside and d.end - d.start <= 200 and not _contains_other_defs(d, defs, anchors):
             touched.update(range(d.start, d.end))
     shown = [line.strip() for line in update.split("\n") if line.strip()]
     neighbours = set(zip(shown, shown[1:]))
@@ -169,6 +168,73 @@ def unrelated_deletions(original: str, output: str, update: str, language: str |
         if tag in ("delete", "replace") and not _left_out(old, i1, i2, neighbours):
             far.extend(i for i in range(i1, i2) if old[i].strip() and i not in touched)
     return far
+
+
+def _asked_deletions(defs: list, update: str, instruction: str) -> set[int]:
+    """Lines of the definitions the update or the instruction asks to delete by name ("Remove the function
+    `save`."), with the comments and attributes just above each."""
+    request = f"{update}\n{instruction}"
+    if not _DELETE_WORDS.search(request):
+        return set()
+    return {i for d in defs if re.search(rf"\b{re.escape(d.name)}\b", request) for i in range(d.start - _NEAR, d.end)}
+
+
+def marker_deletions(original: str, output: str, update: str, language: str | None, instruction: str = "") -> list[int]:
+    """Original lines (0-based) that a lazy marker of the update keeps and the output deletes (a net loss of
+    lines there, not a line changed in place), leaving out definitions the edit asks to delete by name.
+
+    >>> marker_deletions("a\\nb\\nc\\nd\\n", "a\\nd\\n", "a\\n# ...\\nd\\n", "python")   # the marker keeps b, c
+    [1, 2]
+    """
+    kept = kept_by_markers(original, update, language)
+    if not kept:
+        return []
+    kept -= _asked_deletions(definitions(original, language) if language is not None else [], update, instruction)
+    lost = set()
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, original.split("\n"), output.split("\n"),
+                                                       autojunk=False).get_opcodes():
+        if tag == "delete" or tag == "replace" and i2 - i1 > j2 - j1:
+            lost.update(range(i1, i2))
+    return sorted(kept & lost)
+
+
+def kept_by_markers(original: str, update: str, language: str | None) -> set[int]:
+    """The non-blank original lines (0-based) that the update's lazy markers stand for, where the snippet
+    pins them down: between the lines around a marker when each occurs once in the original (in order),
+    and before (after) a marker that opens (closes) the snippet, up to the segment's first (last) line
+    that occurs once in the original, when the segment's lines shown before (after) it are the
+    original's own lines there as they stand. Elsewhere a marker's reach is left open.
+
+    >>> sorted(kept_by_markers("import os\\n\\ndef f():\\n    return 1\\n", "# ...\\ndef f():\\n    return 2\\n", "python"))
+    [0]
+    """
+    old = [line.strip() for line in original.split("\n")]
+    counts, index = Counter(old), {line: i for i, line in enumerate(old)}
+    lines = update.split("\n")
+    marks = marker_lines(lines, language)
+    code = [None if marker or not line.strip() else line.strip() for line, marker in zip(lines, marks)]
+    kept: set[int] = set()
+    for m in (m for m, marker in enumerate(marks) if marker):
+        before = next((k for k in range(m - 1, -1, -1) if code[k]), None)
+        after = next((k for k in range(m + 1, len(lines)) if code[k]), None)
+        if before is not None and after is not None:
+            if marks[before + 1:after].count(True) == 1 and counts[code[before]] == counts[code[after]] == 1 \
+                    and index[code[before]] < index[code[after]]:
+                kept.update(range(index[code[before]] + 1, index[code[after]]))
+        elif before is not None or after is not None:
+            step = 1 if before is None else -1
+            shown = []  # the segment's lines from the marker to its first (last) line found once
+            k = m + step
+            while 0 <= k < len(lines) and not marks[k]:
+                if code[k] and counts[code[k]] == 1:
+                    u = index[code[k]]
+                    span = range(u - len(shown), u) if step == 1 else range(u + 1, u + 1 + len(shown))
+                    if 0 <= span.start and span.stop <= len(old) and [old[x] for x in span] == shown[::step]:
+                        kept.update(range(span.start) if step == 1 else range(span.stop, len(old)))
+                    break
+                shown.append(code[k] or "")
+                k += step
+    return {i for i in kept if old[i]}
 
 
 def _shown_in_place(replacement: list[str], replaced: int, update_lines: set[str]) -> bool:

@@ -2,7 +2,7 @@
 
 import textwrap
 
-from fastapply.validate import validate
+from fastapply.validate import kept_by_markers, marker_deletions, validate
 
 ORIGINAL = textwrap.dedent('''\
     import os
@@ -172,3 +172,53 @@ def test_a_far_line_replaced_by_one_the_update_does_not_show_is_still_caught():
     output = (FLIP.replace("TempNode from './TempNode.js'", "Node from './Node.js'").replace("TempNode", "Node")
               .replace("const value7 = 7;", "const value7 = 70;"))
     assert names(validate(FLIP, output, FLIP_UPDATE, "javascript")) == ["unrelated-deletion"]
+
+
+DOCSTRING = textwrap.dedent('''\
+    import os
+
+
+    def split(nodeid):
+        """Determine the scope of a nodeid.
+
+        There are usually 3 cases::
+
+            a.py::test_a
+            b.py::B::test_b
+
+        With groups, two more.
+        """
+        return nodeid.split("::")[0]
+    ''')
+DOCSTRING_UPDATE = '# ... existing code ...\n\ndef split(nodeid: str) -> str:\n    """Determine the scope of a nodeid.\n' \
+                   '    # ... existing code ...\n'
+
+
+def test_lines_a_closing_marker_keeps_are_not_dropped_next_to_the_edit():
+    """The marker after the docstring's first line keeps the rest of the file; an answer that drops lines
+    just after it (inside the definition the edit touches) deletes what the marker keeps."""
+    right = DOCSTRING.replace("def split(nodeid):", "def split(nodeid: str) -> str:")
+    wrong = right.replace("\n    There are usually 3 cases::\n\n        a.py::test_a\n", "\n")
+    assert validate(DOCSTRING, right, DOCSTRING_UPDATE, "python") == ()
+    problems = validate(DOCSTRING, wrong, DOCSTRING_UPDATE, "python")
+    assert names(problems) == ["unrelated-deletion"]
+    assert "that a lazy marker of the update keeps" in problems[0].message
+
+
+def test_a_marker_keeps_lines_changed_in_place_and_deletions_the_instruction_names():
+    """Only a net loss of lines counts against a marker, and not inside a definition the instruction asks
+    to delete."""
+    update = "def a(x):\n    return x\n# ... existing code ...\n"
+    original = "def a():\n    return x\n\n\ndef b():\n    return 2\n\n\ndef c():\n    return 3\n"
+    changed = original.replace("def a():", "def a(x):").replace("return 3", "return 30")
+    assert marker_deletions(original, changed, update, "python") == []
+    dropped = original.replace("def a():", "def a(x):").replace("def b():\n    return 2\n\n\n", "")
+    assert marker_deletions(original, dropped, update, "python") == [4, 5]
+    assert marker_deletions(original, dropped, update, "python", "Remove the function `b`.") == []
+
+
+def test_a_marker_between_repeated_lines_keeps_nothing_certain():
+    """A marker whose neighbours occur more than once in the original does not say which lines it keeps."""
+    original = "x = 1\ny = 2\nx = 1\nz = 3\n"
+    assert kept_by_markers(original, "x = 1\n# ...\nz = 3\n", "python") == set()
+    assert kept_by_markers(original, "y = 2\n# ...\nz = 3\n", "python") == {2}
