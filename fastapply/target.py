@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Protocol
 
 from fastapply.errors import FastapplyError, UsageError
+from fastapply.fileio import write_atomic
 
 log = logging.getLogger(__name__)
 
@@ -507,8 +508,8 @@ class HFTarget:
         table[key] = [list(p) for p in model.points]
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(json.dumps(table, indent=1))
-        except OSError:
+            write_atomic(path, json.dumps(table, indent=1).encode())  # a concurrent reader never sees half
+        except (OSError, FastapplyError):
             pass  # an unwritable cache only costs a re-measurement next time
         return model
 

@@ -397,6 +397,7 @@ def test_verify_costs_are_measured_once_and_again_when_the_sizes_change(tiny_mod
     (key, points), = table.items()
     assert [k for k, _ in points] == list(CALIBRATION_SIZES)
     assert all(later >= earlier > 0 for (_, earlier), (_, later) in itertools.pairwise(points))
+    assert [p.name for p in path.parent.iterdir() if p.name.endswith(".fastapply-tmp")] == []  # replaced whole
 
     measured = []
     real_measure = HFTarget._measure
