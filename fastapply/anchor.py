@@ -63,13 +63,24 @@ def _place_by_lines(seg: Segment, index: int, orig: Original, lo: int, hi: int, 
         doubts.append(f"{where} matches the original only when whitespace is ignored")
     start, end = head[0], tail[0] + tail[2]
     leading, trailing = seg.lines[:head[1]], seg.lines[tail[1] + tail[2]:]
+    reach_before = reach_after = None  # edge lines read as context: (context lines, original lines replaced)
     if seg.marker_before is not None and _maybe_context(leading[:1], orig.lines[max(lo, start - NEAR):start]):
-        doubts.append(f"{where} starts with {leading[0].strip()!r}, which may be the original's or new")
+        reach_before = _context_reach(leading, orig.lines[lo:start], key)
+        if reach_before is None:
+            doubts.append(f"{where} starts with {leading[0].strip()!r}, which may be the original's or new")
+        elif reach_before[1]:
+            doubts.append(f"{where} replaces {reach_before[1]} original line(s) before its first anchor")
     if seg.marker_after is not None and _maybe_context(trailing[-1:], orig.lines[end:min(hi, end + NEAR)]):
-        doubts.append(f"{where} ends with {trailing[-1].strip()!r}, which may be the original's or new")
+        reach_after = _context_reach(trailing[::-1], orig.lines[end:hi][::-1], key)
+        if reach_after is None:
+            doubts.append(f"{where} ends with {trailing[-1].strip()!r}, which may be the original's or new")
+        elif reach_after[1]:
+            doubts.append(f"{where} replaces {reach_after[1]} original line(s) after its last anchor")
     if seg.marker_before is None:
         start, doubt = 0, _edge_doubt(orig.lines[:head[0]], leading, f"{where} does not start with a marker", "first")
         doubts += doubt
+    elif reach_before is not None:
+        start -= sum(reach_before)
     else:
         start, doubt = reopened_definition(orig, start, leading, lo, where)
         doubts += doubt
@@ -79,6 +90,8 @@ def _place_by_lines(seg: Segment, index: int, orig: Original, lo: int, hi: int, 
         end, doubt = len(orig.lines), _edge_doubt(orig.lines[end:], trailing, f"{where} does not end with a marker",
                                                    "last")
         doubts += doubt
+    elif reach_after is not None:
+        end += sum(reach_after)
     else:
         unextended = end
         end, doubt = closed_definition(orig, end, trailing, seg.marker_after, hi, where)
@@ -306,6 +319,34 @@ def _maybe_context(edge: tuple[str, ...], nearby: list[str]) -> bool:
     by: it may be context replacing what lies between, or a new line inserted."""
     return bool(edge) and bool(edge[0].strip()) and is_trivial(edge[0]) and exact_key(edge[0]) in {
         exact_key(line) for line in nearby}
+
+
+def _context_reach(edge: tuple[str, ...], beside: list[str], key) -> tuple[int, int] | None:
+    """A segment's unanchored edge lines read as the original's context: ``edge`` and ``beside`` (the
+    original lines on that side of the anchor) both ordered from afar towards the anchor. Returns
+    ``(k, r)``: the first ``k`` edge lines are the original's lines ``r`` lines away from the anchor,
+    and the other edge lines take the place of those ``r`` (inserted when ``r`` is 0). The most context
+    wins, then the fewest lines replaced; None when no reading keeps a non-blank line as context.
+
+    >>> _context_reach(("  },", "};", "", "run(list);"), ["a();", "  },", "};", "", "run([1, 2]);"], exact_key)
+    (3, 1)
+    >>> _context_reach(("}", "", "const v = 1;"), ["  x;", "}"], exact_key)
+    (1, 0)
+    >>> _context_reach(("}", "x = 1;"), ["y = 2;", "z = 3;"], exact_key) is None
+    True
+    """
+    n = len(edge)
+    for k in range(n, 0, -1):
+        kept = [key(line) for line in edge[:k]]
+        if not any(line.strip() for line in edge[:k]):
+            continue
+        for r in range(n - k + 1):
+            first = len(beside) - r - k
+            if first < 0:
+                break
+            if [key(line) for line in beside[first:first + k]] == kept:
+                return k, r
+    return None
 
 
 def _edge_doubt(removed: list[str], added: tuple[str, ...], what: str, which: str) -> list[str]:

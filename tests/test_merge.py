@@ -559,6 +559,18 @@ CERTAIN = [
      "def f():\n\tx = 1\n\tx += 1\n\treturn x\n\n\ndef g():\n\treturn 2\n"),
     ("no-final-newline", "python", "a = 1\nb = 2\nc = 3", "# ... existing code ...\nb = 2\nb2 = 22\nc = 3",
      "a = 1\nb = 2\nb2 = 22\nc = 3"),
+    # the `}` after the marker closes `load`, right above the new line: context, not a new brace
+    ("closing-brace-before-new-lines-is-context", "javascript", JS, d('''
+        // ... existing code ...
+        }
+
+        const ENCODING = "utf8";
+
+        function save(path, data) {
+          fs.writeFileSync(path, JSON.stringify(data));
+        }
+        // ... existing code ...
+        '''), JS.replace("function save(path, data) {", 'const ENCODING = "utf8";\n\nfunction save(path, data) {')),
     # the snippet shows one of the two blank lines above the class; the marker stands for the other
     ("blank-line-after-marker-of-two", "python", PY, d('''
         # ... existing code ...
@@ -637,6 +649,39 @@ def test_not_certain(case):
     assert result.confidence != "certain"
     assert result.reasons  # says why
     assert (result.text is None) == (result.confidence == "none")
+
+
+def test_closing_lines_read_as_context_place_the_changed_line_between():
+    """`},` / `};` after the marker are the object's end two lines above the anchor: the new `forEach`
+    line replaces the one between, a likely reading (the brackets could still be new), and exact."""
+    original = d('''
+        const defaults = {
+          headers: {
+            common: {},
+          },
+        };
+
+        forEach(["get", "head", "post"], (method) => {
+          defaults.headers[method] = {};
+        });
+
+        export default defaults;
+        ''')
+    update = d('''
+        // ... existing code ...
+          },
+        };
+
+        forEach(methods, (method) => {
+          defaults.headers[method] = {};
+        });
+
+        // ... existing code ...
+        ''')
+    result = merge(original, update, "javascript")
+    assert result.confidence == "likely"
+    assert result.reasons == ("segment 1 replaces 1 original line(s) before its first anchor",)
+    assert result.text == original.replace('["get", "head", "post"]', "methods")
 
 
 def test_empty_update_gives_none():
