@@ -336,15 +336,13 @@ def _context_reach(edge: tuple[str, ...], beside: list[str], key) -> tuple[int, 
     True
     """
     n = len(edge)
+    ours, theirs = [key(line) for line in edge], [key(line) for line in beside[-n:]]
     for k in range(n, 0, -1):
-        kept = [key(line) for line in edge[:k]]
         if not any(line.strip() for line in edge[:k]):
             continue
-        for r in range(n - k + 1):
-            first = len(beside) - r - k
-            if first < 0:
-                break
-            if [key(line) for line in beside[first:first + k]] == kept:
+        for r in range(min(n - k, len(theirs) - k) + 1):
+            first = len(theirs) - r - k
+            if theirs[first:first + k] == ours[:k]:
                 return k, r
     return None
 
