@@ -189,13 +189,15 @@ def marker_deletions(original: str, output: str, update: str, language: str | No
     kept = kept_by_markers(original, update, language)
     if not kept:
         return []
-    kept -= _asked_deletions(definitions(original, language) if language is not None else [], update, instruction)
     lost = set()
     for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, original.split("\n"), output.split("\n"),
                                                        autojunk=False).get_opcodes():
         if tag == "delete" or tag == "replace" and i2 - i1 > j2 - j1:
             lost.update(range(i1, i2))
-    return sorted(kept & lost)
+    if not kept & lost:  # the common case: no parse needed
+        return []
+    asked = _asked_deletions(definitions(original, language) if language is not None else [], update, instruction)
+    return sorted((kept & lost) - asked)
 
 
 def kept_by_markers(original: str, update: str, language: str | None) -> set[int]:
@@ -222,19 +224,27 @@ def kept_by_markers(original: str, update: str, language: str | None) -> set[int
                     and index[code[before]] < index[code[after]]:
                 kept.update(range(index[code[before]] + 1, index[code[after]]))
         elif before is not None or after is not None:
-            step = 1 if before is None else -1
-            shown = []  # the segment's lines from the marker to its first (last) line found once
-            k = m + step
-            while 0 <= k < len(lines) and not marks[k]:
-                if code[k] and counts[code[k]] == 1:
-                    u = index[code[k]]
-                    span = range(u - len(shown), u) if step == 1 else range(u + 1, u + 1 + len(shown))
-                    if 0 <= span.start and span.stop <= len(old) and [old[x] for x in span] == shown[::step]:
-                        kept.update(range(span.start) if step == 1 else range(span.stop, len(old)))
-                    break
-                shown.append(code[k] or "")
-                k += step
+            kept.update(_edge_marker_reach(old, counts, index, code, marks, m, 1 if before is None else -1))
     return {i for i in kept if old[i]}
+
+
+def _edge_marker_reach(old: list[str], counts: Counter, index: dict[str, int], code: list[str | None],
+                       marks: list[bool], m: int, step: int) -> range:
+    """The original lines a marker opening (``step`` 1) or closing (-1) the snippet keeps: up to the
+    segment's first (last) line found once in the original, when the segment's lines between are the
+    original's own lines there; empty when they are not."""
+    shown = []  # the segment's lines from the marker to that line
+    k = m + step
+    while 0 <= k < len(code) and not marks[k]:
+        if code[k] and counts[code[k]] == 1:
+            u = index[code[k]]
+            span = range(u - len(shown), u) if step == 1 else range(u + 1, u + 1 + len(shown))
+            if 0 <= span.start and span.stop <= len(old) and [old[x] for x in span] == shown[::step]:
+                return range(span.start) if step == 1 else range(span.stop, len(old))
+            break
+        shown.append(code[k] or "")
+        k += step
+    return range(0)
 
 
 def _shown_in_place(replacement: list[str], replaced: int, update_lines: set[str]) -> bool:
