@@ -23,6 +23,8 @@ from fastapply.markers import indent_width
 from fastapply.segments import (NEAR, Original, Placement, Segment, absorb_blank_edges, exact_key, is_closer,
                                 is_trivial, loose_key)
 
+IN_PLACE = 0.6  # the share of its text a line edited in place keeps (difflib's ratio)
+
 
 def place(seg: Segment, index: int, orig: Original, lo: int, scope: int | None) -> Placement | None:
     """Where segment number ``index`` goes in the original after line ``lo``; None when it cannot be placed.
@@ -64,18 +66,22 @@ def _place_by_lines(seg: Segment, index: int, orig: Original, lo: int, hi: int, 
     start, end = head[0], tail[0] + tail[2]
     leading, trailing = seg.lines[:head[1]], seg.lines[tail[1] + tail[2]:]
     reach_before = reach_after = None  # edge lines read as context: (context lines, original lines replaced)
+    replaced = []  # (doubt, whether the edge lines are the replaced lines edited in place)
     if seg.marker_before is not None and _maybe_context(leading[:1], orig.lines[max(lo, start - NEAR):start]):
         reach_before = _context_reach(leading, orig.lines[lo:start], key)
         if reach_before is None:
             doubts.append(f"{where} starts with {leading[0].strip()!r}, which may be the original's or new")
         elif reach_before[1]:
-            doubts.append(f"{where} replaces {reach_before[1]} original line(s) before its first anchor")
+            replaced.append((f"{where} replaces {reach_before[1]} original line(s) before its first anchor",
+                             _edited_in_place(orig.lines[start - reach_before[1]:start], leading[reach_before[0]:])))
     if seg.marker_after is not None and _maybe_context(trailing[-1:], orig.lines[end:min(hi, end + NEAR)]):
         reach_after = _context_reach(trailing[::-1], orig.lines[end:hi][::-1], key)
         if reach_after is None:
             doubts.append(f"{where} ends with {trailing[-1].strip()!r}, which may be the original's or new")
         elif reach_after[1]:
-            doubts.append(f"{where} replaces {reach_after[1]} original line(s) after its last anchor")
+            replaced.append((f"{where} replaces {reach_after[1]} original line(s) after its last anchor",
+                             _edited_in_place(orig.lines[end:end + reach_after[1]],
+                                              trailing[:len(trailing) - reach_after[0]])))
     if seg.marker_before is None:
         start, doubt = 0, _edge_doubt(orig.lines[:head[0]], leading, f"{where} does not start with a marker", "first")
         doubts += doubt
@@ -102,6 +108,8 @@ def _place_by_lines(seg: Segment, index: int, orig: Original, lo: int, hi: int, 
                      tail[1] + tail[2] == len(seg.lines) and end == tail[0] + tail[2])
     start, end, doubt = absorb_blank_edges(orig, seg, (start, end), matched_edges, (lo, hi), where)
     doubts += doubt
+    keeps_all = replaced and _deletes_nothing(orig.lines[start:end], seg.lines, key)
+    doubts += [doubt for doubt, in_place in replaced if not (in_place and keeps_all)]
     lines = list(seg.lines)
     matched = []
     for a, b, size in ([head] if head is tail else [head, tail]):
@@ -345,6 +353,44 @@ def _context_reach(edge: tuple[str, ...], beside: list[str], key) -> tuple[int, 
             if theirs[first:first + k] == ours[:k]:
                 return k, r
     return None
+
+
+def _edited_in_place(replaced: list[str], new: tuple[str, ...]) -> bool:
+    """Whether the new lines between a segment's context and its anchor are the ``replaced`` original
+    lines edited in place: as many, each sharing at least ``IN_PLACE`` of its text with the line it
+    takes the place of. A segment whose edge replaces original lines this way, and which deletes no
+    other original line (``_deletes_nothing``), is certain of that edge: on the known answers of the
+    suite and ``data/train``, 40 of the 41 merges whose only doubts this lifted are exact (the other is
+    wrong where a marker meets a repeated ``)``), against 11 of the 16 it leaves.
+
+    >>> _edited_in_place(["static const uint8_t c[16] = k;"], ("static const uint8_t c[] = k;",))
+    True
+    >>> _edited_in_place(["case 'v':"], ("case 'is':", "case 't':"))   # one line became two
+    False
+    >>> _edited_in_place(["// A number is a descriptor."], ("// Descriptors are numbers or objects.",))
+    False
+    """
+    return len(replaced) == len(new) and all(
+        difflib.SequenceMatcher(None, old.strip(), line.strip(), autojunk=False).ratio() >= IN_PLACE
+        for old, line in zip(replaced, new))
+
+
+def _deletes_nothing(original: list[str], lines: tuple[str, ...], key) -> bool:
+    """Whether a segment put in the place of ``original`` keeps each of its non-blank lines, as it is
+    or edited in place (a line changed into one other line).
+
+    >>> _deletes_nothing(["a = 1", "b = 2", "c = 3"], ("a = 1", "b = 20", "x = 0", "c = 3"), exact_key)
+    True
+    >>> _deletes_nothing(["a = 1", "b = 2", "c = 3"], ("a = 1", "c = 3"), exact_key)
+    False
+    """
+    matcher = difflib.SequenceMatcher(None, [key(line) for line in original], [key(line) for line in lines],
+                                      autojunk=False)
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag == "delete" and any(line.strip() for line in original[i1:i2]) \
+                or tag == "replace" and i2 - i1 > j2 - j1:
+            return False
+    return True
 
 
 def _edge_doubt(removed: list[str], added: tuple[str, ...], what: str, which: str) -> list[str]:

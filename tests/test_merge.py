@@ -653,7 +653,9 @@ def test_not_certain(case):
 
 def test_closing_lines_read_as_context_place_the_changed_line_between():
     """`},` / `};` after the marker are the object's end two lines above the anchor: the new `forEach`
-    line replaces the one between, a likely reading (the brackets could still be new), and exact."""
+    line replaces the one between. It is that line edited in place and the segment deletes nothing
+    else, so the merge is certain; a line rewritten past recognition, or a segment that also deletes
+    lines, leaves the replacement a doubt."""
     original = d('''
         const defaults = {
           headers: {
@@ -663,6 +665,8 @@ def test_closing_lines_read_as_context_place_the_changed_line_between():
 
         forEach(["get", "head", "post"], (method) => {
           defaults.headers[method] = {};
+          defaults.query[method] = 1;
+          defaults.body[method] = null;
         });
 
         export default defaults;
@@ -674,14 +678,28 @@ def test_closing_lines_read_as_context_place_the_changed_line_between():
 
         forEach(methods, (method) => {
           defaults.headers[method] = {};
+          defaults.query[method] = 1;
+          defaults.body[method] = null;
         });
 
         // ... existing code ...
         ''')
     result = merge(original, update, "javascript")
-    assert result.confidence == "likely"
-    assert result.reasons == ("segment 1 replaces 1 original line(s) before its first anchor",)
+    assert (result.confidence, result.reasons) == ("certain", ())
     assert result.text == original.replace('["get", "head", "post"]', "methods")
+
+    doubt = ("segment 1 replaces 1 original line(s) before its first anchor",)
+    rewritten = update.replace("forEach(methods, (method) => {", "Object.keys(methods).map((method) => {")
+    result = merge(original, rewritten, "javascript")
+    assert (result.confidence, result.reasons) == ("likely", doubt)
+    assert result.text == original.replace('forEach(["get", "head", "post"], (method) => {',
+                                           "Object.keys(methods).map((method) => {")
+
+    deleting = update.replace("  defaults.query[method] = 1;\n", "")
+    result = merge(original, deleting, "javascript")
+    assert (result.confidence, result.reasons) == ("likely", doubt)
+    assert result.text == original.replace('["get", "head", "post"]', "methods").replace(
+        "  defaults.query[method] = 1;\n", "")
 
 
 def test_empty_update_gives_none():
