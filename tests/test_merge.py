@@ -702,6 +702,45 @@ def test_closing_lines_read_as_context_place_the_changed_line_between():
         "  defaults.query[method] = 1;\n", "")
 
 
+def test_lines_edited_in_place_before_closing_context_are_certain():
+    """The edge at a segment's end: `],` / `)` before the marker are the original's, and the two
+    `pytest.param` lines above them are the original's two, edited; rewritten past recognition, they
+    leave the doubt."""
+    original = d('''
+        import pytest
+
+
+        @pytest.fixture(
+            name="module",
+            params=[
+                pytest.param("tutorial001_py310"),
+                pytest.param("tutorial002_py310"),
+            ],
+        )
+        def get_module(request):
+            return request.param
+        ''')
+    update = d('''
+        # ... existing code ...
+        @pytest.fixture(
+            name="module",
+            params=[
+                pytest.param("tutorial001"),
+                pytest.param("tutorial002"),
+            ],
+        )
+        # ... existing code ...
+        ''')
+    result = merge(original, update, "python")
+    assert (result.confidence, result.reasons) == ("certain", ())
+    assert result.text == original.replace("_py310", "")
+
+    rewritten = update.replace('pytest.param("tutorial002"),', 'pytest.param("other", marks=skip),')
+    result = merge(original, rewritten, "python")
+    assert (result.confidence, result.reasons) == (
+        "likely", ("segment 1 replaces 2 original line(s) after its last anchor",))
+
+
 def test_empty_update_gives_none():
     assert merge(PY, "  \n", "python") == merge(PY, "", "python")
     assert merge(PY, "", "python").confidence == "none"
