@@ -3,12 +3,13 @@
 A ``Segment`` is the code between two lazy markers of an update snippet; a ``Placement`` says which
 lines of the original it replaces; ``Original`` holds the original file's lines with the indexes the
 placement code needs (line keys, where each line occurs, its definitions). Also the line comparisons
-(``exact_key``, ``loose_key``) and what counts as a line too common to anchor on. This module places
+(``exact_key``, ``loose_key``, ``keeps_text``) and what counts as a line too common to anchor on. This module places
 nothing itself: ``anchor.py`` and ``defplace.py`` do.
 """
 
 from __future__ import annotations
 
+import difflib
 from dataclasses import dataclass, field
 
 from fastapply.defs import Definition, definitions
@@ -20,6 +21,7 @@ NEAR = 30  # lines around a segment's edge searched for a common line it may rep
 # Indentation alone (no closing token) delimits blocks in these languages, so a misplaced block edge
 # still parses; placements that depend on it are never certain.
 INDENT_LANGUAGES = {"python"}
+IN_PLACE = 0.6  # the share of the shorter line's text that a line edited in place keeps
 
 
 def exact_key(line: str) -> str:
@@ -28,6 +30,23 @@ def exact_key(line: str) -> str:
 
 def loose_key(line: str) -> str:
     return "".join(line.split())
+
+
+def keeps_text(old: str, new: str) -> bool:
+    """Whether two lines are one edited into the other: at least ``IN_PLACE`` of the shorter one's
+    text (indentation aside) is found, in order, in the longer one, so text added to a line or cut
+    from it keeps it the same line.
+
+    >>> keeps_text("if (n % 2 == 1) {", "if (n % 2 == 1 && !wide(c)) {")
+    True
+    >>> keeps_text("forEach(['get', 'head'], (method) => {", "Object.keys(methods).map((method) => {")
+    False
+    """
+    old, new = old.strip(), new.strip()
+    if old == new:
+        return True
+    kept = sum(block.size for block in difflib.SequenceMatcher(None, old, new, autojunk=False).get_matching_blocks())
+    return kept >= IN_PLACE * min(len(old), len(new))
 
 
 def is_trivial(line: str) -> bool:

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 from fastapply.defs import definitions
 from fastapply.markers import count_markers, has_inline_marker, marker_lines
+from fastapply.segments import keeps_text
 from fastapply.syntax import count_errors, parse
 
 _NEAR = 3  # deleted lines this close to a line the update repeats count as part of the edit
@@ -205,7 +206,8 @@ def kept_by_markers(original: str, update: str, language: str | None) -> set[int
     pins them down: between the lines around a marker when each occurs once in the original (in order),
     and before (after) a marker that opens (closes) the snippet, up to the segment's first (last) line
     that occurs once in the original, when the segment's lines shown before (after) it are the
-    original's own lines there as they stand. Elsewhere a marker's reach is left open.
+    original's own lines there as they stand; failing that, such a marker keeps at least the file's
+    first (last) non-blank line, unless the snippet shows it. Elsewhere a marker's reach is left open.
 
     >>> sorted(kept_by_markers("import os\\n\\ndef f():\\n    return 1\\n", "# ...\\ndef f():\\n    return 2\\n", "python"))
     [0]
@@ -232,7 +234,9 @@ def _edge_marker_reach(old: list[str], counts: Counter, index: dict[str, int], c
                        marks: list[bool], m: int, step: int) -> range:
     """The original lines a marker opening (``step`` 1) or closing (-1) the snippet keeps: up to the
     segment's first (last) line found once in the original, when the segment's lines between are the
-    original's own lines there; empty when they are not."""
+    original's own lines there. Failing that, at least the file's first (last) non-blank line, which
+    the marker stands for unless the snippet shows it (as it is or edited in place): on the known
+    answers of the suite and ``data/train`` no expected answer loses that line."""
     shown = []  # the segment's lines from the marker to that line
     k = m + step
     while 0 <= k < len(code) and not marks[k]:
@@ -244,7 +248,10 @@ def _edge_marker_reach(old: list[str], counts: Counter, index: dict[str, int], c
             break
         shown.append(code[k] or "")
         k += step
-    return range(0)
+    outer = next((i for i in (range(len(old)) if step == 1 else range(len(old) - 1, -1, -1)) if old[i]), None)
+    if outer is None or any(keeps_text(old[outer], line) for line in code if line):
+        return range(0)
+    return range(outer, outer + 1)
 
 
 def _shown_in_place(replacement: list[str], replaced: int, update_lines: set[str]) -> bool:

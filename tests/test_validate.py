@@ -222,3 +222,32 @@ def test_a_marker_between_repeated_lines_keeps_nothing_certain():
     original = "x = 1\ny = 2\nx = 1\nz = 3\n"
     assert kept_by_markers(original, "x = 1\n# ...\nz = 3\n", "python") == set()
     assert kept_by_markers(original, "y = 2\n# ...\nz = 3\n", "python") == {2}
+
+
+MATH = textwrap.dedent('''\
+    export var abs = Math.abs;
+    export var pi = Math.PI;
+    export var tau = 2 * pi;
+
+    export function acos(x) {
+      return x > 1 ? 0 : x < -1 ? pi : Math.acos(x);
+    }
+
+    export var halfPi = pi / 2;
+    ''')
+
+
+def test_a_closing_marker_keeps_the_files_end_when_no_line_of_its_segment_anchors():
+    """Every line the snippet shows is edited, so none pins the marker's reach down; the marker that
+    closes it still stands for the file's last line, and an answer that drops the code there deletes
+    what it keeps. A snippet that shows that line, edited, keeps nothing past it."""
+    update = "export const abs = Math.abs;\nexport const pi = Math.PI;\nexport const tau = 2 * pi;\n\n// ... existing code ...\n"
+    right = MATH.replace("var abs", "const abs").replace("var pi", "const pi").replace("var tau", "const tau")
+    wrong = right.split("\n\n")[0] + "\n"
+    assert kept_by_markers(MATH, update, "javascript") == {8}
+    assert validate(MATH, right, update, "javascript") == ()
+    problems = validate(MATH, wrong, update, "javascript")
+    assert names(problems) == ["unrelated-deletion"]
+    assert "that a lazy marker of the update keeps" in problems[0].message
+    shown = "export const abs = Math.abs;\n// ... existing code ...\nexport const halfPi = pi / 2;\n// ... existing code ...\n"
+    assert kept_by_markers(MATH, shown, "javascript") == set()
