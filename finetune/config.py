@@ -35,6 +35,9 @@ class TrainConfig:
     lora_alpha: int = 32
     lora_dropout: float = 0.05
     target_modules: tuple[str, ...] = LLAMA_LINEAR_MODULES
+    # A trained LoRA adapter to start from (its own rank and modules replace the three above; the
+    # optimizer and schedule start fresh): a directory, or "fastapply-small" for the shipped one.
+    init_adapter: str | None = None
 
     # Optimisation. One step is one optimizer update = batch_size * grad_accum examples.
     learning_rate: float = 2e-4  # right for LoRA; full fine-tuning wants ~1e-5
@@ -71,6 +74,8 @@ class TrainConfig:
             raise UsageError(f"unknown autocast {self.autocast!r}; choose one of: {', '.join(AUTOCAST)}")
         if self.max_steps is None and self.epochs <= 0:
             raise UsageError("set epochs > 0 or max_steps")
+        if self.init_adapter is not None and self.mode != "lora":
+            raise UsageError("init_adapter starts a LoRA run; it does not apply to mode: full")
         object.__setattr__(self, "target_modules", tuple(self.target_modules))
 
     def as_dict(self) -> dict:

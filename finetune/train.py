@@ -6,6 +6,8 @@
     python -m finetune.train finetune/configs/llama-3.2-1b.yaml --out runs/llama-1b-lora
     python -m finetune.train finetune/configs/llama-3.2-1b.yaml --out runs/llama-1b-lora \\
         --resume runs/llama-1b-lora/checkpoint-000400                       # continue an interrupted run
+    python -m finetune.train finetune/configs/fastapply-small.yaml --out runs/my-apply \\
+        --init-adapter fastapply-small --train-file my-edits.jsonl          # fastapply-small on your own edits
     fastapply FILE --edit "..." --model meta-llama/Llama-3.2-1B-Instruct --adapter runs/llama-1b-lora
 
 The loss is on the answer tokens only (the prompt is labelled -100), averaged over the answer tokens
@@ -184,11 +186,24 @@ def load_for_training(config: TrainConfig, device: str, resume_dir: Path | None 
     with warnings.catch_warnings():
         # peft asks the model for `is_gradient_checkpointing`, which transformers 5 deprecates loudly.
         warnings.filterwarnings("ignore", message=".*is_gradient_checkpointing", category=FutureWarning)
-        if resume_dir is not None:
-            return PeftModel.from_pretrained(model, str(resume_dir), is_trainable=True), tokenizer
+        start = resume_dir or initial_adapter(config.init_adapter)
+        if start is not None:
+            return PeftModel.from_pretrained(model, str(start), is_trainable=True), tokenizer
         lora = LoraConfig(r=config.lora_rank, lora_alpha=config.lora_alpha, lora_dropout=config.lora_dropout,
                           target_modules=list(config.target_modules), bias="none", task_type="CAUSAL_LM")
         return get_peft_model(model, lora), tokenizer
+
+
+def initial_adapter(name: str | None) -> Path | None:
+    """The adapter directory a run starts from: ``fastapply-small`` is the one shipped in the package."""
+    if name is None:
+        return None
+    from fastapply import bundled
+
+    path = bundled.ADAPTER_DIR if name == bundled.NAME else Path(name).expanduser()
+    if not (path / "adapter_config.json").is_file():
+        raise UsageError(f"init_adapter {name}: no LoRA adapter there (adapter_config.json is missing)")
+    return path
 
 
 def absolute_if_local(model: str) -> str:
@@ -332,12 +347,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-steps", type=int, help="override the config's max_steps")
     parser.add_argument("--max-minutes", type=float, help="override the config's max_minutes")
     parser.add_argument("--device", help="override the config's device")
+    parser.add_argument("--init-adapter", help="start from this LoRA adapter (fastapply-small: the shipped one), "
+                                               "with a fresh optimizer; override the config's init_adapter")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", datefmt="%H:%M:%S", stream=sys.stderr)
     try:
         config = load_config(args.config, base_model=args.base_model, train_file=args.train_file,
                              eval_file=args.eval_file, max_steps=args.max_steps,
-                             max_minutes=args.max_minutes, device=args.device)
+                             max_minutes=args.max_minutes, device=args.device, init_adapter=args.init_adapter)
         result = train(config, args.out, args.resume)
     except FastapplyError as exc:
         print(f"finetune: error: {exc}", file=sys.stderr)

@@ -14,6 +14,7 @@ pytest.importorskip("peft")
 
 from typer.testing import CliRunner
 
+from fastapply import bundled
 from fastapply.apply import apply_edit
 from fastapply.cli import app
 from fastapply.errors import UsageError
@@ -23,7 +24,7 @@ from finetune.config import TrainConfig, load_config
 from finetune.examples import (IGNORE, Example, answer_nll_bits, bits_per_byte, build_example, build_examples,
                                micro_batches)
 from finetune.merge import merge_adapter
-from finetune.train import autocast_context, evaluate, lr_factor, train
+from finetune.train import autocast_context, evaluate, initial_adapter, lr_factor, train
 
 # The edits the "apply model" learns by full fine-tuning, and those the adapter on top of it learns.
 APPLY_RECORDS = [
@@ -217,6 +218,34 @@ def test_resume_continues_from_the_saved_step(apply_model, tmp_path):
         assert torch.allclose(param, straight_weights[name], atol=1e-7), name
     with pytest.raises(UsageError, match="lora mode"):
         train(dataclasses.replace(config, mode="full"), tmp_path / "x", resume=tmp_path / "straight")
+
+
+def test_init_adapter_starts_from_a_trained_adapter_with_a_fresh_optimizer(lora_run, apply_model, tmp_path,
+                                                                           monkeypatch):
+    """A run that starts from ``lora_run``'s adapter has its weights (and rank, whatever the config
+    says) before the first update: with no learning rate it keeps them exactly; with one, its first
+    loss is already the trained adapter's, far below a fresh adapter's."""
+    train_file = write_jsonl(tmp_path / "train.jsonl", ADAPTER_RECORDS)
+    kept = train(config_for(apply_model.out_dir, train_file, init_adapter=str(lora_run.out_dir), lora_rank=4,
+                            learning_rate=0.0, max_steps=1), tmp_path / "kept")
+    _, tokenizer = load_model(str(apply_model.out_dir), "cpu", "float32")
+    assert torch.allclose(logits_of(kept.model, tokenizer), logits_of(lora_run.model, tokenizer), atol=1e-6)
+    metrics = json.loads((tmp_path / "kept" / "metrics.json").read_text())
+    assert [e["step"] for e in metrics["log"]] == [1]
+    assert metrics["trainable_parameters"] == sum(p.numel() for n, p in lora_run.model.named_parameters()
+                                                  if "lora_" in n)  # rank 8, the adapter's
+    fresh = train(config_for(apply_model.out_dir, train_file, learning_rate=2e-3, max_steps=1), tmp_path / "fresh")
+    onward = train(config_for(apply_model.out_dir, train_file, init_adapter=str(lora_run.out_dir),
+                              learning_rate=2e-3, max_steps=1), tmp_path / "onward")
+    first = [json.loads((tmp_path / run / "metrics.json").read_text())["log"][0]["loss"] for run in ("fresh", "onward")]
+    assert first[1] < 0.1 * first[0]
+    assert fresh.steps == onward.steps == 1
+    with pytest.raises(UsageError, match="no LoRA adapter there"):
+        train(config_for(apply_model.out_dir, train_file, init_adapter=str(tmp_path), max_steps=1), tmp_path / "x")
+    with pytest.raises(UsageError, match="mode: full"):
+        config_for(apply_model.out_dir, train_file, init_adapter=str(lora_run.out_dir), mode="full")
+    monkeypatch.setattr(bundled, "ADAPTER_DIR", lora_run.out_dir)  # standing in for the shipped adapter
+    assert initial_adapter("fastapply-small") == lora_run.out_dir
 
 
 # -- the CLI ------------------------------------------------------------------------------------
