@@ -21,7 +21,7 @@ import difflib
 from fastapply.defplace import closed_definition, place_by_definitions, reopened_definition
 from fastapply.markers import indent_width
 from fastapply.segments import (NEAR, Original, Placement, Segment, absorb_blank_edges, exact_key, is_closer,
-                                is_trivial, keeps_text, loose_key)
+                                is_trivial, keeps_text, loose_key, lost_lines)
 
 
 def place(seg: Segment, index: int, orig: Original, lo: int, scope: int | None) -> Placement | None:
@@ -380,13 +380,8 @@ def _deletes_nothing(original: list[str], lines: tuple[str, ...], key) -> bool:
     >>> _deletes_nothing(["a = 1", "b = 2", "c = 3"], ("a = 1", "c = 3"), exact_key)
     False
     """
-    matcher = difflib.SequenceMatcher(None, [key(line) for line in original], [key(line) for line in lines],
-                                      autojunk=False)
-    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
-        if tag == "delete" and any(line.strip() for line in original[i1:i2]) \
-                or tag == "replace" and i2 - i1 > j2 - j1:
-            return False
-    return True
+    lost = lost_lines([key(line) for line in original], [key(line) for line in lines])
+    return not any(original[i].strip() for i in lost)
 
 
 def _edge_doubt(removed: list[str], added: tuple[str, ...], what: str, which: str) -> list[str]:

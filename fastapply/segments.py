@@ -3,8 +3,8 @@
 A ``Segment`` is the code between two lazy markers of an update snippet; a ``Placement`` says which
 lines of the original it replaces; ``Original`` holds the original file's lines with the indexes the
 placement code needs (line keys, where each line occurs, its definitions). Also the line comparisons
-(``exact_key``, ``loose_key``, ``keeps_text``) and what counts as a line too common to anchor on. This module places
-nothing itself: ``anchor.py`` and ``defplace.py`` do.
+(``exact_key``, ``loose_key``, ``keeps_text``, ``lost_lines``) and what counts as a line too common to
+anchor on. This module places nothing itself: ``anchor.py`` and ``defplace.py`` do.
 """
 
 from __future__ import annotations
@@ -47,6 +47,22 @@ def keeps_text(old: str, new: str) -> bool:
         return True
     kept = sum(block.size for block in difflib.SequenceMatcher(None, old, new, autojunk=False).get_matching_blocks())
     return kept >= IN_PLACE * min(len(old), len(new))
+
+
+def lost_lines(old: list[str], new: list[str]) -> set[int]:
+    """Indexes of the ``old`` lines that ``new`` loses: deleted, or replaced by fewer lines (a line
+    changed into one other line is not lost).
+
+    >>> sorted(lost_lines(["a", "b", "c", "d"], ["a", "B", "d"]))   # b and c gave way to one line
+    [1, 2]
+    >>> lost_lines(["a", "b"], ["a", "B"])
+    set()
+    """
+    lost = set()
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, old, new, autojunk=False).get_opcodes():
+        if tag == "delete" or tag == "replace" and i2 - i1 > j2 - j1:
+            lost.update(range(i1, i2))
+    return lost
 
 
 def is_trivial(line: str) -> bool:

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from fastapply.defs import definitions
 from fastapply.markers import count_markers, has_inline_marker, marker_lines
-from fastapply.segments import keeps_text
+from fastapply.segments import keeps_text, lost_lines
 from fastapply.syntax import count_errors, parse
 
 _NEAR = 3  # deleted lines this close to a line the update repeats count as part of the edit
@@ -190,11 +190,7 @@ def marker_deletions(original: str, output: str, update: str, language: str | No
     kept = kept_by_markers(original, update, language)
     if not kept:
         return []
-    lost = set()
-    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, original.split("\n"), output.split("\n"),
-                                                       autojunk=False).get_opcodes():
-        if tag == "delete" or tag == "replace" and i2 - i1 > j2 - j1:
-            lost.update(range(i1, i2))
+    lost = lost_lines(original.split("\n"), output.split("\n"))
     if not kept & lost:  # the common case: no parse needed
         return []
     asked = _asked_deletions(definitions(original, language) if language is not None else [], update, instruction)
