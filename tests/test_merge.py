@@ -741,6 +741,114 @@ def test_lines_edited_in_place_before_closing_context_are_certain():
         "likely", ("segment 1 replaces 2 original line(s) after its last anchor",))
 
 
+def test_an_anchor_found_twice_is_certain_where_only_one_reading_deletes_nothing():
+    """The same closing quotes end all three docstrings: read to the first, the segment rewraps a line
+    of it; read to a later one, it would delete the attributes between. That one clean reading is
+    certain. A reading that turns one definition into another (`store` over `save`) is not clean, and
+    a blank line found twice is no anchor to settle on."""
+    original = d('''
+        class Params:
+            name: str
+            """The workspace's name."""
+
+            key: str
+            """The key's id.
+
+            It must be a key in the same account and Region as the workspace.
+            """
+
+            tags: dict
+            """User tags.
+
+            At most 16.
+            """
+
+            owner: str
+        ''')
+    update = d('''
+        # ... keep existing code ...
+            """The key's id.
+
+            It must be a key in the same Region as the workspace,
+            from any account.
+            """
+
+        # ... keep existing code ...
+        ''')
+    result = merge(original, update, "python")
+    assert (result.confidence, result.reasons) == ("certain", ())
+    assert result.text == original.replace("same account and Region as the workspace.",
+                                           "same Region as the workspace,\n    from any account.")
+
+    original = d('''
+        /**
+         * Reads a file.
+         */
+        function load(path) {
+          return fs.readFileSync(path);
+        }
+
+        /**
+         * Writes a file.
+         */
+        function save(path, data) {
+          fs.writeFileSync(path, data);
+        }
+        ''')
+    renamed = d('''
+        // ... existing code ...
+        /**
+         * Stores a file.
+         */
+        function store(path, data) {
+          fs.writeFileSync(path, data);
+        }
+        ''')
+    result = merge(original, renamed, "javascript")
+    assert (result.confidence, result.reasons) == (
+        "likely", ("segment 1: its first anchor '/**' appears more than once",))
+
+    original = d('''
+        class A:
+            kind = "a"
+
+            def value(self):
+                raise NotImplementedError(
+                    "no value"
+                )
+
+            def process(self, v):
+                self.data = v
+
+
+        class B:
+            kind = "b"
+
+            def value(self):
+                if self.raw:
+                    return self.raw
+                return ""
+
+            def process(self, v):
+                self.data = float(v)
+        ''')
+    update = d('''
+        # ... keep existing code ...
+
+            def value(self):
+                if self.raw:
+                    return self.raw
+                return str(self.data)
+
+            def process(self, v):
+                # ... keep existing code ...
+        ''')
+    result = merge(original, update, "python")
+    assert (result.confidence, result.reasons) == (
+        "likely", ("segment 1: its first anchor '' appears more than once",))
+    assert result.text == original.replace('return ""', "return str(self.data)")
+
+
 def test_empty_update_gives_none():
     assert merge(PY, "  \n", "python") == merge(PY, "", "python")
     assert merge(PY, "", "python").confidence == "none"
