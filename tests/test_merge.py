@@ -849,6 +849,34 @@ def test_an_anchor_found_twice_is_certain_where_only_one_reading_deletes_nothing
     assert result.text == original.replace('return ""', "return str(self.data)")
 
 
+def test_a_snippet_that_shows_the_file_start_without_a_marker_deletes_a_few_lines_there():
+    """The update opens with the file's imports, no marker before them: the two lines above its first
+    anchor go (a snippet that uses markers shows the file's start as it is to be). A snippet that
+    opens with code deep in the file would delete more than a few lines, which stays a doubt."""
+    original = d('''
+        #!/usr/bin/env python
+        import os
+        import sys
+
+        from app import config
+
+
+        def main():
+            print(config.NAME)
+            return 0
+        ''')
+    update = "import sys\nimport logging\n\nfrom app import config\n# ... existing code ...\n"
+    result = merge(original, update, "python")
+    assert (result.confidence, result.reasons) == ("certain", ())
+    assert result.text == original.replace("#!/usr/bin/env python\nimport os\nimport sys\n",
+                                           "import sys\nimport logging\n")
+
+    deep = "def main():\n    print(config.NAME, file=sys.stderr)\n# ... existing code ...\n"
+    result = merge(original, deep, "python")
+    assert (result.confidence, result.reasons) == (
+        "likely", ("segment 1 does not start with a marker; the first 4 non-blank original lines would be deleted",))
+
+
 def test_empty_update_gives_none():
     assert merge(PY, "  \n", "python") == merge(PY, "", "python")
     assert merge(PY, "", "python").confidence == "none"
