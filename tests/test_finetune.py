@@ -25,6 +25,7 @@ from finetune.examples import (IGNORE, Example, answer_nll_bits, bits_per_byte, 
                                micro_batches)
 from finetune.merge import merge_adapter
 from finetune.train import autocast_context, evaluate, initial_adapter, lr_factor, train
+from finetune.train import main as train_main
 
 # The edits the "apply model" learns by full fine-tuning, and those the adapter on top of it learns.
 APPLY_RECORDS = [
@@ -246,6 +247,15 @@ def test_init_adapter_starts_from_a_trained_adapter_with_a_fresh_optimizer(lora_
         config_for(apply_model.out_dir, train_file, init_adapter=str(lora_run.out_dir), mode="full")
     monkeypatch.setattr(bundled, "ADAPTER_DIR", lora_run.out_dir)  # standing in for the shipped adapter
     assert initial_adapter("fastapply-small") == lora_run.out_dir
+    # the same from the command line, at a learning rate of its own
+    config_file = tmp_path / "config.yaml"
+    config_file.write_text(json.dumps(dataclasses.asdict(config_for(apply_model.out_dir, train_file, max_steps=1))))
+    assert train_main([str(config_file), "--out", str(tmp_path / "cli"), "--init-adapter", "fastapply-small",
+                       "--learning-rate", "0"]) == 0
+    assert json.loads((tmp_path / "cli" / "train_config.json").read_text())["learning_rate"] == 0.0
+    merge_adapter(tmp_path / "cli", tmp_path / "cli-merged")
+    cli, _ = load_model(str(tmp_path / "cli-merged"), "cpu", "float32")
+    assert torch.allclose(logits_of(cli, tokenizer), logits_of(lora_run.model, tokenizer), atol=1e-5)
 
 
 # -- the CLI ------------------------------------------------------------------------------------
