@@ -113,10 +113,13 @@ def edit_not_applied(original: str, output: str, update: str, language: str | No
 
 
 def _merges_to(original: str, update: str, language: str | None, output: str) -> bool:
-    """Whether the merge engine reads the update as exactly this output (then it asked for every deletion)."""
+    """Whether the merge engine is certain the update reads as exactly this output (then it asked for
+    every deletion). A 'likely' candidate vouches for nothing: a model drafting from a wrong one may
+    write it as it is (celery ``couchdb.py``: two functions joined, 21 lines between them deleted)."""
     from fastapply.merge import merge
 
-    return merge(original, update, language).text == output
+    merged = merge(original, update, language)
+    return merged.confidence == "certain" and merged.text == output
 
 
 def _ends_mid_construct(text: str, language: str) -> bool:
@@ -241,6 +244,9 @@ def _edge_marker_reach(old: list[str], counts: Counter, index: dict[str, int], c
             span = range(u - len(shown), u) if step == 1 else range(u + 1, u + 1 + len(shown))
             if 0 <= span.start and span.stop <= len(old) and [old[x] for x in span] == shown[::step]:
                 return range(span.start) if step == 1 else range(span.stop, len(old))
+            edge = _edge_with_new_lines(old, shown, u, step)
+            if edge is not None:
+                return range(edge) if step == 1 else range(edge + 1, len(old))
             break
         shown.append(code[k] or "")
         k += step
@@ -248,6 +254,25 @@ def _edge_marker_reach(old: list[str], counts: Counter, index: dict[str, int], c
     if outer is None or any(keeps_text(old[outer], line) for line in code if line):
         return range(0)
     return range(outer, outer + 1)
+
+
+def _edge_with_new_lines(old: list[str], shown: list[str], u: int, step: int) -> int | None:
+    """Where the segment's first (``step`` 1; last: -1) shown line stands in the original when the lines
+    it shows between the marker and the unique line ``u`` are the original's lines next to ``u``, in
+    order, with new lines among them; None when they are not, or when that first line is itself new.
+
+    >>> _edge_with_new_lines(["def get(k):", "k = str(k)", "def delete(k):", "k = str(k)", "drop(k)"],
+    ...                      ["k = str(k)", "try:"], 4, 1)   # `try:` is new: the marker keeps lines 0-2
+    3
+    """
+    p = u - step
+    for line in reversed(shown):
+        if 0 <= p < len(old) and old[p] == line:
+            p -= step
+    first = p + step
+    if first == u or old[first] != shown[0]:
+        return None
+    return first
 
 
 def _shown_in_place(replacement: list[str], replaced: int, update_lines: set[str]) -> bool:

@@ -251,3 +251,24 @@ def test_a_closing_marker_keeps_the_files_end_when_no_line_of_its_segment_anchor
     assert "that a lazy marker of the update keeps" in problems[0].message
     shown = "export const abs = Math.abs;\n// ... existing code ...\nexport const halfPi = pi / 2;\n// ... existing code ...\n"
     assert kept_by_markers(MATH, shown, "javascript") == set()
+
+
+def test_an_answer_equal_to_a_likely_merge_is_checked_like_any_other():
+    """Only a certain merge vouches for the deletions of an answer that equals it. The suite's celery
+    `couchdb.py`: the update's segment opens with a line found three times in the file and a new
+    `try:`; the merge engine's 'likely' reading joins `get`'s first lines to `delete`'s last ones, and
+    a model drafting from it wrote that. The lines between are ones the update's marker keeps."""
+    import gzip
+    import json
+    from pathlib import Path
+
+    from fastapply.merge import merge
+
+    suite = Path(__file__).resolve().parent.parent / "evals" / "tasks" / "suite.jsonl.gz"
+    task = next(t for t in map(json.loads, gzip.open(suite, "rt"))
+                if t["id"] == "pypi-celery-5.7.0-celery-backends-couchdb.py")
+    candidate = merge(task["original"], task["update"], task["language"])
+    assert candidate.confidence == "likely" and candidate.text != task["expected"]
+    problems = validate(task["original"], candidate.text, task["update"], task["language"])
+    assert [p.name for p in problems] == ["unrelated-deletion"]
+    assert validate(task["original"], task["expected"], task["update"], task["language"]) == ()
