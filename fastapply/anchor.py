@@ -166,8 +166,8 @@ def _anchors(orig: Original, key, skeys: list[str], lines: tuple[str, ...], lo: 
     # Of several readings, the one replacing the fewest lines is taken when every other encloses it:
     # the others would delete a copy of an anchor with all the code between. Not when that reading
     # changes nothing, though (the snippet may well mean the deletion), nor on short anchors.
-    h, t, (k, m) = min(fits, key=lambda fit: (fit[1][0] + fit[1][2] - fit[0][0], -fit[0][2] - fit[1][2]))
-    head, tail = [h[0], h[1], k], [t[0] + t[2] - m, t[1] + t[2] - m, m]
+    h, t, fit = min(fits, key=lambda fit: (fit[1][0] + fit[1][2] - fit[0][0], -fit[0][2] - fit[1][2]))
+    head, tail = _trimmed(h, t, fit)
     start, end = head[0], tail[0] + tail[2]
     doubts = []
     if len(readings) > 1:
@@ -201,8 +201,8 @@ def _only_clean_reading(orig: Original, key, skeys: list[str], fits, taken) -> b
     clean.
     """
     clean = set()
-    for h, t, (k, m) in fits:
-        head, tail = [h[0], h[1], k], [t[0] + t[2] - m, t[1] + t[2] - m, m]
+    for h, t, fit in fits:
+        head, tail = _trimmed(h, t, fit)
         if _clean(orig, key, skeys, head, tail):
             clean.add((head[0], tail[0] + tail[2]))
     head, tail = taken
@@ -221,9 +221,7 @@ def _clean(orig: Original, key, skeys: list[str], head: list[int], tail: list[in
     if [k for k in old if k.strip()] == [k for k in new if k.strip()]:
         return False
     for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, old, new, autojunk=False).get_opcodes():
-        if tag == "delete" and any(k.strip() for k in old[i1:i2]):
-            return False
-        if tag == "replace" and not _each_kept(old[i1:i2], new[j1:j2]):
+        if tag in ("delete", "replace") and not _each_kept(old[i1:i2], new[j1:j2]):
             return False
     kept = set(old)
     if any(k not in kept and not is_trivial(k) and orig.positions(key, k) for k in new):
@@ -250,6 +248,13 @@ def _each_kept(old: list[str], new: list[str]) -> bool:
             return False
         j += 1
     return True
+
+
+def _trimmed(head: list[int], tail: list[int], fit: tuple[int, int]) -> tuple[list[int], list[int]]:
+    """A candidate (first, last) pair of anchor runs cut to the lengths ``fit`` gives (``_fit``): the first
+    run keeps its start, the last its end."""
+    k, m = fit
+    return [head[0], head[1], k], [tail[0] + tail[2] - m, tail[1] + tail[2] - m, m]
 
 
 def _fit(lines: tuple[str, ...], head: list[int], tail: list[int]) -> tuple[int, int] | None:

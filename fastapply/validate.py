@@ -233,18 +233,14 @@ def _edge_marker_reach(old: list[str], counts: Counter, index: dict[str, int], c
                        marks: list[bool], m: int, step: int) -> range:
     """The original lines a marker opening (``step`` 1) or closing (-1) the snippet keeps: up to the
     segment's first (last) line found once in the original, when the segment's lines between are the
-    original's own lines there. Failing that, at least the file's first (last) non-blank line, which
+    original's own lines there, new lines among them or not (``_shown_edge``). Failing that, at least the file's first (last) non-blank line, which
     the marker stands for unless the snippet shows it (as it is or edited in place): on the known
     answers of the suite and ``data/train`` no expected answer loses that line."""
     shown = []  # the segment's lines from the marker to that line
     k = m + step
     while 0 <= k < len(code) and not marks[k]:
         if code[k] and counts[code[k]] == 1:
-            u = index[code[k]]
-            span = range(u - len(shown), u) if step == 1 else range(u + 1, u + 1 + len(shown))
-            if 0 <= span.start and span.stop <= len(old) and [old[x] for x in span] == shown[::step]:
-                return range(span.start) if step == 1 else range(span.stop, len(old))
-            edge = _edge_with_new_lines(old, shown, u, step)
+            edge = _shown_edge(old, shown, index[code[k]], step)
             if edge is not None:
                 return range(edge) if step == 1 else range(edge + 1, len(old))
             break
@@ -256,15 +252,18 @@ def _edge_marker_reach(old: list[str], counts: Counter, index: dict[str, int], c
     return range(outer, outer + 1)
 
 
-def _edge_with_new_lines(old: list[str], shown: list[str], u: int, step: int) -> int | None:
+def _shown_edge(old: list[str], shown: list[str], u: int, step: int) -> int | None:
     """Where the segment's first (``step`` 1; last: -1) shown line stands in the original when the lines
     it shows between the marker and the unique line ``u`` are the original's lines next to ``u``, in
-    order, with new lines among them; None when they are not, or when that first line is itself new.
+    order, new lines among them or not (``u`` itself when it shows none); None when they are not, or
+    when that first line is itself new.
 
-    >>> _edge_with_new_lines(["def get(k):", "k = str(k)", "def delete(k):", "k = str(k)", "drop(k)"],
-    ...                      ["k = str(k)", "try:"], 4, 1)   # `try:` is new: the marker keeps lines 0-2
+    >>> _shown_edge(["def get(k):", "k = str(k)", "def delete(k):", "k = str(k)", "drop(k)"],
+    ...             ["k = str(k)", "try:"], 4, 1)   # `try:` is new: the marker keeps lines 0-2
     3
     """
+    if not shown:
+        return u
     p = u - step
     for line in reversed(shown):
         if 0 <= p < len(old) and old[p] == line:
