@@ -14,7 +14,7 @@ import io
 import random
 import tokenize
 
-from data.transforms import SyntheticEdit, remove_rows
+from data.transforms import SyntheticEdit
 
 # (name, default, value passed at the calls)
 NEW_PARAMETERS = (("strict", "False", "True"), ("verbose", "False", "True"), ("timeout", "None", "30"),

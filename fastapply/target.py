@@ -78,7 +78,6 @@ def load_model(model: str, device: str = "auto", dtype: str = "auto", adapter: s
     ``basemodel.py``); a directory of that name in the current directory wins over them.
     ``adapter`` is a LoRA adapter directory (peft) applied on top of the base without merging.
     """
-    import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from transformers.utils import logging as hf_logging
 
