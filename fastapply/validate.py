@@ -233,9 +233,10 @@ def _edge_marker_reach(old: list[str], counts: Counter, index: dict[str, int], c
                        marks: list[bool], m: int, step: int) -> range:
     """The original lines a marker opening (``step`` 1) or closing (-1) the snippet keeps: up to the
     segment's first (last) line found once in the original, when the segment's lines between are the
-    original's own lines there, new lines among them or not (``_shown_edge``). Failing that, at least the file's first (last) non-blank line, which
-    the marker stands for unless the snippet shows it (as it is or edited in place): on the known
-    answers of the suite and ``data/train`` no expected answer loses that line."""
+    original's own lines there, new lines among them or not (``_shown_edge``). Failing that, at least
+    the file's first (last) non-blank line, which the marker stands for unless the snippet shows it (as
+    it is or edited in place): on the known answers of the suite and ``data/train`` no expected answer
+    loses that line."""
     shown = []  # the segment's lines from the marker to that line
     k = m + step
     while 0 <= k < len(code) and not marks[k]:

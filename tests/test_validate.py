@@ -258,17 +258,15 @@ def test_an_answer_equal_to_a_likely_merge_is_checked_like_any_other():
     `couchdb.py`: the update's segment opens with a line found three times in the file and a new
     `try:`; the merge engine's 'likely' reading joins `get`'s first lines to `delete`'s last ones, and
     a model drafting from it wrote that. The lines between are ones the update's marker keeps."""
-    import gzip
-    import json
     from pathlib import Path
 
     from fastapply.merge import merge
+    from fastapply.tasks import load_tasks
 
     suite = Path(__file__).resolve().parent.parent / "evals" / "tasks" / "suite.jsonl.gz"
-    task = next(t for t in map(json.loads, gzip.open(suite, "rt"))
-                if t["id"] == "pypi-celery-5.7.0-celery-backends-couchdb.py")
-    candidate = merge(task["original"], task["update"], task["language"])
-    assert candidate.confidence == "likely" and candidate.text != task["expected"]
-    problems = validate(task["original"], candidate.text, task["update"], task["language"])
+    task = next(t for t in load_tasks(suite) if t.id == "pypi-celery-5.7.0-celery-backends-couchdb.py")
+    candidate = merge(task.original, task.update, task.language)
+    assert candidate.confidence == "likely" and candidate.text != task.expected
+    problems = validate(task.original, candidate.text, task.update, task.language)
     assert [p.name for p in problems] == ["unrelated-deletion"]
-    assert validate(task["original"], task["expected"], task["update"], task["language"]) == ()
+    assert validate(task.original, task.expected, task.update, task.language) == ()
