@@ -4,8 +4,9 @@
 lazy markers left in the output that the original did not have, a truncated answer (no closing tag, or
 a file that ends in the middle of a construct), more syntax errors than the original, deletions that
 the edit (its snippet or instruction) did not ask for (far from every place the edit touches, or of
-lines a lazy marker of the snippet keeps), and an edit not applied (the original written back
-unchanged, or new lines of the update left out: a small model's commonest failure). It judges; it does
+lines a lazy marker of the snippet keeps), an edit not applied (the original written back unchanged, or
+new lines of the update left out: a small model's commonest failure), and changes the update does not
+show (lines written that the snippet has nowhere, though the original may have them elsewhere). It judges; it does
 not fix, write or decide what the caller does with the problems (the CLI refuses to write unless
 ``--force``).
 """
@@ -31,6 +32,7 @@ _DELETE_WORDS = re.compile(r"\b(delete|deleted|remove|removed|drop|dropped|get r
 @dataclass(frozen=True)
 class Problem:
     name: str  # "markers-left" | "truncated" | "syntax-errors" | "unrelated-deletion" | "edit-not-applied"
+    # | "unasked-change"
     message: str  # one line for the user
 
 
@@ -65,6 +67,10 @@ def validate(original: str, output: str, update: str, language: str | None, clos
     not_applied = edit_not_applied(original, output, update, language)
     if not_applied:
         problems.append(Problem("edit-not-applied", not_applied))
+    unshown = [] if instruction.strip() else unshown_lines(original, output, update, language)
+    if unshown:
+        problems.append(Problem("unasked-change", f"the output writes {len(unshown)} line(s) the update does not "
+                                                  f"show, such as {unshown[0][:60]!r}: a change the edit did not ask for"))
     return tuple(problems)
 
 
@@ -98,9 +104,8 @@ def edit_not_applied(original: str, output: str, update: str, language: str | No
     if added and output == original:
         return "the output is the original unchanged, but the update adds code"
     written = {line.strip() for line in output.split("\n")}
-    shown = {line.strip() for line in update.split("\n") if line.strip()}
-    if not (shown & (old | written)) and not count_markers(update, language):
-        return None  # prose, not a snippet
+    if _reads_as_prose(update, old | written, language):
+        return None
     missing = [line for line in added if line not in written]
     if missing:
         return (f"the output leaves out {len(missing)} new line(s) of the update, "
@@ -110,6 +115,35 @@ def edit_not_applied(original: str, output: str, update: str, language: str | No
         return (f"the output leaves out {len(dropped)} line(s) the update keeps, "
                 f"such as {dropped[0][:60]!r}: the edit is not applied as shown")
     return None
+
+
+def unshown_lines(original: str, output: str, update: str, language: str | None) -> list[str]:
+    """The lines ``output`` writes in place of (or between) original lines that the update does not show
+    anywhere, stripped, blank lines and lazy markers aside. A snippet's lines are the new file's lines, so such a line is a
+    change nobody asked for, even when the original has it elsewhere (redis ``test_data_structure.py``: an
+    assert 20 lines below the edit rewritten into a list built from other tests' lines). No known answer
+    of the suite or ``data/train`` writes one. An update that reads as prose shows no lines: none.
+
+    >>> unshown_lines("a = 1\\nb = 2\\n", "a = 1\\nb = 3\\n", "# ...\\nb = 3\\n", "python")
+    []
+    >>> unshown_lines("a = 1\\nb = 2\\n", "a = 5\\nb = 3\\n", "# ...\\nb = 3\\n", "python")
+    ['a = 5']
+    """
+    old, new = original.split("\n"), output.split("\n")
+    if _reads_as_prose(update, {line.strip() for line in old + new}, language):
+        return []
+    shown = {line.strip() for line in update.split("\n")}
+    marker = marker_lines(new, language)  # a marker left is markers-left's problem
+    matcher = difflib.SequenceMatcher(None, old, new, autojunk=False)
+    return [new[j].strip() for tag, _, _, j1, j2 in matcher.get_opcodes() if tag in ("replace", "insert")
+            for j in range(j1, j2) if new[j].strip() and new[j].strip() not in shown and not marker[j]]
+
+
+def _reads_as_prose(update: str, file_lines: set[str], language: str | None) -> bool:
+    """Whether ``update`` is prose, not a snippet: it has no lazy marker and shares no line with the file
+    (``file_lines``: the stripped lines of the original and the output)."""
+    shown = {line.strip() for line in update.split("\n") if line.strip()}
+    return not (shown & file_lines) and not count_markers(update, language)
 
 
 def _merges_to(original: str, update: str, language: str | None, output: str) -> bool:

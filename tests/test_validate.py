@@ -171,7 +171,7 @@ def test_lines_replaced_by_the_lines_the_update_shows_are_the_edit():
 def test_a_far_line_replaced_by_one_the_update_does_not_show_is_still_caught():
     output = (FLIP.replace("TempNode from './TempNode.js'", "Node from './Node.js'").replace("TempNode", "Node")
               .replace("const value7 = 7;", "const value7 = 70;"))
-    assert names(validate(FLIP, output, FLIP_UPDATE, "javascript")) == ["unrelated-deletion"]
+    assert names(validate(FLIP, output, FLIP_UPDATE, "javascript")) == ["unrelated-deletion", "unasked-change"]
 
 
 DOCSTRING = textwrap.dedent('''\
@@ -270,3 +270,31 @@ def test_an_answer_equal_to_a_likely_merge_is_checked_like_any_other():
     problems = validate(task.original, candidate.text, task.update, task.language)
     assert [p.name for p in problems] == ["unrelated-deletion"]
     assert validate(task.original, task.expected, task.update, task.language) == ()
+
+
+def test_a_change_the_update_does_not_show_is_refused_though_its_lines_are_in_the_file():
+    """The suite's redis `test_data_structure.py`: the update adds a decorator and an import near the top
+    and keeps the rest with a marker; a model rewrote an assert 20 lines below into a four-item list
+    whose lines the file has in other tests. Nothing is deleted outright and no line is new to the file,
+    but the update shows none of those lines."""
+    from pathlib import Path
+
+    from fastapply.tasks import load_tasks
+
+    suite = Path(__file__).resolve().parent.parent / "evals" / "tasks" / "suite.jsonl.gz"
+    task = next(t for t in load_tasks(suite) if t.id == "pypi-redis-8.0.0-tests-test_data_structure.py")
+    assert validate(task.original, task.expected, task.update, task.language) == ()
+    assert_line = '        assert wlist.get_top_n(4) == [("item3", 4.0), ("item1", 3.0)]\n'
+    listed = ('        assert wlist.get_top_n(4) == [\n            ("item3", 4.0),\n            ("item4", 4.0),\n'
+              '            ("item1", 3.0),\n            ("item2", 2.0),\n        ]\n')
+    assert task.expected.count(assert_line) == 1
+    wrong = task.expected.replace(assert_line, listed)
+    for line in listed.splitlines()[1:-1]:
+        assert line + "\n" in task.original  # each line is in the file already
+    assert names(validate(task.original, wrong, task.update, task.language)) == ["unasked-change"]
+
+
+def test_lines_the_update_does_not_show_are_fine_when_an_instruction_asks():
+    output = CLEAN + '    print("done")\n'
+    assert names(validate(ORIGINAL, output, UPDATE, "python")) == ["unasked-change"]
+    assert validate(ORIGINAL, output, UPDATE, "python", instruction="Then print done.") == ()
