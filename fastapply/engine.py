@@ -79,7 +79,7 @@ def resolve_edit(original: str, update: str, language: str | None, engine: str =
 
 def _checked(original: str, update: str, language: str | None, result: ModelRun, merged: MergeResult | None,
              force: bool, instruction: str = "") -> EditOutcome:
-    problems = validate(original, result.text, update, language, closed=result.closed, instruction=instruction)
+    problems = validate(original, result.text, update, language, result.closed, instruction, merged)
     if problems and not force:
         raise EditRefused("; ".join(p.message for p in problems) + "; nothing was written (--force writes it)",
                           tuple(p.name for p in problems), merged, problems, result)

@@ -89,7 +89,7 @@ def _run_task(task: Task, policies: Sequence[str]) -> list[dict]:
     """Every policy on one task: the records, scored; a model's answers also validated (``validation``
     names the checks that refuse it, ``refused`` says whether fastapply would have written nothing)."""
     config: EvalConfig = _WORKER["config"]
-    merged = merge_record = None
+    merged = merge_result = merge_record = None
     drafts_merge = any(p in ("fastapply", REMOTE_POLICY) for p in policies)
     if config.engine != "merge" and (config.merge_draft or config.engine == "auto") and drafts_merge \
             and merge_engine_available():
@@ -123,7 +123,7 @@ def _run_task(task: Task, policies: Sequence[str]) -> list[dict]:
                     extra |= {"merge": merge_record, "decided_by": "model"}
                 if config.engine != "replay":
                     validation = [p.name for p in validate(task.original, output, task.update, task.language, closed,
-                                                          task.instruction)]
+                                                          task.instruction, merge_result)]
                     extra |= {"validation": validation, "refused": bool(validation)}
             error = None
         except FastapplyError as exc:

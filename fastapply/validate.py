@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 from fastapply.defs import definitions
 from fastapply.markers import count_markers, has_inline_marker, marker_lines
+from fastapply.merge import MergeResult, merge
 from fastapply.segments import keeps_text, lost_lines
 from fastapply.syntax import count_errors, parse
 
@@ -37,11 +38,12 @@ class Problem:
 
 
 def validate(original: str, output: str, update: str, language: str | None, closed: bool = True,
-             instruction: str = "") -> tuple[Problem, ...]:
+             instruction: str = "", merged: MergeResult | None = None) -> tuple[Problem, ...]:
     """The problems with ``output`` as the new version of ``original`` after ``update`` (all LF text).
 
     ``closed`` is False when the model's answer stopped before its closing tag (or EOS); ``instruction``
-    is the edit's instruction, which may ask for a deletion the snippet does not show.
+    is the edit's instruction, which may ask for a deletion the snippet does not show; ``merged`` is the
+    merge engine's answer for this edit when the caller has it already (it is merged here otherwise).
     """
     problems: list[Problem] = []
     left = count_markers(output, language) - count_markers(original, language)
@@ -57,7 +59,11 @@ def validate(original: str, output: str, update: str, language: str | None, clos
         before, after = count_errors(original, language), count_errors(output, language)
         if after > before:
             problems.append(Problem("syntax-errors", f"the output has {after} syntax error(s), the original {before}"))
-    if not _merges_to(original, update, language, output):
+    # A certain merge equal to the output asked for each of its deletions. A 'likely' one vouches for
+    # nothing: a model drafting from a wrong one may write it as it is (celery ``couchdb.py``: two
+    # functions joined, 21 lines between them deleted).
+    merged = merged or merge(original, update, language)
+    if not (merged.confidence == "certain" and merged.text == output):
         far = unrelated_deletions(original, output, update, language, instruction)
         kept = [] if far else marker_deletions(original, output, update, language, instruction)
         if far or kept:
@@ -144,16 +150,6 @@ def _reads_as_prose(update: str, file_lines: set[str], language: str | None) -> 
     (``file_lines``: the stripped lines of the original and the output)."""
     shown = {line.strip() for line in update.split("\n") if line.strip()}
     return not (shown & file_lines) and not count_markers(update, language)
-
-
-def _merges_to(original: str, update: str, language: str | None, output: str) -> bool:
-    """Whether the merge engine is certain the update reads as exactly this output (then it asked for
-    every deletion). A 'likely' candidate vouches for nothing: a model drafting from a wrong one may
-    write it as it is (celery ``couchdb.py``: two functions joined, 21 lines between them deleted)."""
-    from fastapply.merge import merge
-
-    merged = merge(original, update, language)
-    return merged.confidence == "certain" and merged.text == output
 
 
 def _ends_mid_construct(text: str, language: str) -> bool:
