@@ -6,9 +6,9 @@ a file that ends in the middle of a construct), more syntax errors than the orig
 the edit (its snippet or instruction) did not ask for (far from every place the edit touches, or of
 lines a lazy marker of the snippet keeps), an edit not applied (the original written back unchanged, or
 new lines of the update left out: a small model's commonest failure), and changes the update does not
-show (lines written that the snippet has nowhere, though the original may have them elsewhere). It judges; it does
-not fix, write or decide what the caller does with the problems (the CLI refuses to write unless
-``--force``).
+show (lines written that the snippet has nowhere, though the original may have them elsewhere). It
+judges; it does not fix, write or decide what the caller does with the problems (the CLI refuses to
+write unless ``--force``).
 """
 
 from __future__ import annotations
@@ -32,8 +32,8 @@ _DELETE_WORDS = re.compile(r"\b(delete|deleted|remove|removed|drop|dropped|get r
 
 @dataclass(frozen=True)
 class Problem:
-    name: str  # "markers-left" | "truncated" | "syntax-errors" | "unrelated-deletion" | "edit-not-applied"
-    # | "unasked-change"
+    # "markers-left" | "truncated" | "syntax-errors" | "unrelated-deletion" | "edit-not-applied" | "unasked-change"
+    name: str
     message: str  # one line for the user
 
 
@@ -75,8 +75,9 @@ def validate(original: str, output: str, update: str, language: str | None, clos
         problems.append(Problem("edit-not-applied", not_applied))
     unshown = [] if instruction.strip() else unshown_lines(original, output, update, language)
     if unshown:
-        problems.append(Problem("unasked-change", f"the output writes {len(unshown)} line(s) the update does not "
-                                                  f"show, such as {unshown[0][:60]!r}: a change the edit did not ask for"))
+        problems.append(Problem("unasked-change", f"the output writes {len(unshown)} line(s) the update does "
+                                                  f"not show, such as {unshown[0][:60]!r}: a change the edit "
+                                                  f"did not ask for"))
     return tuple(problems)
 
 
@@ -125,10 +126,11 @@ def edit_not_applied(original: str, output: str, update: str, language: str | No
 
 def unshown_lines(original: str, output: str, update: str, language: str | None) -> list[str]:
     """The lines ``output`` writes in place of (or between) original lines that the update does not show
-    anywhere, stripped, blank lines and lazy markers aside. A snippet's lines are the new file's lines, so such a line is a
-    change nobody asked for, even when the original has it elsewhere (redis ``test_data_structure.py``: an
-    assert 20 lines below the edit rewritten into a list built from other tests' lines). No known answer
-    of the suite or ``data/train`` writes one. An update that reads as prose shows no lines: none.
+    anywhere, stripped, blank lines and lazy markers aside. A snippet's lines are the new file's lines,
+    so such a line is a change nobody asked for, even when the original has it elsewhere (redis
+    ``test_data_structure.py``: an assert 20 lines below the edit rewritten into a list built from other
+    tests' lines). No known answer of the suite or ``data/train`` writes one. An update that reads as
+    prose shows no lines: none.
 
     >>> unshown_lines("a = 1\\nb = 2\\n", "a = 1\\nb = 3\\n", "# ...\\nb = 3\\n", "python")
     []
