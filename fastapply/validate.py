@@ -140,11 +140,11 @@ def unshown_lines(original: str, output: str, update: str, language: str | None)
     old, new = original.split("\n"), output.split("\n")
     if _reads_as_prose(update, {line.strip() for line in old + new}, language):
         return []
-    shown = {line.strip() for line in update.split("\n")}
+    shown = {line.strip() for line in update.split("\n")} | {""}
     marker = marker_lines(new, language)  # a marker left is markers-left's problem
-    matcher = difflib.SequenceMatcher(None, old, new, autojunk=False)
-    return [new[j].strip() for tag, _, _, j1, j2 in matcher.get_opcodes() if tag in ("replace", "insert")
-            for j in range(j1, j2) if new[j].strip() and new[j].strip() not in shown and not marker[j]]
+    written = (j for tag, _, _, j1, j2 in difflib.SequenceMatcher(None, old, new, autojunk=False).get_opcodes()
+               if tag in ("replace", "insert") for j in range(j1, j2) if not marker[j])
+    return [line for line in (new[j].strip() for j in written) if line not in shown]
 
 
 def _reads_as_prose(update: str, file_lines: set[str], language: str | None) -> bool:

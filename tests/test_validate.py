@@ -1,7 +1,9 @@
 """validate(): planted problems are caught, clean edits pass."""
 
 import textwrap
+from pathlib import Path
 
+from fastapply.tasks import load_tasks
 from fastapply.validate import kept_by_markers, marker_deletions, validate
 
 ORIGINAL = textwrap.dedent('''\
@@ -27,6 +29,11 @@ CLEAN = ORIGINAL.replace('load("a.txt")', "load('b.txt')")
 
 def names(problems):
     return [p.name for p in problems]
+
+
+def suite_task(task_id):
+    suite = Path(__file__).resolve().parent.parent / "evals" / "tasks" / "suite.jsonl.gz"
+    return next(t for t in load_tasks(suite) if t.id == task_id)
 
 
 def test_clean_edit_passes():
@@ -258,13 +265,9 @@ def test_an_answer_equal_to_a_likely_merge_is_checked_like_any_other():
     `couchdb.py`: the update's segment opens with a line found three times in the file and a new
     `try:`; the merge engine's 'likely' reading joins `get`'s first lines to `delete`'s last ones, and
     a model drafting from it wrote that. The lines between are ones the update's marker keeps."""
-    from pathlib import Path
-
     from fastapply.merge import merge
-    from fastapply.tasks import load_tasks
 
-    suite = Path(__file__).resolve().parent.parent / "evals" / "tasks" / "suite.jsonl.gz"
-    task = next(t for t in load_tasks(suite) if t.id == "pypi-celery-5.7.0-celery-backends-couchdb.py")
+    task = suite_task("pypi-celery-5.7.0-celery-backends-couchdb.py")
     candidate = merge(task.original, task.update, task.language)
     assert candidate.confidence == "likely" and candidate.text != task.expected
     problems = validate(task.original, candidate.text, task.update, task.language)
@@ -277,12 +280,7 @@ def test_a_change_the_update_does_not_show_is_refused_though_its_lines_are_in_th
     and keeps the rest with a marker; a model rewrote an assert 20 lines below into a four-item list
     whose lines the file has in other tests. Nothing is deleted outright and no line is new to the file,
     but the update shows none of those lines."""
-    from pathlib import Path
-
-    from fastapply.tasks import load_tasks
-
-    suite = Path(__file__).resolve().parent.parent / "evals" / "tasks" / "suite.jsonl.gz"
-    task = next(t for t in load_tasks(suite) if t.id == "pypi-redis-8.0.0-tests-test_data_structure.py")
+    task = suite_task("pypi-redis-8.0.0-tests-test_data_structure.py")
     assert validate(task.original, task.expected, task.update, task.language) == ()
     assert_line = '        assert wlist.get_top_n(4) == [("item3", 4.0), ("item1", 3.0)]\n'
     listed = ('        assert wlist.get_top_n(4) == [\n            ("item3", 4.0),\n            ("item4", 4.0),\n'
