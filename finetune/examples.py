@@ -177,6 +177,13 @@ def answer_nll_bits(logits, labels, weights=None):
     return nats / math.log(2)
 
 
+def argmax_misses(logits, labels):
+    """Per example [B], the labelled positions where the model's top token is not the label: 0 means
+    greedy decoding, fed the prompt, writes the whole answer exactly. Shapes as ``answer_nll_bits``.
+    E.g. logits whose argmax is [[5, 6, 9]] against labels [[5, 6, 7]] -> [1]."""
+    return ((logits.argmax(dim=-1) != labels) & (labels != IGNORE)).sum(dim=1)
+
+
 def bits_per_byte(total_bits: float, total_bytes: int) -> float:
     """Bits of answer NLL per UTF-8 byte of answer text: comparable across tokenizers.
     E.g. 6 bits over an answer of 12 bytes -> 0.5."""

@@ -11,7 +11,8 @@
     fastapply FILE --edit "..." --model meta-llama/Llama-3.2-1B-Instruct --adapter runs/llama-1b-lora
 
 The loss is on the answer tokens only (the prompt is labelled -100), averaged over the answer tokens
-of each optimizer step. Held-out loss is reported in bits per byte of answer text. ``--out`` receives
+of each optimizer step. Held-out loss is reported in bits per byte of answer text, beside how many
+held-out examples greedy decoding would write exactly (every answer token the model's top choice). ``--out`` receives
 the adapter (LoRA) or the whole checkpoint with its tokenizer (full), ``train_config.json``,
 ``metrics.json`` and ``trainer_state.pt`` (optimizer, scheduler, step, random state), so it can be
 resumed or extended; ``save_every`` adds resumable ``checkpoint-NNNNNN/`` folders inside it.
@@ -36,8 +37,8 @@ from fastapply.errors import FastapplyError, UsageError
 from fastapply.prompt import get_preset
 from fastapply.target import synchronize
 from finetune.config import TrainConfig, load_config
-from finetune.examples import (IGNORE, Example, answer_nll_bits, bits_per_byte, build_examples, collate,
-                               label_weights, micro_batches, read_records)
+from finetune.examples import (IGNORE, Example, answer_nll_bits, argmax_misses, bits_per_byte, build_examples,
+                               collate, label_weights, micro_batches, read_records)
 
 log = logging.getLogger("finetune")
 STATE_FILE = "trainer_state.pt"
@@ -224,22 +225,38 @@ def answer_logits(model, input_ids, mask, labels):
     return logits[:, :-1], labels[:, first:]  # logits[:, j] predicts the token at position first + j
 
 
+@dataclass(frozen=True)
+class HeldOut:
+    """The held-out set's verdict on a model."""
+    bits_per_byte: float  # answer NLL in bits over the UTF-8 bytes of the answers
+    greedy_exact: int  # examples whose every answer token is the model's top choice: greedy writes them exactly
+    examples: int
+    misses_per_1000: float  # answer tokens that are not the model's top choice, per 1,000 answer tokens
+
+
 def evaluate(model, examples: list[Example] | tuple[Example, ...], pad_id: int, batch_size: int = 1,
-             device: str = "cpu", autocast=None) -> float:
-    """Held-out loss in bits per byte: answer NLL in bits over the UTF-8 bytes of the answers."""
+             device: str = "cpu", autocast=None) -> HeldOut:
+    """Score the held-out ``examples`` in one teacher-forced pass each: bits per byte, and how many of
+    them greedy decoding would write exactly (in the dtype the pass runs in)."""
     import contextlib
 
     import torch
 
     was_training = model.training
     model.eval()
-    bits = 0.0
+    bits, exact, misses, answer_tokens = 0.0, 0, 0, 0
     with torch.no_grad(), autocast or contextlib.nullcontext():
         for start in range(0, len(examples), batch_size):
             input_ids, mask, labels = (t.to(device) for t in collate(examples[start:start + batch_size], pad_id))
-            bits += float(answer_nll_bits(*answer_logits(model, input_ids, mask, labels)))
+            logits, targets = answer_logits(model, input_ids, mask, labels)
+            bits += float(answer_nll_bits(logits, targets))
+            per_example = argmax_misses(logits, targets)
+            exact += int((per_example == 0).sum())
+            misses += int(per_example.sum())
+            answer_tokens += int((targets != IGNORE).sum())
     model.train(was_training)
-    return bits_per_byte(bits, sum(e.answer_bytes for e in examples))
+    return HeldOut(bits_per_byte=bits_per_byte(bits, sum(e.answer_bytes for e in examples)), greedy_exact=exact,
+                   examples=len(examples), misses_per_1000=1000 * misses / answer_tokens if answer_tokens else 0.0)
 
 
 def lr_factor(step: int, warmup: int, total: int) -> float:
@@ -252,9 +269,13 @@ def lr_factor(step: int, warmup: int, total: int) -> float:
 
 
 def _record_eval(model, examples, pad_id, batch_size, device, autocast, step, metrics) -> None:
-    bpb = evaluate(model, examples, pad_id, batch_size, device, autocast)
-    metrics["evals"].append({"step": step, "bits_per_byte": round(bpb, 5)})
-    log.info("step %d  held-out %.4f bits per byte", step, bpb)
+    held_out = evaluate(model, examples, pad_id, batch_size, device, autocast)
+    metrics["evals"].append({"step": step, "bits_per_byte": round(held_out.bits_per_byte, 5),
+                             "greedy_exact": held_out.greedy_exact, "examples": held_out.examples,
+                             "misses_per_1000": round(held_out.misses_per_1000, 3)})
+    log.info("step %d  held-out %.4f bits per byte; greedy writes %d of %d exactly (%.2f misses per 1,000 "
+             "answer tokens)", step, held_out.bits_per_byte, held_out.greedy_exact, held_out.examples,
+             held_out.misses_per_1000)
 
 
 def autocast_context(device: str, setting: str = "auto"):

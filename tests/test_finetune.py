@@ -21,8 +21,8 @@ from fastapply.errors import UsageError
 from fastapply.prompt import answer_ids, get_preset, prompt_ids
 from fastapply.target import load_model
 from finetune.config import TrainConfig, load_config
-from finetune.examples import (IGNORE, Example, answer_nll_bits, bits_per_byte, build_example, build_examples,
-                               micro_batches)
+from finetune.examples import (IGNORE, Example, answer_nll_bits, argmax_misses, bits_per_byte, build_example,
+                               build_examples, micro_batches)
 from finetune.merge import merge_adapter
 from finetune.train import autocast_context, evaluate, initial_adapter, lr_factor, train
 from finetune.train import main as train_main
@@ -120,11 +120,34 @@ def test_bits_per_byte_known_answer():
             from types import SimpleNamespace
             return SimpleNamespace(logits=torch.zeros(input_ids.shape[0], logits_to_keep, 8))
 
-    assert evaluate(Uniform(), examples, pad_id=0, batch_size=2) == pytest.approx(1.0)
-    assert evaluate(Uniform(), examples, pad_id=0, batch_size=1) == pytest.approx(1.0)
+    for batch_size in (1, 2):
+        held_out = evaluate(Uniform(), examples, pad_id=0, batch_size=batch_size)
+        assert held_out.bits_per_byte == pytest.approx(1.0)
+        # Uniform logits choose token 0, which is no answer token: every answer token is missed.
+        assert (held_out.greedy_exact, held_out.examples, held_out.misses_per_1000) == (0, 2, 1000.0)
     # One token predicted with probability 1/2 (logits ln 1 vs ln 1 over two classes) costs 1 bit.
     assert float(answer_nll_bits(torch.zeros(1, 1, 2), torch.tensor([[1]]))) == pytest.approx(1.0)
     assert bits_per_byte(6.0, 12) == 0.5
+
+
+def test_held_out_counts_the_examples_greedy_decoding_writes_exactly():
+    # A model that puts its top logit on the next input token, except that it always says 9 after 4:
+    # the first example's answer (3, 4, 5) has one miss, the second's (6, 7) none.
+    examples = [Example((1, 2, 3, 4, 5), (IGNORE, IGNORE, 3, 4, 5), 9), Example((1, 6, 7), (IGNORE, 6, 7), 6)]
+
+    class NextToken(torch.nn.Module):
+        def forward(self, input_ids, attention_mask, logits_to_keep):
+            from types import SimpleNamespace
+            following = torch.cat([input_ids[:, 1:], input_ids[:, -1:]], dim=1)
+            following = torch.where(input_ids == 4, torch.full_like(following, 9), following)
+            logits = torch.nn.functional.one_hot(following, 10).float()
+            return SimpleNamespace(logits=logits[:, -logits_to_keep:])
+
+    for batch_size in (1, 2):
+        held_out = evaluate(NextToken(), examples, pad_id=0, batch_size=batch_size)
+        assert (held_out.greedy_exact, held_out.examples) == (1, 2)
+        assert held_out.misses_per_1000 == pytest.approx(1000 / 5)
+    assert argmax_misses(torch.tensor([[[0., 9], [9, 0]]]), torch.tensor([[1, IGNORE]])).tolist() == [0]
 
 
 def test_micro_batches_resume_where_they_left_off():
@@ -165,7 +188,10 @@ def test_lora_training_loss_falls(lora_run):
     losses = [e["loss"] for e in metrics["log"]]
     assert len(losses) == 30 and losses[-1] < 0.1 * losses[0]
     assert all(later < earlier for earlier, later in zip(losses[5::5], losses[10::5]))  # and keeps falling
-    assert metrics["evals"][-1]["bits_per_byte"] < 0.1 * metrics["evals"][0]["bits_per_byte"]
+    first, last = metrics["evals"][0], metrics["evals"][-1]
+    assert last["bits_per_byte"] < 0.1 * first["bits_per_byte"]
+    # greedy decoding would write no held-out answer exactly before training, and every one after
+    assert (first["greedy_exact"], last["greedy_exact"], last["misses_per_1000"]) == (0, last["examples"], 0.0)
     assert metrics["trainable_parameters"] == sum(p.numel() for n, p in lora_run.model.named_parameters()
                                                   if "lora_" in n)
     assert json.loads((lora_run.out_dir / "train_config.json").read_text())["lora_alpha"] == 128
