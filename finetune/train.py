@@ -232,6 +232,7 @@ class HeldOut:
     greedy_exact: int  # examples whose every answer token is the model's top choice: greedy writes them exactly
     examples: int
     misses_per_1000: float  # answer tokens that are not the model's top choice, per 1,000 answer tokens
+    misses: tuple[int, ...] = ()  # per example, in order: its answer tokens that are not the top choice
 
 
 def evaluate(model, examples: list[Example] | tuple[Example, ...], pad_id: int, batch_size: int = 1,
@@ -244,19 +245,18 @@ def evaluate(model, examples: list[Example] | tuple[Example, ...], pad_id: int, 
 
     was_training = model.training
     model.eval()
-    bits, exact, misses, answer_tokens = 0.0, 0, 0, 0
+    bits, misses, answer_tokens = 0.0, [], 0
     with torch.no_grad(), autocast or contextlib.nullcontext():
         for start in range(0, len(examples), batch_size):
             input_ids, mask, labels = (t.to(device) for t in collate(examples[start:start + batch_size], pad_id))
             logits, targets = answer_logits(model, input_ids, mask, labels)
             bits += float(answer_nll_bits(logits, targets))
-            per_example = argmax_misses(logits, targets)
-            exact += int((per_example == 0).sum())
-            misses += int(per_example.sum())
+            misses += argmax_misses(logits, targets).tolist()
             answer_tokens += int((targets != IGNORE).sum())
     model.train(was_training)
-    return HeldOut(bits_per_byte=bits_per_byte(bits, sum(e.answer_bytes for e in examples)), greedy_exact=exact,
-                   examples=len(examples), misses_per_1000=1000 * misses / answer_tokens if answer_tokens else 0.0)
+    return HeldOut(bits_per_byte=bits_per_byte(bits, sum(e.answer_bytes for e in examples)),
+                   greedy_exact=misses.count(0), examples=len(examples),
+                   misses_per_1000=1000 * sum(misses) / answer_tokens if answer_tokens else 0.0, misses=tuple(misses))
 
 
 def lr_factor(step: int, warmup: int, total: int) -> float:

@@ -24,6 +24,8 @@ from finetune.config import TrainConfig, load_config
 from finetune.examples import (IGNORE, Example, answer_nll_bits, argmax_misses, bits_per_byte, build_example,
                                build_examples, micro_batches)
 from finetune.merge import merge_adapter
+from finetune.score import disagreements
+from finetune.score import main as score_main
 from finetune.train import autocast_context, evaluate, initial_adapter, lr_factor, train
 from finetune.train import main as train_main
 
@@ -350,3 +352,39 @@ def test_bfloat16autocast_context_trains_on_cpu_with_float32_adapter_weights(app
         assert (torch.ones(2, 2) @ torch.ones(2, 2)).dtype == torch.bfloat16
     with autocast_context("cpu", "auto"):  # a CPU keeps float32 unless the config asks
         assert (torch.ones(2, 2) @ torch.ones(2, 2)).dtype == torch.float32
+
+
+# -- choosing a checkpoint: finetune.score ------------------------------------------------------
+
+def test_score_gives_each_checkpoint_its_misses_per_record(lora_run, apply_model, tmp_path, capsys):
+    """The adapter (on the base its config names) and the full checkpoint under it, scored on both
+    training sets: per record, the misses a teacher-forced pass of each gives, and the records they
+    disagree on."""
+    records = [dict(r, id=f"adapter-{i}") for i, r in enumerate(ADAPTER_RECORDS)] + \
+        [dict(r, id=f"apply-{i}") for i, r in enumerate(APPLY_RECORDS)]
+    path, out = write_jsonl(tmp_path / "edits.jsonl", records), tmp_path / "score.json"
+    checkpoints = [str(lora_run.out_dir), str(apply_model.out_dir)]
+    assert score_main([*checkpoints, "--records", str(path), "--out", str(out)]) == 0
+    scored = json.loads(out.read_text())["checkpoints"]
+    assert scored[checkpoints[0]]["misses"]["adapter-0"] == scored[checkpoints[0]]["misses"]["adapter-1"] == 0
+    _, tokenizer = load_model(str(apply_model.out_dir), "cpu", "float32")
+    expected = evaluate(apply_model.model, [build_example(tokenizer, get_preset("default"), r) for r in records],
+                        pad_id=tokenizer.pad_token_id or 0)
+    assert list(scored[checkpoints[1]]["misses"].values()) == list(expected.misses)
+    assert scored[checkpoints[1]]["greedy_exact"] == expected.greedy_exact == list(expected.misses).count(0)
+    printed = capsys.readouterr().out
+    differing = disagreements({c: scored[c]["misses"] for c in checkpoints})
+    assert f"records the checkpoints disagree on ({len(differing)})" in printed
+    assert all(line in printed for line in differing)
+
+    # one line per checkpoint; --max-lines leaves out the two-line file
+    assert score_main([checkpoints[0], "--records", str(path), "--max-lines", "1", "--out", str(out)]) == 0
+    assert "apply-1" not in json.loads(out.read_text())["checkpoints"][checkpoints[0]]["misses"]
+    assert score_main([checkpoints[0], "--records", str(path), "--max-lines", "0"]) == 1
+    assert capsys.readouterr().err.strip() == "finetune.score: error: no records to score (check --records and --max-lines)"
+
+
+def test_score_lists_the_records_checkpoints_disagree_on():
+    misses = {"a": {"t1": 0, "t2": 1, "t3": 0}, "b": {"t1": 2, "t2": 1, "t3": 0}, "c": {"t1": 0, "t2": 3, "t3": 0}}
+    assert disagreements(misses) == ["t1: a 0, b 2, c 0"]
+    assert disagreements({"a": {"t1": 0}}) == []

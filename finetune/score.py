@@ -1,0 +1,118 @@
+"""Which checkpoint to ship: score apply models on edits with known answers, without decoding.
+
+    python -m finetune.score fastapply-small runs/my-apply/checkpoint-000040 runs/my-apply \\
+        --records evals/tasks/simple.jsonl evals/tasks/stratified.jsonl.gz --max-lines 100 --out runs/score.json
+
+One teacher-forced pass per record (the prompt and the expected answer) gives, for each checkpoint, the
+records greedy decoding would write exactly (every answer token the model's top choice: the count
+``fastapply eval --engine model`` would report, in minutes instead of the eval's decoding), the answer
+tokens that are not the top choice per 1,000, and bits per byte (``train.evaluate``). Then the records
+the checkpoints disagree on, with each one's misses: a run's later checkpoints often gain some
+files and lose others, which one total hides.
+
+A checkpoint is a LoRA adapter directory (applied to the base its ``adapter_config.json`` names, or to
+``--base-model``), a full checkpoint directory, or a model name ``fastapply --model`` takes
+(``fastapply-small``: the shipped model). Records are JSONL with the eval-task fields ``original``,
+``update``, ``instruction``, ``expected`` (and ``id`` to name them): suite tasks or training records.
+Scores run in float32, the dtype fastapply decodes in on a CPU.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from pathlib import Path
+
+from fastapply.errors import FastapplyError
+from fastapply.prompt import get_preset
+from finetune.examples import build_example, read_records
+from finetune.train import HeldOut, evaluate
+
+log = logging.getLogger("finetune")
+
+
+def load_checkpoint(checkpoint: str, base_model: str | None, device: str, dtype: str):
+    """(model, tokenizer) of a checkpoint: an adapter merged into its base, or a whole model."""
+    from fastapply.target import load_model
+
+    adapter_config = Path(checkpoint) / "adapter_config.json"
+    if not adapter_config.is_file():
+        return load_model(checkpoint, device, dtype)
+    base = base_model or json.loads(adapter_config.read_text()).get("base_model_name_or_path")
+    if not base:
+        raise FastapplyError(f"{adapter_config} names no base model: pass --base-model")
+    model, tokenizer = load_model(base, device, dtype, adapter=checkpoint)
+    return model.merge_and_unload(), tokenizer
+
+
+def score(model, tokenizer, records: list[dict], preset: str = "default", device: str = "cpu") -> HeldOut:
+    """The teacher-forced verdict on ``records``, one pass each; ``misses`` in the records' order."""
+    examples = [build_example(tokenizer, get_preset(preset), record) for record in records]
+    return evaluate(model, examples, pad_id=tokenizer.pad_token_id or 0, device=device)
+
+
+def record_names(records: list[dict], sources: list[str]) -> list[str]:
+    """Each record's ``id``, or its file and line number."""
+    return [record.get("id") or f"{source}:{number}" for record, (source, number) in zip(records, sources)]
+
+
+def disagreements(misses: dict[str, dict[str, int]]) -> list[str]:
+    """The records some checkpoints write exactly and others do not, with each checkpoint's misses.
+    E.g. {"a": {"t1": 0, "t2": 1}, "b": {"t1": 2, "t2": 1}} -> ["t1: a 0, b 2"]."""
+    checkpoints = list(misses)
+    names = list(misses[checkpoints[0]]) if checkpoints else []
+    return [f"{name}: " + ", ".join(f"{c} {misses[c][name]}" for c in checkpoints) for name in names
+            if len({misses[c][name] == 0 for c in checkpoints}) > 1]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("checkpoints", nargs="+", help="adapter or checkpoint directories, or model names")
+    parser.add_argument("--records", nargs="+", required=True, help="JSONL files of edits with their answers")
+    parser.add_argument("--max-lines", type=int, default=None, help="only records whose original has at most this many lines")
+    parser.add_argument("--base-model", default=None, help="the base for adapters (default: the one each names)")
+    parser.add_argument("--preset", default="default", help="the prompt format (fastapply's --preset)")
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--out", type=Path, default=None, help="JSON: each checkpoint's figures and misses per record")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", datefmt="%H:%M:%S")
+    try:
+        records, sources = [], []
+        for path in args.records:
+            for number, record in enumerate(read_records(path), 1):
+                if args.max_lines is None or len(record["original"].splitlines()) <= args.max_lines:
+                    records.append(record)
+                    sources.append((path, number))
+        if not records:
+            raise FastapplyError("no records to score (check --records and --max-lines)")
+        names = record_names(records, sources)
+        results = {}
+        for checkpoint in args.checkpoints:
+            model, tokenizer = load_checkpoint(checkpoint, args.base_model, args.device, "float32")
+            verdict = score(model, tokenizer, records, args.preset, args.device)
+            del model
+            results[checkpoint] = {"greedy_exact": verdict.greedy_exact, "records": verdict.examples,
+                                   "misses_per_1000": round(verdict.misses_per_1000, 3),
+                                   "bits_per_byte": round(verdict.bits_per_byte, 5),
+                                   "misses": dict(zip(names, verdict.misses))}
+            print(f"{checkpoint}: greedy writes {verdict.greedy_exact} of {verdict.examples} exactly; "
+                  f"{verdict.misses_per_1000:.2f} misses per 1,000 answer tokens; "
+                  f"{verdict.bits_per_byte:.5f} bits per byte", flush=True)
+    except FastapplyError as exc:
+        print(f"finetune.score: error: {exc}", file=sys.stderr)
+        return 1
+    differing = disagreements({c: r["misses"] for c, r in results.items()})
+    if len(results) > 1:
+        print(f"records the checkpoints disagree on ({len(differing)}), misses each:")
+        print("\n".join(f"  {line}" for line in differing))
+    if args.out is not None:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps({"records": args.records, "max_lines": args.max_lines,
+                                        "checkpoints": results}, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
