@@ -28,22 +28,17 @@ from pathlib import Path
 from fastapply.errors import FastapplyError
 from fastapply.prompt import get_preset
 from finetune.examples import build_example, read_records
+from finetune.merge import adapter_base
 from finetune.train import HeldOut, evaluate
-
-log = logging.getLogger("finetune")
 
 
 def load_checkpoint(checkpoint: str, base_model: str | None, device: str, dtype: str):
     """(model, tokenizer) of a checkpoint: an adapter merged into its base, or a whole model."""
     from fastapply.target import load_model
 
-    adapter_config = Path(checkpoint) / "adapter_config.json"
-    if not adapter_config.is_file():
+    if not (Path(checkpoint) / "adapter_config.json").is_file():
         return load_model(checkpoint, device, dtype)
-    base = base_model or json.loads(adapter_config.read_text()).get("base_model_name_or_path")
-    if not base:
-        raise FastapplyError(f"{adapter_config} names no base model: pass --base-model")
-    model, tokenizer = load_model(base, device, dtype, adapter=checkpoint)
+    model, tokenizer = load_model(base_model or adapter_base(checkpoint), device, dtype, adapter=checkpoint)
     return model.merge_and_unload(), tokenizer
 
 
@@ -51,11 +46,6 @@ def score(model, tokenizer, records: list[dict], preset: str = "default", device
     """The teacher-forced verdict on ``records``, one pass each; ``misses`` in the records' order."""
     examples = [build_example(tokenizer, get_preset(preset), record) for record in records]
     return evaluate(model, examples, pad_id=tokenizer.pad_token_id or 0, device=device)
-
-
-def record_names(records: list[dict], sources: list[str]) -> list[str]:
-    """Each record's ``id``, or its file and line number."""
-    return [record.get("id") or f"{source}:{number}" for record, (source, number) in zip(records, sources)]
 
 
 def disagreements(misses: dict[str, dict[str, int]]) -> list[str]:
@@ -71,7 +61,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("checkpoints", nargs="+", help="adapter or checkpoint directories, or model names")
     parser.add_argument("--records", nargs="+", required=True, help="JSONL files of edits with their answers")
-    parser.add_argument("--max-lines", type=int, default=None, help="only records whose original has at most this many lines")
+    parser.add_argument("--max-lines", type=int, default=None,
+                        help="only records whose original has at most this many lines")
     parser.add_argument("--base-model", default=None, help="the base for adapters (default: the one each names)")
     parser.add_argument("--preset", default="default", help="the prompt format (fastapply's --preset)")
     parser.add_argument("--device", default="cpu")
@@ -79,20 +70,18 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", datefmt="%H:%M:%S")
     try:
-        records, sources = [], []
+        records, names = [], []  # a record is named by its id, or by its file and line number
         for path in args.records:
             for number, record in enumerate(read_records(path), 1):
                 if args.max_lines is None or len(record["original"].splitlines()) <= args.max_lines:
                     records.append(record)
-                    sources.append((path, number))
+                    names.append(record.get("id") or f"{path}:{number}")
         if not records:
             raise FastapplyError("no records to score (check --records and --max-lines)")
-        names = record_names(records, sources)
         results = {}
         for checkpoint in args.checkpoints:
             model, tokenizer = load_checkpoint(checkpoint, args.base_model, args.device, "float32")
             verdict = score(model, tokenizer, records, args.preset, args.device)
-            del model
             results[checkpoint] = {"greedy_exact": verdict.greedy_exact, "records": verdict.examples,
                                    "misses_per_1000": round(verdict.misses_per_1000, 3),
                                    "bits_per_byte": round(verdict.bits_per_byte, 5),

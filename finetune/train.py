@@ -13,9 +13,9 @@
 The loss is on the answer tokens only (the prompt is labelled -100), averaged over the answer tokens
 of each optimizer step. Held-out loss is reported in bits per byte of answer text, beside how many
 held-out examples greedy decoding would write exactly (every answer token the model's top choice).
-``--out`` receives the adapter (LoRA) or the whole checkpoint with its tokenizer (full), ``train_config.json``,
-``metrics.json`` and ``trainer_state.pt`` (optimizer, scheduler, step, random state), so it can be
-resumed or extended; ``save_every`` adds resumable ``checkpoint-NNNNNN/`` folders inside it.
+``--out`` receives the adapter (LoRA) or the whole checkpoint with its tokenizer (full),
+``train_config.json``, ``metrics.json`` and ``trainer_state.pt`` (optimizer, scheduler, step, random
+state), so it can be resumed or extended; ``save_every`` adds resumable ``checkpoint-NNNNNN/`` folders inside it.
 This module does not build data (``data/build_train.py``) or merge adapters (``merge.py``).
 """
 
