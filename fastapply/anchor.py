@@ -181,7 +181,8 @@ def _anchors(orig: Original, key, skeys: list[str], lines: tuple[str, ...], lo: 
         settled = enclosed and not no_op or bool(skeys[run[1]].strip()) and _only_clean_reading(
             orig, key, skeys, fits, (head, tail))
         if not settled:
-            doubts.append(f"{where}: its {which} anchor {lines[run[1]].strip()!r} appears more than once")
+            shown = next((line.strip() for line in lines[run[1]:run[1] + run[2]] if line.strip()), "")
+            doubts.append(f"{where}: its {which} anchor {shown!r} appears more than once")
     removed = tail[0] - head[0] - head[2]
     added = tail[1] - head[1] - head[2]
     if removed > added and any(_solid(lines, run) < 2 and not _unique_line(orig, key, lines, run)

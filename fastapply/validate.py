@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from fastapply.defs import definitions
 from fastapply.markers import count_markers, has_inline_marker, marker_lines
 from fastapply.merge import MergeResult, merge
-from fastapply.segments import keeps_text, lost_lines
+from fastapply.segments import is_trivial, keeps_text, lost_lines
 from fastapply.syntax import count_errors, parse
 
 _NEAR = 3  # deleted lines this close to a line the update repeats count as part of the edit
@@ -234,8 +234,8 @@ def marker_deletions(original: str, output: str, update: str, language: str | No
 
 def kept_by_markers(original: str, update: str, language: str | None) -> set[int]:
     """The non-blank original lines (0-based) that the update's lazy markers stand for, where the snippet
-    pins them down: between the lines around a marker when each occurs once in the original (in order),
-    and before (after) a marker that opens (closes) the snippet, up to the segment's first (last) line
+    pins them down: between the lines around a marker when each occurs once in the original (in order)
+    or one of them once and the other's nearest copy on its side (``_inner_marker_reach``), and before (after) a marker that opens (closes) the snippet, up to the segment's first (last) line
     that occurs once in the original, when the segment's lines shown before (after) it are the
     original's own lines there as they stand; failing that, such a marker keeps at least the file's
     first (last) non-blank line, unless the snippet shows it. Elsewhere a marker's reach is left open.
@@ -253,12 +253,33 @@ def kept_by_markers(original: str, update: str, language: str | None) -> set[int
         before = next((k for k in range(m - 1, -1, -1) if code[k]), None)
         after = next((k for k in range(m + 1, len(lines)) if code[k]), None)
         if before is not None and after is not None:
-            if marks[before + 1:after].count(True) == 1 and counts[code[before]] == counts[code[after]] == 1 \
-                    and index[code[before]] < index[code[after]]:
-                kept.update(range(index[code[before]] + 1, index[code[after]]))
+            if marks[before + 1:after].count(True) == 1:
+                kept.update(_inner_marker_reach(old, counts, index, code[before], code[after]))
         elif before is not None or after is not None:
             kept.update(_edge_marker_reach(old, counts, index, code, marks, m, 1 if before is None else -1))
     return {i for i in kept if old[i]}
+
+
+def _inner_marker_reach(old: list[str], counts: Counter, index: dict[str, int], before: str, after: str) -> range:
+    """The original lines a marker between the snippet lines ``before`` and ``after`` keeps for certain:
+    those between the two when each occurs once, in order. When one of them occurs more than once and
+    the other, not trivial, once, every reading of the marker keeps at least the lines between the
+    unique one and the nearest copy of the other on its side (cramjam ``test_rust_io.py``: a marker after
+    a decorator the file has twice, and an answer that drops the lines between the two copies).
+
+    >>> old = ["@dec", "def f():", "@dec", "def g():", "end()"]
+    >>> _inner_marker_reach(old, Counter(old), {line: i for i, line in enumerate(old)}, "@dec", "end()")
+    range(3, 4)
+    """
+    if counts[before] == counts[after] == 1:
+        return range(index[before] + 1, index[after]) if index[before] < index[after] else range(0)
+    if counts[after] == 1 and counts[before] > 1 and not is_trivial(before):
+        start = next((i for i in range(index[after] - 1, -1, -1) if old[i] == before), None)
+        return range(0) if start is None else range(start + 1, index[after])
+    if counts[before] == 1 and counts[after] > 1 and not is_trivial(after):
+        end = next((i for i in range(index[before] + 1, len(old)) if old[i] == after), None)
+        return range(0) if end is None else range(index[before] + 1, end)
+    return range(0)
 
 
 def _edge_marker_reach(old: list[str], counts: Counter, index: dict[str, int], code: list[str | None],

@@ -845,7 +845,7 @@ def test_an_anchor_found_twice_is_certain_where_only_one_reading_deletes_nothing
         ''')
     result = merge(original, update, "python")
     assert (result.confidence, result.reasons) == (
-        "likely", ("segment 1: its first anchor '' appears more than once",))
+        "likely", ("segment 1: its first anchor 'def value(self):' appears more than once",))
     assert result.text == original.replace('return ""', "return str(self.data)")
 
 

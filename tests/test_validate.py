@@ -225,10 +225,45 @@ def test_a_marker_keeps_lines_changed_in_place_and_deletions_the_instruction_nam
 
 
 def test_a_marker_between_repeated_lines_keeps_nothing_certain():
-    """A marker whose neighbours occur more than once in the original does not say which lines it keeps."""
-    original = "x = 1\ny = 2\nx = 1\nz = 3\n"
+    """A marker whose neighbours both occur more than once in the original does not say which lines it
+    keeps."""
+    original = "x = 1\ny = 2\nx = 1\nz = 3\nz = 3\n"
     assert kept_by_markers(original, "x = 1\n# ...\nz = 3\n", "python") == set()
-    assert kept_by_markers(original, "y = 2\n# ...\nz = 3\n", "python") == {2}
+    assert kept_by_markers(original, "y = 2\n# ...\nx = 1\n", "python") == set()
+
+
+def test_a_marker_next_to_a_repeated_line_keeps_the_lines_from_its_nearest_copy():
+    """A marker after a decorator the file has twice, before a line it has once: whichever copy the
+    snippet means, the marker keeps the lines between the second copy and that line, and an answer that
+    joins the first function's head to the second's tail deletes them (the shape of cramjam
+    ``test_rust_io.py``). The mirror case keeps the lines up to the nearest copy below."""
+    original = textwrap.dedent('''\
+        import pytest
+
+
+        @pytest.mark.parametrize("n", (1, 2))
+        def test_one(n):
+            assert n
+
+            assert n > 0
+
+
+        @pytest.mark.parametrize("n", (1, 2))
+        def test_two(n):
+            m = n * 2
+
+            assert m > n
+        ''')
+    update = '''import pytest\n\n\n@pytest.mark.parametrize("n", (1, 2))\n# ... existing code ...\n\n    assert m > n\n\n\ndef test_three():\n    assert True\n'''
+    assert kept_by_markers(original, update, "python") == {11, 12}
+    right = original + "\n\ndef test_three():\n    assert True\n"
+    assert validate(original, right, update, "python") == ()
+    joined = original.split("\n\n    assert n > 0")[0] + "\n\n    assert m > n\n\n\ndef test_three():\n    assert True\n"
+    problems = validate(original, joined, update, "python")
+    assert names(problems) == ["unrelated-deletion"]
+    assert "that a lazy marker of the update keeps" in problems[0].message
+    mirror = 'def test_one(n):\n# ... existing code ...\n@pytest.mark.parametrize("n", (1, 2))\n'
+    assert kept_by_markers(original, mirror, "python") == {5, 7}
 
 
 MATH = textwrap.dedent('''\
