@@ -745,7 +745,7 @@ def test_an_anchor_found_twice_is_certain_where_only_one_reading_deletes_nothing
     """The same closing quotes end all three docstrings: read to the first, the segment rewraps a line
     of it; read to a later one, it would delete the attributes between. That one clean reading is
     certain. A reading that turns one definition into another (`store` over `save`) is not clean, and
-    a blank line found twice is no anchor to settle on."""
+    a run of blank line and method header that may mean a method of either class settles nothing."""
     original = d('''
         class Params:
             name: str
@@ -847,6 +847,40 @@ def test_an_anchor_found_twice_is_certain_where_only_one_reading_deletes_nothing
     assert (result.confidence, result.reasons) == (
         "likely", ("segment 1: its first anchor 'def value(self):' appears more than once",))
     assert result.text == original.replace('return ""', "return str(self.data)")
+
+
+def test_a_run_opened_by_a_blank_line_settles_on_its_code_line():
+    """The update shows the imports (one added), then the blank lines and the decorator that the file
+    has before both of its tests, then a marker. Read to the first copy it adds an import; read to the
+    second it would delete the first test. The run opens with blank lines, but its decorator is code,
+    and no definition named twice is rewritten: certain (cramjam ``test_rust_io.py``)."""
+    original = d('''
+        import pytest
+
+        from cramjam import File
+
+
+        @pytest.mark.parametrize("Obj", (File, bytes))
+        def test_obj(Obj):
+            assert Obj
+
+
+        @pytest.mark.parametrize("Obj", (File, bytes))
+        def test_readinto(Obj):
+            assert Obj
+        ''')
+    update = d('''
+        import pytest
+
+        from cramjam import File, snappy
+
+
+        @pytest.mark.parametrize("Obj", (File, bytes))
+        # ... keep existing code ...
+        ''')
+    result = merge(original, update, "python")
+    assert (result.confidence, result.reasons) == ("certain", ())
+    assert result.text == original.replace("import File\n", "import File, snappy\n")
 
 
 def test_a_snippet_that_shows_the_file_start_without_a_marker_deletes_a_few_lines_there():
