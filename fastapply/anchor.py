@@ -179,9 +179,12 @@ def _anchors(orig: Original, key, skeys: list[str], lines: tuple[str, ...], lo: 
             k for k in skeys[head[1]:tail[1] + tail[2]] if k.strip()]
         which = "first" if len({s for s, _ in readings}) > 1 else "last"
         run = head if which == "first" else tail
-        settled = enclosed and not no_op or _solid(lines, run) > 0 and _only_clean_reading(
-            orig, key, skeys, fits, (head, tail)) and (bool(skeys[run[1]].strip()) or not _covers_repeated_name(
-                orig, start, end))
+        run_keys = skeys[run[1]:run[1] + run[2]]
+        # A run opened by a blank line anchors on its code, unless a same-named definition may be meant.
+        anchors_on_code = bool(run_keys[0].strip()) or any(k.strip() for k in run_keys) and not _covers_repeated_name(
+            orig, start, end)
+        settled = enclosed and not no_op or anchors_on_code and _only_clean_reading(orig, key, skeys, fits,
+                                                                                    (head, tail))
         if not settled:
             shown = next((line.strip() for line in lines[run[1]:run[1] + run[2]] if line.strip()), "")
             doubts.append(f"{where}: its {which} anchor {shown!r} appears more than once")

@@ -235,10 +235,11 @@ def marker_deletions(original: str, output: str, update: str, language: str | No
 def kept_by_markers(original: str, update: str, language: str | None) -> set[int]:
     """The non-blank original lines (0-based) that the update's lazy markers stand for, where the snippet
     pins them down: between the lines around a marker when each occurs once in the original (in order)
-    or one of them once and the other's nearest copy on its side (``_inner_marker_reach``), and before (after) a marker that opens (closes) the snippet, up to the segment's first (last) line
-    that occurs once in the original, when the segment's lines shown before (after) it are the
-    original's own lines there as they stand; failing that, such a marker keeps at least the file's
-    first (last) non-blank line, unless the snippet shows it. Elsewhere a marker's reach is left open.
+    or one of them once and the other's nearest copy on its side (``_inner_marker_reach``), and before
+    (after) a marker that opens (closes) the snippet, up to the segment's first (last) line that occurs
+    once in the original, when the segment's lines shown before (after) it are the original's own lines
+    there as they stand; failing that, such a marker keeps at least the file's first (last) non-blank
+    line, unless the snippet shows it. Elsewhere a marker's reach is left open.
 
     >>> sorted(kept_by_markers("import os\\n\\ndef f():\\n    return 1\\n", "# ...\\ndef f():\\n    return 2\\n", "python"))
     [0]

@@ -254,11 +254,13 @@ def test_a_marker_next_to_a_repeated_line_keeps_the_lines_from_its_nearest_copy(
 
             assert m > n
         ''')
-    update = '''import pytest\n\n\n@pytest.mark.parametrize("n", (1, 2))\n# ... existing code ...\n\n    assert m > n\n\n\ndef test_three():\n    assert True\n'''
+    added = "\n\ndef test_three():\n    assert True\n"
+    update = ('import pytest\n\n\n@pytest.mark.parametrize("n", (1, 2))\n# ... existing code ...\n\n'
+              '    assert m > n\n' + added)
     assert kept_by_markers(original, update, "python") == {11, 12}
-    right = original + "\n\ndef test_three():\n    assert True\n"
+    right = original + added
     assert validate(original, right, update, "python") == ()
-    joined = original.split("\n\n    assert n > 0")[0] + "\n\n    assert m > n\n\n\ndef test_three():\n    assert True\n"
+    joined = original.split("\n\n    assert n > 0")[0] + "\n\n    assert m > n\n" + added
     problems = validate(original, joined, update, "python")
     assert names(problems) == ["unrelated-deletion"]
     assert "that a lazy marker of the update keeps" in problems[0].message
