@@ -1,5 +1,5 @@
 """Five small edit tasks for the eval tests: real-looking files, edits made by hand, update snippets made
-by ``make_snippet`` as the suite builder makes them."""
+by ``make_snippet`` as the suite builder makes them; and any task of the committed suite by its id."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 from fastapply.snippet import make_snippet
-from fastapply.tasks import Task
+from fastapply.tasks import Task, load_tasks
 from tests.samples import SAMPLE_EXPECTED, SAMPLE_PY
 
 STACK_PY = '''\
@@ -149,3 +149,9 @@ def write_tasks(path: Path) -> Path:
                       ("id", "language", "path", "original", "update", "instruction", "expected")}
             handle.write(json.dumps(record | {"source": dict(task.source)}) + "\n")
     return path
+
+
+def suite_task(task_id: str) -> Task:
+    """The committed suite's task ``task_id``."""
+    suite = Path(__file__).resolve().parent.parent / "evals" / "tasks" / "suite.jsonl.gz"
+    return next(t for t in load_tasks(suite) if t.id == task_id)

@@ -9,6 +9,7 @@ import pytest
 
 from fastapply.errors import UsageError
 from fastapply.merge import merge
+from tests.evaltasks import suite_task
 
 
 def d(text: str) -> str:
@@ -881,6 +882,19 @@ def test_a_run_opened_by_a_blank_line_settles_on_its_code_line():
     result = merge(original, update, "python")
     assert (result.confidence, result.reasons) == ("certain", ())
     assert result.text == original.replace("import File\n", "import File, snappy\n")
+
+
+def test_an_anchor_found_twice_is_certain_where_no_reading_is_clean_and_one_only_inserts():
+    """pycryptodome ``nat_ct.h``: the update adds an ``#if ... #include <intrin.h> #endif`` block after an
+    ``#endif`` and before a ``/*``, both found in several places. Of the readings, none is clean (the
+    block copies an ``#if`` line the file has elsewhere), but only one deletes nothing: the runs around
+    the new lines adjacent in the original, the lines inserted between. Likewise asyncpg
+    ``certs/gen.py``, an ``.add_extension(...)`` added between calls the file makes several times."""
+    for task_id in ("pypi-pycryptodome-4.3.0-src-nat_ct.h", "pypi-asyncpg-0.30.0-tests-certs-gen.py"):
+        task = suite_task(task_id)
+        result = merge(task.original, task.update, task.language)
+        assert (result.confidence, result.reasons) == ("certain", ())
+        assert result.text == task.expected
 
 
 def test_a_snippet_that_shows_the_file_start_without_a_marker_deletes_a_few_lines_there():

@@ -1,10 +1,9 @@
 """validate(): planted problems are caught, clean edits pass."""
 
 import textwrap
-from pathlib import Path
 
-from fastapply.tasks import load_tasks
 from fastapply.validate import kept_by_markers, marker_deletions, validate
+from tests.evaltasks import suite_task
 
 ORIGINAL = textwrap.dedent('''\
     import os
@@ -29,11 +28,6 @@ CLEAN = ORIGINAL.replace('load("a.txt")', "load('b.txt')")
 
 def names(problems):
     return [p.name for p in problems]
-
-
-def suite_task(task_id):
-    suite = Path(__file__).resolve().parent.parent / "evals" / "tasks" / "suite.jsonl.gz"
-    return next(t for t in load_tasks(suite) if t.id == task_id)
 
 
 def test_clean_edit_passes():
