@@ -611,7 +611,10 @@ UNCERTAIN = [
      "# ... existing code ...\n    x = 1\n    y = 2\n    return x\n# ... existing code ...\n"),
     ("same-method-two-classes-no-scope", "python", PY,
      "# ... existing code ...\n    def close(self):\n        self.flush()\n# ... existing code ...\n"),
-    ("new-lines-at-a-segment-edge", "python", PY, "import os\nimport sys\n# ... existing code ...\n"),
+    ("new-lines-at-a-segment-edge", "python",
+     "def search(query):\n    for c in query:\n        page = get(c)\n\n        for p in page:\n"
+     "            add(p)\n\n    return 1\n",
+     "# ... existing code ...\n        page = get(c)\n        add_all(page)\n\n    # ... existing code ...\n"),
     ("anchors-nowhere", "python", PY, "# ... existing code ...\nx = compute()\ny = more()\n# ... existing code ...\n"),
     ("class-end-by-layout-only", "python", PY,
      "# ... existing code ...\nclass Writer:\n    def flush(self):\n        pass\n# ... existing code ...\n"),
@@ -895,6 +898,36 @@ def test_an_anchor_found_twice_is_certain_where_no_reading_is_clean_and_one_only
         result = merge(task.original, task.update, task.language)
         assert (result.confidence, result.reasons) == ("certain", ())
         assert result.text == task.expected
+
+
+def test_new_lines_before_a_marker_replace_nothing_where_the_code_goes_on_at_its_indentation():
+    """A marker's indentation says where the code it stands for starts. New lines between a segment's
+    last anchor and a marker indented like the original's next line are added in front of that line:
+    certain. Before a marker left of the next line, they may end its block in place of the lines there
+    (a loop replaced by one call): a doubt (``UNCERTAIN``, new-lines-at-a-segment-edge)."""
+    original = d('''
+        def search(query):
+            results = []
+            for candidate in query:
+                page = get_page(candidate)
+
+                for package in page.packages:
+                    results.append(package)
+
+            return results
+        ''')
+    added = d('''
+        # ... existing code ...
+                page = get_page(candidate)
+                log(page)
+
+                # ... existing code ...
+        ''')
+    result = merge(original, added, "python")
+    assert (result.confidence, result.reasons) == ("certain", ())
+    assert result.text == original.replace("(candidate)\n", "(candidate)\n        log(page)\n")
+    result = merge(PY, "import os\nimport sys\n# ... existing code ...\n", "python")
+    assert (result.confidence, result.text) == ("certain", PY.replace("import os\n", "import os\nimport sys\n"))
 
 
 def test_a_snippet_that_shows_the_file_start_without_a_marker_deletes_a_few_lines_there():
