@@ -930,6 +930,30 @@ def test_new_lines_before_a_marker_replace_nothing_where_the_code_goes_on_at_its
     assert (result.confidence, result.text) == ("certain", PY.replace("import os\n", "import os\nimport sys\n"))
 
 
+def test_new_lines_above_an_anchor_rewrite_the_definitions_start_when_they_name_it():
+    """New lines at a function's indentation above an anchor in its body: a header that keeps its name
+    (renamed around it, or its parameters changed) rewrites its start, certain. A header with another
+    name may as well be a new function in front of this one; in Python only the layout says which."""
+    original = d('''
+        import os
+
+
+        def load(path):
+            """Read a file."""
+            with open(path) as f:
+                return f.read()
+        ''')
+    renamed = ('# ... existing code ...\ndef load_text(path, encoding="utf-8"):\n    """Read a file."""\n'
+               '# ... existing code ...\n')
+    result = merge(original, renamed, "python")
+    assert (result.confidence, result.reasons) == ("certain", ())
+    assert result.text == original.replace("def load(path):", 'def load_text(path, encoding="utf-8"):')
+    other = '# ... existing code ...\ndef peek(path, size):\n    """Read a file."""\n# ... existing code ...\n'
+    result = merge(original, other, "python")
+    assert (result.confidence, result.reasons) == (
+        "likely", ("segment 1 rewrites the start of 'load'; its layout alone says so",))
+
+
 def test_a_snippet_that_shows_the_file_start_without_a_marker_deletes_a_few_lines_there():
     """The update opens with the file's imports, no marker before them: the two lines above its first
     anchor go (a snippet that uses markers shows the file's start as it is to be). A snippet that
