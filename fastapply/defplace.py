@@ -8,6 +8,8 @@ segment whose new lines at an edge rewrite the start or the end of the definitio
 
 from __future__ import annotations
 
+import re
+
 from fastapply.defs import CONTAINERS, Definition, definitions
 from fastapply.markers import indent_width
 from fastapply.segments import (
@@ -30,9 +32,10 @@ def _innermost(orig: Original, line: int, lo: int, header_counts: bool = False) 
 def reopened_definition(orig: Original, start: int, leading: tuple[str, ...], lo: int, where: str):
     """New lines before the first anchor that sit at (or left of) the indentation of the definition
     enclosing that anchor rewrite its header: the placement then starts at the definition. In an
-    indentation language that is a doubt unless such a line holds the definition's name (``def
-    load_text`` over ``def load``): on the known answers, 16 merges whose only doubts this lifts are all
-    exact, and a new function added in front of another (rsa's ``int2bytes``) keeps its doubt."""
+    indentation language that is a doubt unless such a line keeps the definition's name (a signature
+    changed): on the known answers, 5 merges whose only doubts this lifts are all exact. A renamed
+    header keeps its doubt, as a new function in front of this one looks the same (rsa's
+    ``int2bytes``; a ``copy_of_load`` whose body is ``load``'s lines)."""
     new = [line for line in leading if line.strip()]
     if not new:
         return start, []
@@ -44,9 +47,10 @@ def reopened_definition(orig: Original, start: int, leading: tuple[str, ...], lo
         return start, []
     doubts = []
     width = indent_width(orig.lines[enclosing.header])
-    # A new header holding the definition's name (the same, or renamed around it) says the start is
-    # rewritten; otherwise only the layout does, and a new definition before this one looks the same.
-    named = len(enclosing.name) > 2 and any(enclosing.name in line for line in new if indent_width(line) <= width)
+    # A new header that keeps the definition's name says its start is rewritten; otherwise only the
+    # layout does, and a new definition (``copy_of_load``, ``load_text``) in front of it looks the same.
+    name = re.compile(rf"\b{re.escape(enclosing.name)}\b")
+    named = any(name.search(line) for line in new if indent_width(line) <= width)
     if orig.language in INDENT_LANGUAGES and not named:
         doubts.append(f"{where} rewrites the start of {enclosing.name!r}; its layout alone says so")
     elif all(is_trivial(line) for line in orig.lines[start:enclosing.end]):

@@ -930,10 +930,24 @@ def test_new_lines_before_a_marker_replace_nothing_where_the_code_goes_on_at_its
     assert (result.confidence, result.text) == ("certain", PY.replace("import os\n", "import os\nimport sys\n"))
 
 
-def test_new_lines_above_an_anchor_rewrite_the_definitions_start_when_they_name_it():
+def test_new_lines_after_a_marker_at_the_anchors_indentation_are_added_after_the_code_it_keeps():
+    """New lines between a marker and a first anchor, at the anchor's indentation: they open no block
+    around it, and the marker keeps the code before, so they are added in front of the anchor. Left of
+    the anchor they may close or open a block there: a doubt."""
+    original = "def main():\n    setup()\n    run()\n    report()\n"
+    result = merge(original, "# ... existing code ...\n    check()\n    run()\n# ... existing code ...\n", "python")
+    assert (result.confidence, result.reasons) == ("certain", ())
+    assert result.text == original.replace("    run()", "    check()\n    run()")
+    nested = "def main():\n    if ready:\n        run()\n    report()\n"
+    result = merge(nested, "# ... existing code ...\n    log()\n        run()\n# ... existing code ...\n", "python")
+    assert result.reasons == ("segment 1 has new lines before its first anchor, which may replace the code there",)
+
+
+def test_new_lines_above_an_anchor_rewrite_the_definitions_start_when_they_keep_its_name():
     """New lines at a function's indentation above an anchor in its body: a header that keeps its name
-    (renamed around it, or its parameters changed) rewrites its start, certain. A header with another
-    name may as well be a new function in front of this one; in Python only the layout says which."""
+    (its parameters changed) rewrites its start, certain. A header with another name may as well be a
+    new function in front of this one (a renamed copy, whose body is this one's lines); in Python only
+    the layout says which, a doubt."""
     original = d('''
         import os
 
@@ -943,15 +957,16 @@ def test_new_lines_above_an_anchor_rewrite_the_definitions_start_when_they_name_
             with open(path) as f:
                 return f.read()
         ''')
-    renamed = ('# ... existing code ...\ndef load_text(path, encoding="utf-8"):\n    """Read a file."""\n'
+    changed = ('# ... existing code ...\ndef load(path, encoding="utf-8"):\n    """Read a file."""\n'
                '# ... existing code ...\n')
-    result = merge(original, renamed, "python")
+    result = merge(original, changed, "python")
     assert (result.confidence, result.reasons) == ("certain", ())
-    assert result.text == original.replace("def load(path):", 'def load_text(path, encoding="utf-8"):')
-    other = '# ... existing code ...\ndef peek(path, size):\n    """Read a file."""\n# ... existing code ...\n'
-    result = merge(original, other, "python")
-    assert (result.confidence, result.reasons) == (
-        "likely", ("segment 1 rewrites the start of 'load'; its layout alone says so",))
+    assert result.text == original.replace("def load(path):", 'def load(path, encoding="utf-8"):')
+    for name in ("load_text", "copy_of_load"):
+        other = f'# ... existing code ...\ndef {name}(path):\n    """Read a file."""\n# ... existing code ...\n'
+        result = merge(original, other, "python")
+        assert (result.confidence, result.reasons) == (
+            "likely", ("segment 1 rewrites the start of 'load'; its layout alone says so",))
 
 
 def test_a_snippet_that_shows_the_file_start_without_a_marker_deletes_a_few_lines_there():
