@@ -943,6 +943,19 @@ def test_new_lines_after_a_marker_at_the_anchors_indentation_are_added_after_the
     assert result.reasons == ("segment 1 has new lines before its first anchor, which may replace the code there",)
 
 
+def test_fewer_blank_lines_before_a_marker_keep_the_originals_when_the_segment_deletes_nothing():
+    """The snippet shows one blank line before a marker where the original has two (Python's spacing
+    between top-level definitions): the marker keeps the other, and a segment that deletes no line
+    of the original is certain. A blank line the original does not have there stays a doubt."""
+    original = 'import os\n\n\ndef load(path):\n    return open(path).read()\n'
+    result = merge(original, "import os\nimport sys\n\n# ... existing code ...\n", "python")
+    assert (result.confidence, result.reasons) == ("certain", ())
+    assert result.text == original.replace("import os\n", "import os\nimport sys\n")
+    packed = original.replace("\n\n\n", "\n")
+    result = merge(packed, "import os\nimport sys\n\n# ... existing code ...\n", "python")
+    assert result.reasons == ("segment 1: the original has 0 blank lines where the snippet shows 1",)
+
+
 def test_new_lines_above_an_anchor_rewrite_the_definitions_start_when_they_keep_its_name():
     """New lines at a function's indentation above an anchor in its body: a header that keeps its name
     (its parameters changed) rewrites its start, certain. A header with another name may as well be a
