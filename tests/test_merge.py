@@ -900,6 +900,35 @@ def test_an_anchor_found_twice_is_certain_where_no_reading_is_clean_and_one_only
         assert result.text == task.expected
 
 
+def test_an_insertion_that_repeats_a_definitions_header_is_no_certain_reading():
+    """The update shows ``previous`` with its first line replaced, between runs found at the end of
+    each method. Read as an insertion after ``next`` it would add a second ``def previous(self):``
+    beside the first: an edit of it read as an insertion (a random edit of ``shelve.py`` in
+    ``benchmarks/merge_bench.py`` came out certain and wrong that way)."""
+    original = d('''
+        class Shelf:
+            def next(self):
+                (key, value) = self.dict.next()
+                f = BytesIO(value)
+                return load(f)
+
+            def previous(self):
+                (key, value) = self.dict.previous()
+                f = BytesIO(value)
+                return load(f)
+
+            def first(self):
+                (key, value) = self.dict.first()
+                f = BytesIO(value)
+                return load(f)
+        ''')
+    update = ("    # ... existing code ...\n        f = BytesIO(value)\n        return load(f)\n\n"
+              "    def previous(self):\n        self._cache.clear()\n"
+              "        f = BytesIO(value)\n        return load(f)\n\n"
+              "    def first(self):\n    # ... existing code ...\n")
+    assert merge(original, update, "python").confidence != "certain"
+
+
 def test_new_lines_before_a_marker_replace_nothing_where_the_code_goes_on_at_its_indentation():
     """A marker's indentation says where the code it stands for starts. New lines between a segment's
     last anchor and a marker indented like the original's next line are added in front of that line:
