@@ -7,8 +7,8 @@ so that a wheel or a non-editable install carries it.
 The adapter's weights are rounded once to bfloat16 (merging casts them back to float32); a release
 over ``--max-mb`` is refused. ``adapter_config.json`` names the base as ``smollm2-135m-instruct``, the
 name fastapply fetches it by (``fastapply.basemodel``). ``training.json`` keeps the run's config and
-metrics. The model card (``README.md`` there) is written by hand from the eval results and is left
-as it is; this module does not merge or evaluate.
+metrics (a soup's parts, for one made by ``finetune.soup``). The model card (``README.md`` there) is
+written by hand from the eval results and is left as it is; this module does not merge or evaluate.
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ def ship(run: str | Path, out: str | Path | None = None, max_mb: float = MAX_MB)
     tokenizer_dir = basemodel.checkpoint()
     for name in TOKENIZER_FILES:
         shutil.copyfile(tokenizer_dir / name, out / name)
-    record = {name: json.loads((run / f"{name}.json").read_text()) for name in ("train_config", "metrics")
+    record = {name: json.loads((run / f"{name}.json").read_text()) for name in ("train_config", "metrics", "soup")
               if (run / f"{name}.json").is_file()}
     (out / "training.json").write_text(json.dumps(record, indent=1) + "\n")
     return size_mb

@@ -23,9 +23,11 @@ from fastapply.target import load_model
 from finetune.config import TrainConfig, load_config
 from finetune.examples import (IGNORE, Example, answer_nll_bits, argmax_misses, bits_per_byte, build_example,
                                build_examples, micro_batches)
-from finetune.merge import merge_adapter
+from finetune.merge import adapter_base, merge_adapter
 from finetune.score import disagreements
 from finetune.score import main as score_main
+from finetune.soup import main as soup_main
+from finetune.soup import soup
 from finetune.train import autocast_context, evaluate, initial_adapter, lr_factor, train
 from finetune.train import main as train_main
 
@@ -388,3 +390,42 @@ def test_score_lists_the_records_checkpoints_disagree_on():
     misses = {"a": {"t1": 0, "t2": 1, "t3": 0}, "b": {"t1": 2, "t2": 1, "t3": 0}, "c": {"t1": 0, "t2": 3, "t3": 0}}
     assert disagreements(misses) == ["t1: a 0, b 2, c 0"]
     assert disagreements({"a": {"t1": 0}}) == []
+
+
+# -- adapter soups -------------------------------------------------------------------------------
+
+def test_a_soup_changes_the_weights_by_the_weighted_sum_of_its_adapters_changes(lora_run, tmp_path):
+    """Two adapters of one base (the trained one, and it with its B halved and negated), averaged 0.3 /
+    0.7: merged into the base, the soup's weights are 0.3 and 0.7 of the two merged models' weights,
+    each tensor; it records its parts for the release."""
+    from safetensors.torch import load_file, save_file
+
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "adapter_config.json").write_text((lora_run.out_dir / "adapter_config.json").read_text())
+    weights = load_file(lora_run.out_dir / "adapter_model.safetensors")
+    save_file({k: (-0.5 * v if "lora_B" in k else v).contiguous() for k, v in weights.items()},
+              other / "adapter_model.safetensors")
+    config = soup([lora_run.out_dir, other], [0.3, 0.7], tmp_path / "soup")
+    assert config["r"] == 2 * json.loads((lora_run.out_dir / "adapter_config.json").read_text())["r"]
+    assert json.loads((tmp_path / "soup" / "soup.json").read_text())["weights"] == [0.3, 0.7]
+    base = adapter_base(lora_run.out_dir)
+    merged = [load_model(base, "cpu", "float32", adapter=str(a))[0].merge_and_unload().state_dict()
+              for a in (lora_run.out_dir, other, tmp_path / "soup")]
+    for name, tensor in merged[2].items():
+        assert torch.allclose(tensor, 0.3 * merged[0][name] + 0.7 * merged[1][name], atol=1e-5), name
+    assert not torch.allclose(merged[2]["model.layers.0.self_attn.q_proj.weight"],
+                              merged[0]["model.layers.0.self_attn.q_proj.weight"])
+
+
+def test_a_soup_refuses_weights_that_do_not_sum_to_one_and_adapters_that_differ(lora_run, tmp_path):
+    with pytest.raises(UsageError, match="sum to 1"):
+        soup([lora_run.out_dir, lora_run.out_dir], [0.5, 0.6], tmp_path / "a")
+    other = tmp_path / "other"
+    other.mkdir()
+    config = json.loads((lora_run.out_dir / "adapter_config.json").read_text())
+    (other / "adapter_config.json").write_text(json.dumps(dict(config, lora_alpha=config["lora_alpha"] * 2)))
+    with pytest.raises(UsageError, match="does not match"):
+        soup([lora_run.out_dir, other], [0.5, 0.5], tmp_path / "b")
+    assert soup_main([str(lora_run.out_dir), str(tmp_path / "missing"), "--weights", "0.5", "0.5",
+                      "--out", str(tmp_path / "c")]) == 2
