@@ -237,8 +237,9 @@ def _only_clean_reading(orig: Original, key, skeys: list[str], fits, taken) -> b
     more merges are settled, all exact (4 in the suite). A reading that inserts is not clean when the
     new lines copy a line the file has elsewhere (an ``#if`` repeated, a test written like its
     neighbours); when it is the only one that deletes nothing, brings new code and repeats no
-    definition's header (``_redefines``), 22 more merges are settled, all exact (2 in the suite), and none of 3,600 random edits of standard library files
-    (``tests/test_merge_properties.py``'s kind) merges wrong where it did not before.
+    definition's header (``_redefines``), 22 more merges are settled, all exact (2 in the suite), and
+    none of 3,600 random edits of standard library files (``tests/test_merge_properties.py``'s kind)
+    merges wrong where it did not before.
     """
     clean, inserts = set(), set()
     for h, t, fit in fits:
