@@ -43,10 +43,10 @@ def reopened_definition(orig: Original, start: int, leading: tuple[str, ...], lo
     if decorated:  # the snippet shows the definition's decorators (comments): they replace the original's
         return decorated[0].start, []
     enclosing = _innermost(orig, start, lo)
-    if enclosing is None or min(indent_width(line) for line in new) > indent_width(orig.lines[enclosing.header]):
+    width = None if enclosing is None else indent_width(orig.lines[enclosing.header])
+    if width is None or min(indent_width(line) for line in new) > width:
         return start, []
     doubts = []
-    width = indent_width(orig.lines[enclosing.header])
     # A new header that keeps the definition's name says its start is rewritten; otherwise only the
     # layout does, and a new definition (``copy_of_load``, ``load_text``) in front of it looks the same.
     name = re.compile(rf"\b{re.escape(enclosing.name)}\b")

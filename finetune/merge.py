@@ -21,6 +21,16 @@ from fastapply.errors import FastapplyError, UsageError
 SAVE_DTYPES = ("auto", "float32", "bfloat16", "float16")
 
 
+def adapter_dir(name: str | Path, role: str = "adapter") -> Path:
+    """The directory of the LoRA adapter ``name``: ``fastapply-small`` is the one shipped in the package."""
+    from fastapply import bundled
+
+    path = bundled.ADAPTER_DIR if str(name) == bundled.NAME else Path(name).expanduser()
+    if not (path / "adapter_config.json").is_file():
+        raise UsageError(f"{role} {name}: no LoRA adapter there (adapter_config.json is missing)")
+    return path
+
+
 def adapter_base(adapter: str | Path) -> str:
     """The base model an adapter was trained on, as recorded in its ``adapter_config.json``."""
     path = Path(adapter) / "adapter_config.json"

@@ -19,8 +19,8 @@ import math
 import sys
 from pathlib import Path
 
-from fastapply import bundled
 from fastapply.errors import FastapplyError, UsageError
+from finetune.merge import adapter_dir
 
 _SAME = ("base_model_name_or_path", "target_modules", "peft_type")
 
@@ -34,13 +34,8 @@ def soup(adapters: list[str | Path], weights: list[float], out: str | Path) -> d
         raise UsageError("give two or more adapters and one weight for each")
     if any(w < 0 for w in weights) or not math.isclose(sum(weights), 1.0, abs_tol=1e-6):
         raise UsageError(f"the weights must be at least 0 and sum to 1, not {weights}")
-    dirs = [bundled.ADAPTER_DIR if str(a) == bundled.NAME else Path(a) for a in adapters]
-    configs = []
-    for path in dirs:
-        try:
-            configs.append(json.loads((path / "adapter_config.json").read_text()))
-        except OSError:
-            raise UsageError(f"{path} is not a LoRA adapter directory (no adapter_config.json)") from None
+    dirs = [adapter_dir(a) for a in adapters]
+    configs = [json.loads((path / "adapter_config.json").read_text()) for path in dirs]
     scale = configs[0]["lora_alpha"] / configs[0]["r"]
     for path, config in zip(dirs[1:], configs[1:]):
         differs = [key for key in _SAME if _norm(config.get(key)) != _norm(configs[0].get(key))]

@@ -197,14 +197,9 @@ def load_for_training(config: TrainConfig, device: str, resume_dir: Path | None 
 
 def initial_adapter(name: str | None) -> Path | None:
     """The adapter directory a run starts from: ``fastapply-small`` is the one shipped in the package."""
-    if name is None:
-        return None
-    from fastapply import bundled
+    from finetune.merge import adapter_dir
 
-    path = bundled.ADAPTER_DIR if name == bundled.NAME else Path(name).expanduser()
-    if not (path / "adapter_config.json").is_file():
-        raise UsageError(f"init_adapter {name}: no LoRA adapter there (adapter_config.json is missing)")
-    return path
+    return None if name is None else adapter_dir(name, "init_adapter")
 
 
 def absolute_if_local(model: str) -> str:
