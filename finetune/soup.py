@@ -1,6 +1,6 @@
 """Weight-average LoRA adapters of one base into one adapter ("model soup"), exactly.
 
-    python -m finetune.soup fastapply-small runs/fastapply-small-r11/checkpoint-000020 \
+    python -m finetune.soup runs/r4 runs/fastapply-small-r11/checkpoint-000020 \
         --weights 0.3 0.7 --out runs/soup
     python -m finetune.score runs/soup --records ...     # then finetune.ship, as for any run
 
@@ -8,7 +8,8 @@ Each adapter changes a weight by ``B @ A * alpha / r``. The soup stacks the adap
 ``B`` columns, each scaled by the square root of its weight, into one adapter of the summed rank with
 the same ``alpha / r``: its change is exactly the weighted sum of theirs, so it loads, merges and
 ships like any adapter (twice the rank, twice the size). ``fastapply-small`` names the shipped one.
-The soup records its parts in ``soup.json``. This module trains nothing.
+The soup records its parts, their weights and their own training records in ``soup.json``, so a
+released soup still says how each part was trained. This module trains nothing.
 """
 
 from __future__ import annotations
@@ -55,9 +56,18 @@ def soup(adapters: list[str | Path], weights: list[float], out: str | Path) -> d
     alpha = scale * config["r"]
     config["lora_alpha"] = int(alpha) if float(alpha).is_integer() else alpha
     (out / "adapter_config.json").write_text(json.dumps(config, indent=1, sort_keys=True) + "\n")
-    record = {"adapters": [str(a) for a in adapters], "weights": weights}
+    record = {"adapters": [str(a) for a in adapters], "weights": weights,
+              "training": [_training_record(path) for path in dirs]}
     (out / "soup.json").write_text(json.dumps(record, indent=1) + "\n")
     return config
+
+
+def _training_record(path: Path) -> dict:
+    """What ``path`` records of its training: a release's ``training.json``, or a run's config and metrics."""
+    if (path / "training.json").is_file():
+        return json.loads((path / "training.json").read_text())
+    return {name: json.loads((path / f"{name}.json").read_text()) for name in ("train_config", "metrics", "soup")
+            if (path / f"{name}.json").is_file()}
 
 
 def _norm(value):

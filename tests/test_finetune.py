@@ -408,7 +408,10 @@ def test_a_soup_changes_the_weights_by_the_weighted_sum_of_its_adapters_changes(
               other / "adapter_model.safetensors")
     config = soup([lora_run.out_dir, other], [0.3, 0.7], tmp_path / "soup")
     assert config["r"] == 2 * json.loads((lora_run.out_dir / "adapter_config.json").read_text())["r"]
-    assert json.loads((tmp_path / "soup" / "soup.json").read_text())["weights"] == [0.3, 0.7]
+    record = json.loads((tmp_path / "soup" / "soup.json").read_text())
+    assert record["weights"] == [0.3, 0.7]
+    assert record["training"][0]["train_config"] == json.loads((lora_run.out_dir / "train_config.json").read_text())
+    assert record["training"][1] == {}
     base = adapter_base(lora_run.out_dir)
     merged = [load_model(base, "cpu", "float32", adapter=str(a))[0].merge_and_unload().state_dict()
               for a in (lora_run.out_dir, other, tmp_path / "soup")]
