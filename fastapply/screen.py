@@ -39,6 +39,25 @@ def worth_screening(weight) -> bool:
             and torch.backends.mkldnn.is_available() and bool(torch.ops.mkldnn._is_mkldnn_bf16_supported()))
 
 
+_SCREENS: dict[int, tuple] = {}  # id(weight) -> (weakref to it, its version then, its screen)
+
+
+def screen_for(weight) -> "ScreenedArgmax":
+    """The screen of ``weight``, built once while the weight lives unchanged: its bfloat16 copy and row
+    norms cost about a tenth of a second, which every request of a served model would pay again."""
+    import weakref
+
+    key = id(weight)
+    cached = _SCREENS.get(key)
+    if cached is not None and cached[0]() is weight and cached[1] == weight._version:
+        return cached[2]
+    for stale in [k for k, (ref, _, _) in _SCREENS.items() if ref() is None]:
+        del _SCREENS[stale]
+    screen = ScreenedArgmax(weight)
+    _SCREENS[key] = (weakref.ref(weight), weight._version, screen)
+    return screen
+
+
 class ScreenedArgmax:
     """``argmax(hidden @ weight.T)`` per row, as float32 computes it, mostly in bfloat16.
 

@@ -226,9 +226,9 @@ def stored_costs(key: str) -> CostModel | None:
 
 class Choices(Sequence):
     """A verify's choices, turned from its hidden states into logits only when read: the decode loop
-    reads them in order up to the first draft token the model rejects, so the output layer never runs
-    for the positions after it. Computed ``LOGIT_CHUNK`` positions at a time, then twice as many each
-    time.
+    reads them in order up to the first draft token the model rejects, and a tree's along the accepted
+    branch only, so the output layer never runs for the positions no one reads. Computed in chunks of
+    ``LOGIT_CHUNK`` positions, then twice as many each chunk, each chunk when one of its positions is read.
 
     >>> import torch
     >>> choices = Choices(torch.zeros(60, 2), lambda hidden: [len(hidden)] * len(hidden))
@@ -236,17 +236,19 @@ class Choices(Sequence):
     (60, 16, 32, 48)
     >>> choices[-1], choices.computed, choices == [16] * 16 + [32] * 32 + [12] * 12
     (12, 60, True)
+    >>> tree = Choices(torch.zeros(60, 2), lambda hidden: [len(hidden)] * len(hidden))
+    >>> tree[0], tree[50], tree.computed   # the positions between are never computed
+    (16, 12, 28)
     """
 
     def __init__(self, hidden, choose: Callable[[object], list[int]]):
         self._hidden, self._choose = hidden, choose  # [S, H]; hidden states [N, H] -> token ids
-        self._done: list[int] = []
-        self._size = LOGIT_CHUNK
+        self._chunks: dict[int, list[int]] = {}  # chunk number -> its choices
 
     @property
     def computed(self) -> int:
         """Positions whose logits have been computed."""
-        return len(self._done)
+        return sum(len(chunk) for chunk in self._chunks.values())
 
     def __len__(self) -> int:
         return len(self._hidden)
@@ -257,7 +259,7 @@ class Choices(Sequence):
     __hash__ = None
 
     def __repr__(self) -> str:
-        return f"Choices({self._done}, {len(self) - len(self._done)} not computed)"
+        return f"Choices({len(self)} positions, {self.computed} computed)"
 
     def __getitem__(self, i):
         import torch
@@ -268,12 +270,12 @@ class Choices(Sequence):
             i += len(self)
         if not 0 <= i < len(self):
             raise IndexError(i)
-        while len(self._done) <= i:
-            start = len(self._done)
+        number = (i // LOGIT_CHUNK + 1).bit_length() - 1  # chunk n holds LOGIT_CHUNK * (2^n - 1) onwards
+        start = LOGIT_CHUNK * ((1 << number) - 1)
+        if number not in self._chunks:
             with torch.inference_mode():
-                self._done += self._choose(self._hidden[start:start + self._size])
-            self._size *= 2
-        return self._done[i]
+                self._chunks[number] = self._choose(self._hidden[start:start + (LOGIT_CHUNK << number)])
+        return self._chunks[number][i - start]
 
 
 class HFTarget:
@@ -405,9 +407,10 @@ class HFTarget:
             self.last_hidden = self._hidden[n]
 
     # -- tree verification -------------------------------------------------------------------
-    def verify_tree(self, tree) -> list[int]:
+    def verify_tree(self, tree) -> Sequence[int]:
         """Feed [last token] + the tree's nodes in one pass, each seeing the context and its own branch
-        at position context + depth; return the model's choice after every node (node 0: the last token)."""
+        at position context + depth; return the model's choice after every node (node 0: the last token),
+        computed as they are read where the output layer alone gives the logits."""
         import torch
 
         base = self.cache.get_seq_length()
@@ -422,8 +425,8 @@ class HFTarget:
             positions = torch.tensor([[base + depth for depth in tree.depths]], device=self.device)  # [1, N]
             inputs = {"input_ids": x, "attention_mask": mask, "position_ids": positions,
                       "past_key_values": self.cache, "use_cache": True}
-            if self._head_apart:  # every node's choice through the output layer (its screen, where used)
-                self.choices = self._choose_hidden(self._decoded(**inputs))
+            if self._head_apart:  # the nodes' choices through the output layer (its screen, where used)
+                self.choices = Choices(self._decoded(**inputs), self._choose_hidden)
             else:
                 self.choices = self._choose(self._forward(**inputs, logits_to_keep=nodes).logits[0])
         self._tree_base = base
@@ -474,10 +477,10 @@ class HFTarget:
         if self._screen is None and self._head_apart is not None:
             import torch
 
-            from fastapply.screen import ScreenedArgmax, worth_screening
+            from fastapply.screen import screen_for, worth_screening
 
             head = self._head  # exactly a Linear: a wrapped one (an adapter's) may add to its weight
-            self._screen = (ScreenedArgmax(head.weight) if self._head_apart and self.screen_logits
+            self._screen = (screen_for(head.weight) if self._head_apart and self.screen_logits
                             and self.temperature <= 0 and type(head) is torch.nn.Linear and head.bias is None
                             and worth_screening(head.weight) else False)
         return bool(self._screen)
@@ -606,8 +609,10 @@ class ReplayedHFTarget(HFTarget):
         self.replay.accept(n)
 
     def verify_tree(self, tree) -> list[int]:
-        super().verify_tree(tree)
+        real = super().verify_tree(tree)
         self.choices = self.replay.verify_tree(tree)
+        for node in (0, *tree.accepted(self.choices)):
+            real[node]  # the logits a model choosing the reference would compute
         return self.choices
 
     def accept_path(self, path: Sequence[int]) -> None:

@@ -66,3 +66,16 @@ def test_a_vocabulary_no_larger_than_the_top_checked(vocab):
     weight = torch.randn(vocab, 8, generator=generator)
     hidden = torch.randn(20, 8, generator=generator)
     assert ScreenedArgmax(weight)(hidden) == float32_argmax(hidden, weight)
+
+
+def test_a_screen_is_built_once_per_weight_and_again_when_the_weight_changes():
+    from fastapply.screen import screen_for
+
+    weight = torch.randn(64, 8)
+    first = screen_for(weight)
+    assert screen_for(weight) is first
+    with torch.no_grad():
+        weight.add_(1.0)  # trained in place: the bfloat16 copy would be stale
+    second = screen_for(weight)
+    assert second is not first and torch.equal(second.low, weight.to(torch.bfloat16))
+    assert screen_for(torch.randn(64, 8)) is not second

@@ -173,3 +173,23 @@ def test_replayed_trees_need_fewer_passes():
     tree = speculative_generate(ReplayTarget(reference, 0), Alternatives(reference), [1], 60, {0})
     assert single[0] == tree[0] == [*reference, 0]
     assert tree[1].passes < single[1].passes
+
+
+def test_a_trees_choices_are_computed_along_the_branch_read_only(model):
+    """A long draft rejected at its first token and a short alternative the model takes: reading the
+    accepted branch computes the output layer for the root's chunk and the alternative's, not for the
+    draft nodes between; the choices are those of the whole tree."""
+    from fastapply.target import LOGIT_CHUNK
+
+    reference = greedy(model, PROMPT, 4)
+    draft = [(reference[1] + 1) % 300, *range(100, 180)]
+    tree = DraftTree.from_chains([draft, [reference[1], reference[2]]])
+    target = HFTarget(model)
+    target.prefill(PROMPT)
+    choices = target.verify_tree(tree)
+    path = tree.accepted(choices)
+    assert [tree.tokens[node] for node in path] == reference[1:3]
+    assert choices.computed <= len(tree.tokens) - 2 * LOGIT_CHUNK  # chunk 1, nodes 16-47, never read
+    full = HFTarget(model)
+    full.prefill(PROMPT)
+    assert list(full.verify_tree(tree)) == list(choices)
