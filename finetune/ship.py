@@ -50,10 +50,18 @@ def ship(run: str | Path, out: str | Path | None = None, max_mb: float = MAX_MB)
     tokenizer_dir = basemodel.checkpoint()
     for name in TOKENIZER_FILES:
         shutil.copyfile(tokenizer_dir / name, out / name)
-    record = {name: json.loads((run / f"{name}.json").read_text()) for name in ("train_config", "metrics", "soup")
-              if (run / f"{name}.json").is_file()}
-    (out / "training.json").write_text(json.dumps(record, indent=1) + "\n")
+    (out / "training.json").write_text(json.dumps(training_record(run), indent=1) + "\n")
     return size_mb
+
+
+def training_record(path: str | Path) -> dict:
+    """What the adapter directory ``path`` records of its training: a release's ``training.json``, or a
+    run's config and metrics (and a soup's parts)."""
+    path = Path(path)
+    if (path / "training.json").is_file():
+        return json.loads((path / "training.json").read_text())
+    return {name: json.loads((path / f"{name}.json").read_text()) for name in ("train_config", "metrics", "soup")
+            if (path / f"{name}.json").is_file()}
 
 
 def main(argv: list[str] | None = None) -> int:

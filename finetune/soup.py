@@ -22,6 +22,7 @@ from pathlib import Path
 
 from fastapply.errors import FastapplyError, UsageError
 from finetune.merge import adapter_dir
+from finetune.ship import training_record
 
 _SAME = ("base_model_name_or_path", "target_modules", "peft_type")
 
@@ -57,17 +58,9 @@ def soup(adapters: list[str | Path], weights: list[float], out: str | Path) -> d
     config["lora_alpha"] = int(alpha) if float(alpha).is_integer() else alpha
     (out / "adapter_config.json").write_text(json.dumps(config, indent=1, sort_keys=True) + "\n")
     record = {"adapters": [str(a) for a in adapters], "weights": weights,
-              "training": [_training_record(path) for path in dirs]}
+              "training": [training_record(path) for path in dirs]}
     (out / "soup.json").write_text(json.dumps(record, indent=1) + "\n")
     return config
-
-
-def _training_record(path: Path) -> dict:
-    """What ``path`` records of its training: a release's ``training.json``, or a run's config and metrics."""
-    if (path / "training.json").is_file():
-        return json.loads((path / "training.json").read_text())
-    return {name: json.loads((path / f"{name}.json").read_text()) for name in ("train_config", "metrics", "soup")
-            if (path / f"{name}.json").is_file()}
 
 
 def _norm(value):
