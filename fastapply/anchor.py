@@ -111,10 +111,10 @@ def _place_by_lines(seg: Segment, index: int, orig: Original, lo: int, hi: int, 
             doubts.append(f"{where} has new lines after its last anchor, which may replace the code there")
     matched_edges = (head[1] == 0 and seg.marker_before is not None and start == head[0],
                      tail[1] + tail[2] == len(seg.lines) and end == tail[0] + tail[2])
-    start, end, doubt = absorb_blank_edges(orig, seg, (start, end), matched_edges, (lo, hi), where,
-                                           _deletes_nothing(orig.lines[start:end], seg.lines, key))
+    deletes_nothing = _deletes_nothing(orig.lines[start:end], seg.lines, key)  # blank edges do not change it
+    start, end, doubt = absorb_blank_edges(orig, seg, (start, end), matched_edges, (lo, hi), where, deletes_nothing)
     doubts += doubt
-    keeps_all = replaced and _deletes_nothing(orig.lines[start:end], seg.lines, key)
+    keeps_all = replaced and deletes_nothing
     doubts += [doubt for doubt, in_place in replaced if not (in_place and keeps_all)]
     lines = list(seg.lines)
     matched = []
