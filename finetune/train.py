@@ -25,6 +25,7 @@ import argparse
 import json
 import logging
 import math
+import os
 import resource
 import sys
 import time
@@ -70,8 +71,10 @@ def train(config: TrainConfig, out_dir: str | Path, resume: str | Path | None = 
     device = resolve_device(config.device)
     model, tokenizer = load_for_training(config, device, resume_dir)
     preset = get_preset(config.preset)
-    train_set = build_examples(tokenizer, preset, read_records(config.train_file), config.max_length,
-                               config.edit_weight)
+    records = read_records(config.train_file)
+    # Thousands of whole files: tokenized on every core (a GPU would otherwise wait minutes for one).
+    workers = min(os.cpu_count() or 1, 16) if len(records) >= 1000 else 1
+    train_set = build_examples(tokenizer, preset, records, config.max_length, config.edit_weight, workers)
     if not train_set.examples:
         raise UsageError(f"no training examples in {config.train_file} fit max_length {config.max_length}")
     eval_set = None

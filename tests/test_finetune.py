@@ -114,6 +114,15 @@ def test_examples_longer_than_max_length_are_skipped_and_counted(tokenizer):
     assert len(kept.examples[0].input_ids) == short
 
 
+
+def test_examples_built_in_worker_processes_are_the_same_in_the_same_order(tokenizer):
+    preset = get_preset("default")
+    records = APPLY_RECORDS * 3
+    one = build_examples(tokenizer, preset, records, max_length=4096, edit_weight=4.0)
+    assert build_examples(tokenizer, preset, records, max_length=4096, edit_weight=4.0, workers=2) == one
+    assert [e.input_ids for e in one.examples] == [build_example(tokenizer, preset, r, 4.0).input_ids
+                                                   for r in records]
+
 def test_bits_per_byte_known_answer():
     # Uniform logits over 8 tokens cost log2(8) = 3 bits per answer token. Two examples of 3 and 2
     # answer tokens (15 bits) whose answers are 9 and 6 bytes long: 15 / 15 = 1 bit per byte.
