@@ -48,6 +48,10 @@ class TrainConfig:
     max_steps: int | None = None  # when set, overrides epochs
     max_minutes: float | None = None  # stop (saving a resumable checkpoint) after this long; the schedule stays
     batch_size: int = 1  # examples per forward pass; whole files are long, so accumulate instead
+    # On a GPU: a forward pass takes examples of similar length up to this many tokens, padding included
+    # (batch_size is then not used for training); 0 batches by batch_size. Launching a pass's kernels
+    # costs the host as much time as a short example's arithmetic: batch 1 leaves a GPU waiting.
+    batch_tokens: int = 0
     grad_accum: int = 16
     max_length: int = 8192  # prompt + answer tokens; longer examples are skipped (and counted), not cut
     edit_weight: float = 1.0  # loss weight of answer tokens that are not a copy of the original (1: plain mean)
@@ -67,6 +71,8 @@ class TrainConfig:
     def __post_init__(self) -> None:
         if self.mode not in MODES:
             raise UsageError(f"unknown mode {self.mode!r}; choose one of: {', '.join(MODES)}")
+        if self.batch_tokens < 0:
+            raise UsageError(f"batch_tokens must be 0 or more, not {self.batch_tokens}")
         for name in ("lora_rank", "batch_size", "grad_accum", "max_length"):
             if getattr(self, name) < 1:
                 raise UsageError(f"{name} must be at least 1, not {getattr(self, name)}")

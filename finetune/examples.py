@@ -182,6 +182,46 @@ def micro_batches(n_examples: int, batch_size: int, seed: int, start: int = 0) -
         epoch, skip = epoch + 1, 0
 
 
+def token_batches(lengths: Sequence[int], max_tokens: int, seed: int, start: int = 0) -> Iterator[list[int]]:
+    """Endless example-index batches of similar lengths whose padded size (longest x count) is at most
+    ``max_tokens`` (an example longer than that goes alone): on a GPU a forward pass of batch 1 costs
+    about as much host time launching kernels as a short example's arithmetic, so examples are batched
+    by tokens, not by count, with little padding. Epoch after epoch of ``epoch_token_batches``; the
+    stream depends only on its arguments, so a resumed run skips ``start`` batches and sees exactly what
+    an uninterrupted run would have.
+    """
+    epoch = 0
+    while True:
+        batches = epoch_token_batches(lengths, max_tokens, seed + epoch)
+        if start >= len(batches):
+            start -= len(batches)
+        else:
+            yield from batches[start:]
+            start = 0
+        epoch += 1
+
+
+def epoch_token_batches(lengths: Sequence[int], max_tokens: int, seed: int, pool: int = 256) -> list[list[int]]:
+    """One epoch of ``token_batches``: a permutation seeded by ``seed`` cut into pools of ``pool``
+    examples, each pool sorted by length and packed greedily, the batches then shuffled.
+    E.g. lengths=[5, 1, 5, 1], max_tokens=4 -> the two 1s together and each 5 alone, in a shuffled order.
+    """
+    import torch
+
+    generator = torch.Generator().manual_seed(seed)
+    order = torch.randperm(len(lengths), generator=generator).tolist()
+    batches = []
+    for begin in range(0, len(order), pool):
+        batch: list[int] = []
+        for index in sorted(order[begin:begin + pool], key=lambda i: lengths[i]):
+            if batch and lengths[index] * (len(batch) + 1) > max_tokens:
+                batches.append(batch)
+                batch = []
+            batch.append(index)
+        batches.append(batch)
+    return [batches[i] for i in torch.randperm(len(batches), generator=generator).tolist()]
+
+
 def answer_nll_bits(logits, labels, weights=None):
     """Summed negative log-likelihood, in bits, of the labelled tokens (each times its ``weights`` [B, S]
     entry when given).

@@ -39,7 +39,8 @@ from fastapply.prompt import get_preset
 from fastapply.target import synchronize
 from finetune.config import TrainConfig, load_config
 from finetune.examples import (IGNORE, Example, answer_nll_bits, argmax_misses, bits_per_byte, build_examples,
-                               collate, label_weights, micro_batches, read_records)
+                               collate, epoch_token_batches, label_weights, micro_batches,
+                               read_records, token_batches)
 
 log = logging.getLogger("finetune")
 STATE_FILE = "trainer_state.pt"
@@ -82,8 +83,10 @@ def train(config: TrainConfig, out_dir: str | Path, resume: str | Path | None = 
         eval_records = read_records(config.eval_file)[:config.eval_limit]
         eval_set = build_examples(tokenizer, preset, eval_records, config.max_length)
     pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
-    total_steps = config.max_steps or math.ceil(
-        config.epochs * math.ceil(len(train_set.examples) / config.batch_size) / config.grad_accum)
+    lengths = [len(e.input_ids) for e in train_set.examples]
+    per_epoch = len(epoch_token_batches(lengths, config.batch_tokens, config.seed)) if config.batch_tokens else \
+        math.ceil(len(train_set.examples) / config.batch_size)
+    total_steps = config.max_steps or math.ceil(config.epochs * per_epoch / config.grad_accum)
 
     trainable = [p for p in model.parameters() if p.requires_grad]
     optimizer, scheduler, step, history = optimizer_state(trainable, config, total_steps, resume_dir,
@@ -105,7 +108,9 @@ def train(config: TrainConfig, out_dir: str | Path, resume: str | Path | None = 
     if eval_set is not None and step == 0:
         _record_eval(model, eval_set.examples, pad_id, config.batch_size, device, autocast, step, metrics)
 
-    stream = micro_batches(len(train_set.examples), config.batch_size, config.seed, start=step * config.grad_accum)
+    start = step * config.grad_accum
+    stream = token_batches(lengths, config.batch_tokens, config.seed, start) if config.batch_tokens else \
+        micro_batches(len(train_set.examples), config.batch_size, config.seed, start)
     window_nats = window_answer = window_tokens = 0.0
     window_start, train_seconds, trained_tokens, loss = time.perf_counter(), 0.0, 0, float("nan")
     model.train()

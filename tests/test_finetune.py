@@ -22,7 +22,7 @@ from fastapply.prompt import answer_ids, get_preset, prompt_ids
 from fastapply.target import load_model
 from finetune.config import TrainConfig, load_config
 from finetune.examples import (IGNORE, Example, answer_nll_bits, argmax_misses, bits_per_byte, build_example,
-                               build_examples, micro_batches)
+                               build_examples, epoch_token_batches, micro_batches, token_batches)
 from finetune.merge import adapter_base, merge_adapter
 from finetune.score import disagreements
 from finetune.score import main as score_main
@@ -170,6 +170,20 @@ def test_micro_batches_resume_where_they_left_off():
     assert [len(b) for b in first] == [2, 2, 1, 2, 2, 1, 2]
     resumed = micro_batches(5, 2, seed=3, start=4)
     assert [next(resumed) for _ in range(3)] == first[4:]
+
+
+def test_token_batches_pack_similar_lengths_within_the_budget_and_resume():
+    assert sorted(sorted(b) for b in epoch_token_batches([5, 1, 5, 1], 4, seed=0)) == [[0], [1, 3], [2]]
+    lengths = [(7 * i) % 23 + 1 for i in range(40)]
+    stream = token_batches(lengths, 24, seed=5)
+    per_epoch = len(epoch_token_batches(lengths, 24, seed=5))
+    first = [next(stream) for _ in range(per_epoch + 3)]
+    assert sorted(i for batch in first[:per_epoch] for i in batch) == list(range(40))  # an epoch is a permutation
+    assert all(max(lengths[i] for i in b) * len(b) <= 24 for b in first)
+    assert all(len(b) > 1 for b in first[:per_epoch] if min(lengths[i] for i in b) <= 4)  # short ones share a pass
+    resumed = token_batches(lengths, 24, seed=5, start=per_epoch - 1)
+    assert [next(resumed) for _ in range(4)] == first[per_epoch - 1:]
+    assert [len(b) for b in epoch_token_batches([9, 1], 4, seed=1)].count(1) == 2  # too long: alone
 
 
 def test_lr_factor_warms_up_then_decays():
@@ -336,6 +350,19 @@ def test_edit_weight_marks_the_tokens_that_apply_the_edit(tokenizer):
     edited = tokenizer.decode([t for t, w in zip(answer, example.weights) if w == 4.0])
     assert "3" in edited and "alpha" not in edited  # the change, not the copied lines
     assert build_example(tokenizer, preset, record).weights == ()  # weight 1: no per-token weights
+
+
+def test_token_batched_training_resumes_like_an_uninterrupted_run(apply_model, tmp_path):
+    train_file = write_jsonl(tmp_path / "train.jsonl", ADAPTER_RECORDS * 3)
+    config = config_for(apply_model.out_dir, train_file, learning_rate=1e-2, batch_tokens=600, grad_accum=1,
+                        max_steps=4, save_every=2, log_every=1)
+    straight = train(config, tmp_path / "straight")
+    resumed = train(config, tmp_path / "resumed", resume=tmp_path / "straight")
+    log = json.loads((tmp_path / "resumed" / "metrics.json").read_text())["log"]
+    assert [e["step"] for e in log] == [1, 2, 3, 4] and math.isfinite(straight.train_loss)
+    straight_weights = dict(straight.model.named_parameters())
+    for name, param in resumed.model.named_parameters():
+        assert torch.allclose(param, straight_weights[name], atol=1e-7), name
 
 
 def test_edit_weighted_training_runs_and_trains_differently(apply_model, tmp_path):
