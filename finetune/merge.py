@@ -3,6 +3,7 @@
 
     python -m finetune.merge runs/llama-1b-lora --out runs/llama-1b-merged
     python -m finetune.merge runs/llama-1b-lora --base meta-llama/Llama-3.2-1B-Instruct --out runs/llama-1b-merged
+    python -m finetune.merge fastapply-small --out runs/fastapply-small-merged    # the shipped adapter
     fastapply FILE --edit "..." --model runs/llama-1b-merged
 
 The merge is done in float32 on the CPU (``W + B @ A * alpha / r`` rounded once), then saved in the
@@ -47,11 +48,12 @@ def merge_adapter(adapter: str | Path, out: str | Path, base: str | None = None,
     """Merge ``adapter`` into ``base`` (default: the adapter's recorded base), save to ``out``; return the model."""
     import torch
 
-    from fastapply.target import load_model
+    from fastapply.target import load_model, resolve_named
 
     if dtype not in SAVE_DTYPES:
         raise UsageError(f"unknown dtype {dtype!r}; choose one of: {', '.join(SAVE_DTYPES)}")
-    base = base or adapter_base(adapter)
+    adapter = adapter_dir(adapter)
+    base = resolve_named(base or adapter_base(adapter))  # fastapply's own names: their checkpoint in the cache
     model, tokenizer = load_model(base, device="cpu", dtype="float32", adapter=str(adapter))
     saved_dtype = _checkpoint_dtype(base) if dtype == "auto" else getattr(torch, dtype)
     merged = model.merge_and_unload().to(saved_dtype)
@@ -75,7 +77,8 @@ def _checkpoint_dtype(base: str):
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("adapter", help="LoRA adapter directory (the --out of finetune.train)")
+    parser.add_argument("adapter", help="LoRA adapter directory (the --out of finetune.train), or fastapply-small "
+                                        "(the shipped one)")
     parser.add_argument("--out", required=True, help="directory for the merged checkpoint")
     parser.add_argument("--base", help="base model path or hub id (default: the one the adapter records)")
     parser.add_argument("--dtype", default="auto", choices=SAVE_DTYPES, help="saved dtype (default: the base's)")

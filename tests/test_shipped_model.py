@@ -116,3 +116,19 @@ def test_second_load_reuses_the_merged_checkpoint(user_cache, tmp_path, monkeypa
     assert bundled.checkpoint() == first
     model, tokenizer = load_model(bundled.NAME, device="cpu", dtype="float32")
     assert model.config.num_hidden_layers == 30 and tokenizer.eos_token == "<|im_end|>"
+
+
+def test_finetune_merge_writes_the_shipped_adapter_as_the_default_models_weights(shipped, user_cache, tmp_path):
+    """`python -m finetune.merge fastapply-small` finds the base by fastapply's own name, offline."""
+    import torch
+
+    from finetune.merge import main as merge_main
+
+    assert merge_main(["fastapply-small", "--out", str(tmp_path / "merged")]) == 0
+    from fastapply.target import load_model
+
+    merged, _ = load_model(str(tmp_path / "merged"), device="cpu", dtype="float32")
+    model, _ = shipped
+    reference = dict(model.named_parameters())
+    for name, param in merged.named_parameters():
+        assert torch.equal(param, reference[name]), name
