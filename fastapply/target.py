@@ -201,7 +201,7 @@ def verify_costs_path() -> Path:
     return cache_dir() / "verify-costs.json"
 
 
-COST_TIMING = 2  # how ``HFTarget._measure`` times a verify; raised when that changes, so stored costs are re-timed
+COST_TIMING = 3  # how ``HFTarget._measure`` times a verify; raised when that changes, so stored costs are re-timed
 
 
 def cost_key(model_key: str, device, dtype, screened: bool = False) -> str:
@@ -291,7 +291,10 @@ class HFTarget:
                  model_key: str | None = None, keep_hidden: bool = False, screen_logits: bool = True):
         import torch
 
+        from fastapply.attention import use_grouped_attention
+
         self.model = model
+        use_grouped_attention(model)  # a CPU verify attends grouped heads without copying the cache
         self.temperature = temperature
         self.prefill_chunk = prefill_chunk
         self.device = next(model.parameters()).device
