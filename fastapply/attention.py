@@ -45,5 +45,8 @@ def use_grouped_attention(model) -> bool:
         return False
     AttentionInterface.register(NAME, grouped_sdpa_forward)
     AttentionMaskInterface.register(NAME, ALL_MASK_ATTENTION_FUNCTIONS["sdpa"])  # the masks sdpa takes
-    model.set_attn_implementation(NAME)
+    try:
+        model.set_attn_implementation(NAME)
+    except (ValueError, AttributeError):  # a model with its own attention code takes no registered function
+        return False
     return True
