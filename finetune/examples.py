@@ -112,6 +112,7 @@ def build_examples(tokenizer, preset: Preset, records: Sequence[dict], max_lengt
         import os
 
         global _forked_build
+        parallelism = os.environ.get("TOKENIZERS_PARALLELISM")
         os.environ["TOKENIZERS_PARALLELISM"] = "false"  # each process tokenizes on its own core
         _forked_build = build  # inherited by the forked workers, not pickled with every chunk
         try:
@@ -119,6 +120,10 @@ def build_examples(tokenizer, preset: Preset, records: Sequence[dict], max_lengt
                 examples = pool.map(_build_forked, records, chunksize=max(1, len(records) // (workers * 8)))
         finally:
             _forked_build = None
+            if parallelism is None:  # the caller's own tokenizing keeps its threads
+                del os.environ["TOKENIZERS_PARALLELISM"]
+            else:
+                os.environ["TOKENIZERS_PARALLELISM"] = parallelism
     else:
         examples = map(build, records)
     for example in examples:
