@@ -1,4 +1,4 @@
-"""fastapply end to end with the output layer screened in bfloat16 (``screen.py``) against float32, on the
+"""fastapply end to end with the output layer screened in int8 (``screen.py``) against float32, on the
 same model and tasks, alternating per task so that a busy moment hurts both alike.
 
     python benchmarks/screen_bench.py                       # the 20 bench tasks, fastapply-small, cpu

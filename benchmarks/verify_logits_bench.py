@@ -9,8 +9,8 @@ After a prefill of ``--context`` tokens of a real prompt, each round times one v
 ``--draft``-token draft whose choices are read up to each rejection point (what a rejection there
 costs: the logits of the chunks up to it), the points in turn so a busy moment hurts them alike; then rolls the pass back. Reported: the best of
 ``--rounds`` per point, against the float32 pass through the whole draft. Each round does this twice:
-with the output layer in float32, and through its bfloat16 screen (``screen.py``, where the CPU has
-bfloat16 products; the same choices, checked here). Prints a table and writes
+with the output layer in float32, and through its int8 screen (``screen.py``, where it measured faster
+than float32; the same choices, checked here). Prints a table and writes
 ``benchmarks/results/verify-logits-<device>.json``. Take it on an otherwise idle machine.
 """
 
@@ -73,7 +73,7 @@ def main() -> None:
              **{f"{name}_vs_whole_draft": round(min(times[name, p][1:]) / full, 3) for name in targets}}
             for p in points]
     print(f"{args.model} on {device}: context {len(context)}, draft {len(draft)}, logits apart: "
-          f"{targets['float32']._head_apart}, bfloat16 screen: {bool(screen)}"
+          f"{targets['float32']._head_apart}, int8 screen: {bool(screen)}"
           + (f" ({screen.exact_rows} positions decided in float32)" if screen else ""))
     print(f"{'rejected at':>11} {'float32 ms':>11} {'screened ms':>12} {'vs whole':>9}")
     for row in rows:

@@ -1,50 +1,63 @@
-"""The greedy choices of a float32 output layer, found through a bfloat16 one wherever that is proven
-to choose the same token.
+"""The greedy choices of a float32 output layer, found through an int8 product wherever that is proven to
+choose the same token.
 
 A verify must know the model's top token at every position it accepts, and on a CPU the output layer
-(hidden 576 x vocabulary 49,152 for fastapply-small) is about a fifth of a pass. Where the CPU has
-bfloat16 dot products (AVX512-BF16) the same product in bfloat16 runs about three times faster, but
-rounds. ``ScreenedArgmax`` bounds that rounding and only trusts the bfloat16 logits where the bound
-leaves one possible winner:
+(hidden 576 x vocabulary 49,152 for fastapply-small) is about a fifth of a pass: a cost the limit (one
+prefill, one position's logits) never pays. Where the CPU multiplies int8 matrices fast (VNNI), the same
+product in int8 runs two to three times faster, but rounds. ``ScreenedArgmax`` bounds that rounding and
+only trusts the int8 logits where the bound leaves one possible winner:
 
-- with ``u = 2**-8`` (bfloat16's unit roundoff) and ``γ`` the float32 accumulation error over the
-  hidden size, every bfloat16 logit ``A[j]`` is within ``E[j] = c·|x|·|w_j| + u/(1-u)·|A[j]|`` of the
-  float32 logit ``L[j]`` that plain decoding computes, ``c = 2u + u² + 2.1γ`` (inputs rounded to
-  bfloat16, products summed in float32, the result rounded to bfloat16; the float32 logit's own
-  rounding is the last ``γ``);
-- the top bfloat16 token ``t`` is the float32 argmax when ``A[t] - E[t] > A[j] + E[j]`` for every other
-  ``j``: checked with each row's own norm for the ``TOP`` highest, and with the largest row norm for
-  the rest, which lie below the ``TOP``-th;
-- where more than one token stays possible (about 1 position in 100 on fastapply-small), those
-  candidates' float32 logits decide, lowest id first on a tie as ``argmax`` does; where even the rest
-  cannot be ruled out, the position's whole float32 row does.
+- a model's hidden states carry a few channels ten times the others, which would swamp an int8 scale:
+  the ``EXACT`` channels largest in a sample of them (the first prefill's) are kept in float32, ``h_O``;
+  each weight row ``j`` is quantized over the other channels with its own scale, ``w_jR = s_j·q_j + e_j``,
+  and at each position the rest of the hidden state with one scale, ``r = t·p + d``;
+- so the true logit is at most ``U[j] = s_j·t·(q_j·p) + w_jO·h_O + |s_j q_j|·|d| + |e_j|·|r| + γ|w_jO|·|h_O|
+  + γ_H|w_j|·|h|`` (Cauchy-Schwarz on the rounding terms; the last two cover float32's own rounding of
+  the exact channels and of the logit the model computes), and every term is a product of a row's
+  constant and a position's: one int8 product and one thin float32 product give every ``U[j]``;
+- the top ``a`` of ``U`` is the float32 argmax when its own float32 logit, less its rounding, exceeds
+  every other ``U[j]``; where it does not (a few positions in a hundred on fastapply-small), the tokens
+  whose ``U`` reaches it are the only candidates, and their float32 logits decide, lowest id first on a
+  tie as ``argmax`` does (more than ``CANDIDATES`` a position: its whole float32 row).
 
-So the choices are float32's, token for token. The bound is checked against the float32 layer on the
-first positions screened; a machine whose bfloat16 product rounds otherwise gets float32 throughout.
+So the choices are float32's, token for token. The bound is checked against the float32 layer on the first
+positions screened, and the screen is only used where it measured faster than float32 on this machine.
 """
 
 from __future__ import annotations
 
-TOP = 8  # bfloat16 logits per position checked with their own row's norm
+import time
+
+EXACT = 16  # hidden channels of largest magnitude kept in float32
+BLOCK = 64  # positions screened at a time: the int8 product's [BLOCK, V] output stays in cache
 MIN_WEIGHTS = 1 << 22  # a smaller output layer is cheap in float32: the screen's own steps cost more
-UNIT = 2.0 ** -8  # bfloat16's unit roundoff (8 significant bits, round to nearest)
+GAMMA_SLACK = 1.001  # the bound's coefficients, widened for their own float32 rounding
+CANDIDATES = 64  # tokens per unsettled position whose float32 logits are computed one by one, on average
+RELATIVE_SLACK = 1e-4  # of |h|·max|w_j|: covers the float32 sums that form U and the floor
+
+
+def gamma(n: int) -> float:
+    """The relative error bound of a float32 sum of ``n`` products."""
+    unit = 2.0 ** -24
+    return n * unit / (1 - n * unit)
 
 
 def worth_screening(weight) -> bool:
-    """Whether the screen pays for the float32 output layer ``weight`` [V, H]: a large one, on a CPU that
-    multiplies bfloat16 matrices natively (elsewhere bfloat16 is slower than float32)."""
+    """Whether the screen may pay for the float32 output layer ``weight`` [V, H]: a large one, on a CPU;
+    it is used where its ``faster`` says so (timed once per weight)."""
     import torch
 
     return (weight.dtype == torch.float32 and weight.device.type == "cpu" and weight.numel() >= MIN_WEIGHTS
-            and torch.backends.mkldnn.is_available() and bool(torch.ops.mkldnn._is_mkldnn_bf16_supported()))
+            and hasattr(torch, "_int_mm"))
 
 
 _SCREENS: dict[int, tuple] = {}  # id(weight) -> (weakref to it, its version then, its screen)
 
 
-def screen_for(weight) -> "ScreenedArgmax":
-    """The screen of ``weight``, built once while the weight lives unchanged: its bfloat16 copy and row
-    norms cost about a tenth of a second, which every request of a served model would pay again."""
+def screen_for(weight, sample=None) -> "ScreenedArgmax":
+    """The screen of ``weight`` (its channels chosen from ``sample``, hidden states [S, H], where given),
+    built once while the weight lives unchanged: its int8 copy, row constants and timing cost about half a
+    second, which every request of a served model would pay again."""
     import weakref
 
     key = id(weight)
@@ -53,13 +66,13 @@ def screen_for(weight) -> "ScreenedArgmax":
         return cached[2]
     for stale in [k for k, (ref, _, _) in _SCREENS.items() if ref() is None]:
         del _SCREENS[stale]
-    screen = ScreenedArgmax(weight)
+    screen = ScreenedArgmax(weight, sample)
     _SCREENS[key] = (weakref.ref(weight), weight._version, screen)
     return screen
 
 
 class ScreenedArgmax:
-    """``argmax(hidden @ weight.T)`` per row, as float32 computes it, mostly in bfloat16.
+    """``argmax(hidden @ weight.T)`` per row, as float32 computes it, mostly in int8.
 
     >>> import torch
     >>> weight = torch.tensor([[1.0, 0.0], [0.0, 1.0], [1.0, 0.0]])  # rows 0 and 2 tie: argmax takes 0
@@ -67,61 +80,140 @@ class ScreenedArgmax:
     [0, 1]
     """
 
-    def __init__(self, weight):
+    def __init__(self, weight, sample=None):
         import torch
 
         weight = weight.detach()  # a model's parameter: nothing here is trained
         self.weight = weight  # [V, H] float32
-        self.low = weight.to(torch.bfloat16)
-        self.norms = weight.norm(dim=-1)  # [V]
-        self.max_norm = float(self.norms.max())
+        # the channels kept in float32: the largest in ``sample`` (hidden states [S, H] of the model),
+        # else the first; any choice is exact, a good one settles more positions
         size = weight.shape[1]
-        gamma = size * 2.0 ** -24 / (1 - size * 2.0 ** -24)
-        self.scale = (2 * UNIT + UNIT ** 2 + 2.1 * gamma) * 1.001  # the last factor: the norms' own rounding
+        count = min(EXACT, size)
+        channels = (sample.detach().abs().amax(dim=0).topk(count).indices if sample is not None and len(sample)
+                    else torch.arange(count))
+        self.channels = channels.sort().values
+        self.thin = weight[:, self.channels].t().contiguous()  # [E, V]: w_jO
+        rest = weight.index_fill(1, self.channels, 0.0)  # the columns quantized
+        scale = (rest.abs().amax(dim=1, keepdim=True) / 127).clamp(min=1e-30)  # [V, 1]: s_j
+        quantized = (rest / scale).round().clamp(-127, 127)  # q_j
+        self.low = quantized.to(torch.int8).t().contiguous()  # [H, V]
+        self.row_scale = scale[:, 0]
+        scaled = quantized * scale
+        error = (rest - scaled).norm(dim=1) + 2.0 ** -23 * scaled.norm(dim=1)  # |e_j|, the product's rounding too
+        norms = weight.norm(dim=1)
+        # a row's constants of the bound: |s_j q_j|, |e_j|, |w_j| (for the kept channels' rounding and
+        # the model's own), widened for their own rounding
+        self.rows = torch.stack([scaled.norm(dim=1), error, norms, norms]) * GAMMA_SLACK  # [4, V]
+        self.norms = self.rows[2]
+        self.max_norm = float(self.norms.max())
         self.trusted: bool | None = None  # whether the bound held where checked; None: not checked yet
         self.exact_rows = 0  # positions decided by float32 logits (some or all): for tests and benchmarks
+        self._faster: bool | None = None
+
+    @property
+    def faster(self) -> bool:
+        """Whether a screened block of positions costs at most two thirds of the float32 one here."""
+        if self._faster is None:
+            import torch
+
+            generator = torch.Generator().manual_seed(0)
+            hidden = torch.randn(BLOCK, self.weight.shape[1], generator=generator)
+            with torch.inference_mode():
+                screened = _best_time(lambda: self._upper(hidden))
+                exact = _best_time(lambda: self._exact(hidden))
+            self._faster = screened <= exact * 2 / 3
+        return self._faster
 
     def __call__(self, hidden) -> list[int]:
         """The float32 argmax of each row of ``hidden`` [N, H] times the weight."""
         import torch
 
+        choices: list[int] = []
         with torch.inference_mode():
-            approx = torch.nn.functional.linear(hidden.to(torch.bfloat16), self.low)  # [N, V]
-            if self.trusted is None:
-                self.trusted = self._bound_holds(hidden, approx)
-            if not self.trusted:
-                return self._exact(hidden).tolist()
-            values, ids = approx.topk(min(TOP, approx.shape[1]), dim=-1)  # [N, K], highest first
-            values = values.float()
-            size = hidden.norm(dim=-1, keepdim=True)  # [N, 1]
-            slack = self.scale * size * self.norms[ids] + UNIT / (1 - UNIT) * values.abs()  # [N, K]
-            floor = values[:, :1] - slack[:, :1]  # the top token's float32 logit is at least this
-            possible = values + slack >= floor  # [N, K]: the top token and any that may beat it
-            # a token outside the TOP has a bfloat16 logit at most the TOP-th (or below 0)
-            rest = values[:, -1:].clamp(min=0) * (1 + UNIT / (1 - UNIT)) + self.scale * size * self.max_norm
-            settled = rest < floor if approx.shape[1] > TOP else torch.ones_like(floor, dtype=torch.bool)
-            choices = ids[:, 0].tolist()
-            unsure = (possible.sum(dim=-1) > 1) | ~settled[:, 0]
-            for row in unsure.nonzero().flatten().tolist():
-                self.exact_rows += 1
-                if settled[row, 0]:
-                    candidates = ids[row][possible[row]].sort().values  # lowest id first, as argmax breaks ties
-                    logits = torch.nn.functional.linear(hidden[row], self.weight[candidates])
-                    choices[row] = int(candidates[logits.argmax()])
-                else:
-                    choices[row] = int(self._exact(hidden[row:row + 1])[0])
-            return choices
+            for start in range(0, len(hidden), BLOCK):
+                choices.extend(self._block(hidden[start:start + BLOCK]))
+        return choices
+
+    def _block(self, hidden) -> list[int]:
+        import torch
+
+        if not bool(torch.isfinite(hidden).all()):  # no bound holds for them: float32 as it stands
+            return self._exact(hidden).tolist()
+        upper, step, size = self._upper(hidden)  # U / t
+        if self.trusted is None:
+            self.trusted = self._bound_holds(hidden, upper, step, size)
+        if not self.trusted:
+            return self._exact(hidden).tolist()
+        ids = upper.max(dim=-1).indices  # [N]
+        floor = self._floor(hidden, ids, step, size)  # [N]: the top token's float32 logit is at least this
+        upper.scatter_(1, ids[:, None], float("-inf"))
+        rest = upper.max(dim=-1).values  # [N]: the most any other token's float32 logit may be
+        margin = RELATIVE_SLACK * size[:, 0] * self.max_norm / step[:, 0]  # the sums' own rounding
+        choices = ids.tolist()
+        unsure = (floor - rest <= margin).nonzero().flatten()
+        if len(unsure):
+            self.exact_rows += len(unsure)
+            upper[unsure, ids[unsure]] = float("inf")
+            possible = upper[unsure] >= (floor - margin)[unsure, None]  # [U, V]: tokens that may win
+            counts = possible.sum(dim=-1).tolist()
+            if sum(counts) > CANDIDATES * len(unsure):  # crowded: the whole float32 rows decide
+                for row, choice in zip(unsure.tolist(), self._exact(hidden[unsure]).tolist()):
+                    choices[row] = choice
+            else:  # the candidates' float32 logits decide, lowest id first on a tie as argmax does
+                rows, columns = possible.nonzero(as_tuple=True)  # by row, ascending ids within each
+                logits = (hidden[unsure[rows]] * self.weight[columns]).sum(dim=-1)
+                start = 0
+                for row, count in zip(unsure.tolist(), counts):
+                    choices[row] = int(columns[start + int(logits[start:start + count].argmax())])
+                    start += count
+        return choices
+
+    def _upper(self, hidden):
+        """``U / t`` of the module docstring at each position of ``hidden`` [N, H] ([N, V]), with ``t``
+        [N, 1] and ``|h|`` [N, 1]."""
+        import torch
+
+        kept = hidden[:, self.channels]  # h_O [N, E]
+        rest = hidden.index_fill(1, self.channels, 0.0)  # r
+        step = (rest.abs().amax(dim=-1, keepdim=True) / 127).clamp(min=1e-12)  # t
+        points = (rest / step).round().clamp(-127, 127)  # p
+        left = (rest.double() - points.double() * step.double()).norm(dim=-1, keepdim=True).float()  # |d|
+        upper = torch._int_mm(points.to(torch.int8), self.low) * self.row_scale  # s_j (q_j . p)
+        upper.addmm_(kept / step, self.thin)  # + w_jO . h_O / t
+        size = hidden.norm(dim=-1, keepdim=True)  # |h|
+        constants = torch.cat([left, rest.norm(dim=-1, keepdim=True),
+                               gamma(len(self.channels) + 8) * kept.norm(dim=-1, keepdim=True),
+                               gamma(hidden.shape[1]) * size], dim=1)  # [N, 4]
+        upper.addmm_(constants / step, self.rows)  # + the rounding terms
+        return upper, step, size
+
+    def _floor(self, hidden, ids, step, size):
+        """A floor of the float32 logit of token ``ids[n]`` at each position, over ``t``: the logit as this
+        computes it, less the rounding of its sum and of the model's."""
+        logits = (hidden * self.weight[ids]).sum(dim=-1)
+        return (logits - 2 * gamma(hidden.shape[1]) * self.norms[ids] * size[:, 0]) / step[:, 0]
 
     def _exact(self, hidden):
         import torch
 
         return torch.nn.functional.linear(hidden, self.weight).argmax(dim=-1)
 
-    def _bound_holds(self, hidden, approx) -> bool:
-        """Whether every bfloat16 logit ``approx`` of ``hidden`` lies within the bound of its float32 one."""
+    def _bound_holds(self, hidden, upper, step, size) -> bool:
+        """Whether every float32 logit of ``hidden`` lies at most at its ``U``, and the top one's at least
+        at its floor."""
         import torch
 
-        approx = approx.float()
-        exact = torch.nn.functional.linear(hidden, self.weight)
-        slack = self.scale * hidden.norm(dim=-1, keepdim=True) * self.norms + UNIT / (1 - UNIT) * approx.abs()
-        return bool(((approx - exact).abs() <= slack).all())
+        exact = torch.nn.functional.linear(hidden, self.weight) / step  # [N, V]
+        margin = RELATIVE_SLACK * size * self.max_norm / step
+        ids = exact.argmax(dim=-1)
+        floor = self._floor(hidden, ids, step, size)
+        return bool((exact <= upper + margin).all() and (floor <= exact.gather(1, ids[:, None])[:, 0] + margin[:, 0]).all())
+
+
+def _best_time(run, repeats: int = 3) -> float:
+    times = []
+    for _ in range(repeats + 1):
+        start = time.perf_counter()
+        run()
+        times.append(time.perf_counter() - start)
+    return min(times[1:])

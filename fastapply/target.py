@@ -201,16 +201,16 @@ def verify_costs_path() -> Path:
     return cache_dir() / "verify-costs.json"
 
 
-COST_TIMING = 3  # how ``HFTarget._measure`` times a verify; raised when that changes, so stored costs are re-timed
+COST_TIMING = 4  # how ``HFTarget._measure`` times a verify; raised when that changes, so stored costs are re-timed
 
 
 def cost_key(model_key: str, device, dtype, screened: bool = False) -> str:
     """The key of a model's verify costs measured on ``device`` in ``dtype`` with this torch and this way of
-    timing (``COST_TIMING``), its output layer ``screened`` in bfloat16 or not (``screen.py``)."""
+    timing (``COST_TIMING``), its output layer ``screened`` in int8 or not (``screen.py``)."""
     import torch
 
     return (f"{model_key}|{device}|{dtype}|torch {torch.__version__}|timing {COST_TIMING}"
-            + ("|bf16 screen" if screened else ""))
+            + ("|int8 screen" if screened else ""))
 
 
 def stored_costs(key: str) -> CostModel | None:
@@ -283,8 +283,8 @@ class HFTarget:
 
     Greedy when ``temperature == 0``; otherwise every verified position is sampled from the model's
     distribution at that temperature (the decode loop keeps the draft while it equals the samples).
-    ``screen_logits``: a greedy float32 model on a CPU with bfloat16 products finds a verify's (and a
-    tree's) choices through the output layer in bfloat16 where that is proven to change none (``screen.py``).
+    ``screen_logits``: a greedy float32 model on a CPU where int8 products are faster finds a verify's (and
+    a tree's) choices through the output layer in int8 where that is proven to change none (``screen.py``).
     """
 
     def __init__(self, model, temperature: float = 0.0, seed: int | None = None, prefill_chunk: int = 1024,
@@ -328,7 +328,8 @@ class HFTarget:
         self._verified = 0  # positions fed by the last verify: pending + draft
         self._text: list[int] = []  # the prompt's last tokens: the draft that verify costs are timed with
         self.screen_logits = screen_logits
-        self._screen = None  # the output layer's bfloat16 screen (screen.py); False: not used here
+        self._screen = None  # the output layer's int8 screen (screen.py); False: not used here
+        self._sample = None  # the first prefill's last hidden states, until the screen is chosen
 
     def track_hidden(self) -> None:
         """Keep ``last_hidden`` from the next forward pass on (``keep_hidden``); call it before ``prefill``."""
@@ -374,6 +375,7 @@ class HFTarget:
                                         and torch.equal(self._head(self._hidden[-1:]), logits[0]))
         finally:
             if check:
+                self._sample = self._hidden  # what the output layer's screen picks its channels from
                 self._decoder, self._hidden = None, None
         self.pending = self._choose(logits[0])[0]
         if self._hidden is not None:
@@ -474,18 +476,20 @@ class HFTarget:
         return self._screen(hidden) if self._screens() else self._choose(self._head(hidden))
 
     def _screens(self) -> bool:
-        """Whether a verify finds its choices through the output layer's bfloat16 screen (``screen.py``):
-        greedy, a large float32 output layer whose logits are the model's, on a CPU with bfloat16
-        products. Known from the first prefill on."""
+        """Whether a verify finds its choices through the output layer's int8 screen (``screen.py``):
+        greedy, a large float32 output layer whose logits are the model's, on a CPU where the screen
+        measured faster. Known from the first prefill on."""
         if self._screen is None and self._head_apart is not None:
             import torch
 
             from fastapply.screen import screen_for, worth_screening
 
             head = self._head  # exactly a Linear: a wrapped one (an adapter's) may add to its weight
-            self._screen = (screen_for(head.weight) if self._head_apart and self.screen_logits
-                            and self.temperature <= 0 and type(head) is torch.nn.Linear and head.bias is None
-                            and worth_screening(head.weight) else False)
+            screen = (screen_for(head.weight, self._sample) if self._head_apart and self.screen_logits
+                      and self.temperature <= 0 and type(head) is torch.nn.Linear and head.bias is None
+                      and worth_screening(head.weight) else None)
+            self._screen = screen if screen is not None and screen.faster else False
+            self._sample = None
         return bool(self._screen)
 
     def _choose(self, logits) -> list[int]:

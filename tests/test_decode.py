@@ -442,25 +442,27 @@ def test_a_verify_computes_logits_only_up_to_the_first_rejected_draft_token():
     assert lazy.cache.get_seq_length() == len(prompt) + 4 and lazy.pending == greedy[4]
 
 
-def test_a_verify_screened_in_bfloat16_chooses_what_float32_does(monkeypatch):
-    """On a CPU with bfloat16 products a greedy verify reads a large output layer through ``screen.py``
-    (here any size); its choices are those of the float32 layer at every position, drafted tokens right
-    or wrong."""
+@pytest.mark.parametrize("faster", [True, False])
+def test_a_verify_screened_in_int8_chooses_what_float32_does(monkeypatch, faster):
+    """Where the output layer's int8 screen measured faster (here: said to), a greedy verify reads the
+    layer through ``screen.py`` (here at any size); its choices are those of the float32 layer at every
+    position, drafted tokens right or wrong. Where it did not, the float32 layer is read."""
     from fastapply import screen
     from fastapply.screen import ScreenedArgmax
 
     model = new_llama(300, "tiny", seed=4).eval()
-    fast = screen.worth_screening(torch.zeros(1 << 22, 1))
     monkeypatch.setattr(screen, "MIN_WEIGHTS", 0)
+    monkeypatch.setattr(ScreenedArgmax, "faster", property(lambda self: faster))
     prompt = [5, 17, 3, 99, 42, 8, 250, 11]
     draft = [(7 * i) % 300 for i in range(100)]
     screened, plain = HFTarget(model), HFTarget(model, screen_logits=False)
     for target in (screened, plain):
         target.prefill(prompt)
     assert list(screened.verify(draft)) == list(plain.verify(draft))
-    assert isinstance(screened._screen, ScreenedArgmax) == fast and plain._screen is False
+    assert isinstance(screened._screen, ScreenedArgmax) == faster and plain._screen is False
+    assert screened._sample is None  # the prefill's hidden states went to the screen's channels, then away
     screened.cost(1)  # its verify costs are measured, and kept, apart from the float32 layer's
-    assert any(key.endswith("|bf16 screen") for key in json.loads((verify_costs_path()).read_text())) == fast
+    assert any(key.endswith("|int8 screen") for key in json.loads((verify_costs_path()).read_text())) == faster
 
 
 def test_a_model_that_changes_its_logits_after_the_output_layer_gets_every_position():

@@ -109,12 +109,14 @@ def test_the_choice_at_every_node_is_greedy_after_its_branch(model):
     assert target.verify([reference[4]]) == reference[4:6]  # the kept branch is the cache plain decoding has
 
 
-def test_a_tree_screened_in_bfloat16_chooses_what_float32_does(model, monkeypatch):
+def test_a_tree_screened_in_int8_chooses_what_float32_does(model, monkeypatch):
     """The tree's choices read the output layer through ``screen.py`` where a verify's do (here at any
-    size), and equal the float32 layer's at every node; the accepted branch's hidden state is kept."""
+    size, the screen said to be faster), and equal the float32 layer's at every node; the accepted
+    branch's hidden state is kept."""
     from fastapply import screen
 
     monkeypatch.setattr(screen, "MIN_WEIGHTS", 0)
+    monkeypatch.setattr(screen.ScreenedArgmax, "faster", property(lambda self: True))
     reference = greedy(model, PROMPT, 6)
     tree = DraftTree.from_chains([[reference[1], reference[2], 7], [reference[1], 3], [9, 9], [9, 8, 7]])
     screened = HFTarget(model, keep_hidden=True)
@@ -123,8 +125,7 @@ def test_a_tree_screened_in_bfloat16_chooses_what_float32_does(model, monkeypatc
         target.prefill(PROMPT)
     choices = screened.verify_tree(tree)
     assert choices == plain.verify_tree(tree)
-    fast = screen.worth_screening(torch.zeros(1, 1))
-    assert isinstance(screened._screen, screen.ScreenedArgmax) == fast and plain._screen is False
+    assert isinstance(screened._screen, screen.ScreenedArgmax) and plain._screen is False
     path = tree.accepted(choices)
     assert [tree.tokens[node] for node in path] == reference[1:3]
     for target in (screened, plain):
