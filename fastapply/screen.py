@@ -112,16 +112,18 @@ class ScreenedArgmax:
 
     @property
     def faster(self) -> bool:
-        """Whether a screened block of positions costs at most two thirds of the float32 one here."""
+        """Whether screening a block of positions that point at tokens (as a copy's do) measured at most
+        nine tenths of the float32 layer's time here."""
         if self._faster is None:
             import torch
 
-            generator = torch.Generator().manual_seed(0)
-            hidden = torch.randn(BLOCK, self.weight.shape[1], generator=generator)
+            rows = torch.randint(0, len(self.weight), (BLOCK,), generator=torch.Generator().manual_seed(0))
+            hidden = self.weight[rows] * 3
             with torch.inference_mode():
-                screened = _best_time(lambda: self._upper(hidden))
-                exact = _best_time(lambda: self._exact(hidden))
-            self._faster = screened <= exact * 2 / 3
+                screened = _best_time(lambda: self._block(hidden))
+                exact = _best_time(lambda: self._exact(hidden).tolist())
+            self.exact_rows = 0
+            self._faster = screened <= exact * 0.9
         return self._faster
 
     def __call__(self, hidden) -> list[int]:
