@@ -32,6 +32,9 @@ def main() -> None:
 
     from fastapply.apply import plan_edit, run_plan, token_budget
     from fastapply.target import HFTarget, load_model, stop_ids_of
+    from fastapply import screen
+
+    screen.PAYS_AFTER = 0  # screened from the first request, as a long-lived process is once it pays
     from fastapply.tasks import load_tasks
 
     model, tokenizer = load_model(args.model, device="cpu")

@@ -41,6 +41,9 @@ def main() -> None:
 
     from fastapply.prompt import get_preset, prompt_ids
     from fastapply.target import HFTarget, load_model, resolve_device, synchronize
+    from fastapply import screen
+
+    screen.PAYS_AFTER = 0  # screened from the first request, as a long-lived process is once it pays
     from fastapply.tasks import load_tasks
 
     device = resolve_device(args.device)
@@ -59,7 +62,7 @@ def main() -> None:
                 pending = target.pending
                 synchronize(device)
                 start = time.perf_counter()
-                target.verify(draft)[through]  # the choices read up to a rejection there
+                target.verify(draft)[:through + 1]  # the choices read up to a rejection there, in order
                 synchronize(device)
                 times[name, through].append(time.perf_counter() - start)
                 target.cache.crop(-(len(draft) + 1))

@@ -21,7 +21,9 @@ only trusts the int8 logits where the bound leaves one possible winner:
   tie as ``argmax`` does (more than ``CANDIDATES`` a position: its whole float32 row).
 
 So the choices are float32's, token for token. The bound is checked against the float32 layer on the first
-positions screened, and the screen is only used where it measured faster than float32 on this machine.
+positions screened, and the screen is only used where it measured faster than float32 on this machine,
+and only built once a process has read enough positions in float32 to earn its build back
+(``PAYS_AFTER``): a server, a batch or a bench, not a single short edit.
 """
 
 from __future__ import annotations
@@ -31,6 +33,9 @@ import time
 EXACT = 16  # hidden channels of largest magnitude kept in float32
 BLOCK = 64  # positions screened at a time: the int8 product's [BLOCK, V] output stays in cache
 MIN_WEIGHTS = 1 << 22  # a smaller output layer is cheap in float32: the screen's own steps cost more
+PAYS_AFTER = 2048  # positions read through the float32 layer before the screen is built (a quarter of
+# a second, which about that many positions earn back): a single short edit never pays for it
+BUILD_ROWS = 4096  # weight rows quantized at a time
 GAMMA_SLACK = 1.001  # the bound's coefficients, widened for their own float32 rounding
 CANDIDATES = 64  # tokens per unsettled position whose float32 logits are computed one by one, on average
 RELATIVE_SLACK = 1e-4  # of |h|·max|w_j|: covers the float32 sums that form U and the floor
@@ -52,12 +57,34 @@ def worth_screening(weight) -> bool:
 
 
 _SCREENS: dict[int, tuple] = {}  # id(weight) -> (weakref to it, its version then, its screen)
+_READ: dict[int, tuple] = {}  # id(weight) -> (weakref to it, positions read through it in float32)
+
+
+def read_in_float32(weight, positions: int) -> None:
+    """Count ``positions`` whose choices went through the float32 ``weight``: what ``ready`` waits for."""
+    import weakref
+
+    ref, count = _READ.get(id(weight), (None, 0))
+    if ref is None or ref() is not weight:  # a new weight (perhaps at a freed one's address)
+        ref, count = weakref.ref(weight), 0
+    _READ[id(weight)] = (ref, count + positions)
+
+
+def ready(weight, sample=None) -> "ScreenedArgmax | None":
+    """The screen of ``weight`` where it is built or has now earned its build (``PAYS_AFTER`` positions
+    read in float32 by this process), else None."""
+    cached = _SCREENS.get(id(weight))
+    ref, count = _READ.get(id(weight), (None, 0))
+    if (cached is not None and cached[0]() is weight and cached[1] == weight._version) \
+            or (ref is not None and ref() is weight and count >= PAYS_AFTER) or PAYS_AFTER <= 0:
+        return screen_for(weight, sample)
+    return None
 
 
 def screen_for(weight, sample=None) -> "ScreenedArgmax":
     """The screen of ``weight`` (its channels chosen from ``sample``, hidden states [S, H], where given),
-    built once while the weight lives unchanged: its int8 copy, row constants and timing cost about half a
-    second, which every request of a served model would pay again."""
+    built once while the weight lives unchanged: its int8 copy, row constants and timing cost a few tenths
+    of a second, which every request of a served model would pay again."""
     import weakref
 
     key = id(weight)
@@ -93,17 +120,27 @@ class ScreenedArgmax:
                     else torch.arange(count))
         self.channels = channels.sort().values
         self.thin = weight[:, self.channels].t().contiguous()  # [E, V]: w_jO
-        rest = weight.index_fill(1, self.channels, 0.0)  # the columns quantized
-        scale = (rest.abs().amax(dim=1, keepdim=True) / 127).clamp(min=1e-30)  # [V, 1]: s_j
-        quantized = (rest / scale).round().clamp(-127, 127)  # q_j
-        self.low = quantized.to(torch.int8).t().contiguous()  # [H, V]
-        self.row_scale = scale[:, 0]
-        scaled = quantized * scale
-        error = (rest - scaled).norm(dim=1) + 2.0 ** -23 * scaled.norm(dim=1)  # |e_j|, the product's rounding too
-        norms = weight.norm(dim=1)
+        vocab = weight.shape[0]
+        self.low = torch.empty(size, vocab, dtype=torch.int8)  # [H, V]: q_j, the kept channels 0
+        self.row_scale = torch.empty(vocab)  # s_j
         # a row's constants of the bound: |s_j q_j|, |e_j|, |w_j| (for the kept channels' rounding and
         # the model's own), widened for their own rounding
-        self.rows = torch.stack([scaled.norm(dim=1), error, norms, norms]) * GAMMA_SLACK  # [4, V]
+        self.rows = torch.empty(4, vocab)
+        for start in range(0, vocab, BUILD_ROWS):  # a few MB at a time: no fresh 100 MB buffers to fault in
+            part = weight[start:start + BUILD_ROWS]
+            rest = part.index_fill(1, self.channels, 0.0)  # the columns quantized
+            scale = (rest.abs().amax(dim=1, keepdim=True) / 127).clamp(min=1e-30)
+            quantized = (rest / scale).round_().clamp_(-127, 127)
+            self.low[:, start:start + len(part)] = quantized.t()
+            self.row_scale[start:start + len(part)] = scale[:, 0]
+            scaled = quantized.mul_(scale)
+            error = rest.sub_(scaled).norm(dim=1)
+            scaled_norm = scaled.norm(dim=1)
+            norm = part.norm(dim=1)
+            # |e_j| takes the rounding of s_j q_j in float32 too
+            self.rows[:, start:start + len(part)] = torch.stack([scaled_norm, error + 2.0 ** -23 * scaled_norm,
+                                                                   norm, norm])
+        self.rows *= GAMMA_SLACK
         self.norms = self.rows[2]
         self.max_norm = float(self.norms.max())
         self.trusted: bool | None = None  # whether the bound held where checked; None: not checked yet
@@ -120,8 +157,8 @@ class ScreenedArgmax:
             rows = torch.randint(0, len(self.weight), (BLOCK,), generator=torch.Generator().manual_seed(0))
             hidden = self.weight[rows] * 3
             with torch.inference_mode():
-                screened = _best_time(lambda: self._block(hidden))
-                exact = _best_time(lambda: self._exact(hidden).tolist())
+                screened = _best_time(lambda: self._block(hidden), 2)
+                exact = _best_time(lambda: self._exact(hidden).tolist(), 2)
             self.exact_rows = 0
             self._faster = screened <= exact * 0.9
         return self._faster

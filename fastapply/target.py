@@ -473,19 +473,26 @@ class HFTarget:
 
     def _choose_hidden(self, hidden) -> list[int]:
         """The model's token at each position of the decoder's output ``hidden`` [S, H]."""
-        return self._screen(hidden) if self._screens() else self._choose(self._head(hidden))
+        if self._screens():
+            return self._screen(hidden)
+        if self._screen is False and self._head_apart:
+            from fastapply.screen import read_in_float32
+
+            read_in_float32(self._head.weight, len(hidden))
+        return self._choose(self._head(hidden))
 
     def _screens(self) -> bool:
         """Whether a verify finds its choices through the output layer's int8 screen (``screen.py``):
         greedy, a large float32 output layer whose logits are the model's, on a CPU where the screen
-        measured faster. Known from the first prefill on."""
+        measured faster, once this process has read enough positions in float32 to pay for building it.
+        Known from the first prefill on, for the whole request."""
         if self._screen is None and self._head_apart is not None:
             import torch
 
-            from fastapply.screen import screen_for, worth_screening
+            from fastapply.screen import ready, worth_screening
 
             head = self._head  # exactly a Linear: a wrapped one (an adapter's) may add to its weight
-            screen = (screen_for(head.weight, self._sample) if self._head_apart and self.screen_logits
+            screen = (ready(head.weight, self._sample) if self._head_apart and self.screen_logits
                       and self.temperature <= 0 and type(head) is torch.nn.Linear and head.bias is None
                       and worth_screening(head.weight) else None)
             self._screen = screen if screen is not None and screen.faster else False

@@ -452,6 +452,7 @@ def test_a_verify_screened_in_int8_chooses_what_float32_does(monkeypatch, faster
 
     model = new_llama(300, "tiny", seed=4).eval()
     monkeypatch.setattr(screen, "MIN_WEIGHTS", 0)
+    monkeypatch.setattr(screen, "PAYS_AFTER", 0)
     monkeypatch.setattr(ScreenedArgmax, "faster", property(lambda self: faster))
     prompt = [5, 17, 3, 99, 42, 8, 250, 11]
     draft = [(7 * i) % 300 for i in range(100)]
@@ -463,6 +464,27 @@ def test_a_verify_screened_in_int8_chooses_what_float32_does(monkeypatch, faster
     assert screened._sample is None  # the prefill's hidden states went to the screen's channels, then away
     screened.cost(1)  # its verify costs are measured, and kept, apart from the float32 layer's
     assert any(key.endswith("|int8 screen") for key in json.loads((verify_costs_path()).read_text())) == faster
+
+
+def test_the_screen_is_built_once_the_process_has_read_enough_positions_in_float32(monkeypatch):
+    """A request reads its output layer in float32 until this process has read ``PAYS_AFTER`` positions
+    that way; the requests after that are screened."""
+    from fastapply import screen
+    from fastapply.screen import ScreenedArgmax
+
+    model = new_llama(300, "tiny", seed=5).eval()
+    monkeypatch.setattr(screen, "MIN_WEIGHTS", 0)
+    monkeypatch.setattr(screen, "PAYS_AFTER", 150)
+    monkeypatch.setattr(screen, "_READ", {})
+    monkeypatch.setattr(ScreenedArgmax, "faster", property(lambda self: True))
+    prompt, draft = [5, 17, 3, 99, 42, 8], [(11 * i) % 300 for i in range(100)]
+    used = []
+    for _ in range(3):
+        target = HFTarget(model)
+        target.prefill(prompt)
+        list(target.verify(draft))  # 101 positions read
+        used.append(isinstance(target._screen, ScreenedArgmax))
+    assert used == [False, False, True]
 
 
 def test_a_model_that_changes_its_logits_after_the_output_layer_gets_every_position():

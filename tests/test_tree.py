@@ -116,6 +116,7 @@ def test_a_tree_screened_in_int8_chooses_what_float32_does(model, monkeypatch):
     from fastapply import screen
 
     monkeypatch.setattr(screen, "MIN_WEIGHTS", 0)
+    monkeypatch.setattr(screen, "PAYS_AFTER", 0)
     monkeypatch.setattr(screen.ScreenedArgmax, "faster", property(lambda self: True))
     reference = greedy(model, PROMPT, 6)
     tree = DraftTree.from_chains([[reference[1], reference[2], 7], [reference[1], 3], [9, 9], [9, 8, 7]])
