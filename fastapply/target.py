@@ -373,9 +373,10 @@ class HFTarget:
                 if self._head_apart is None:
                     self._head_apart = (self._head is not None and self._hidden is not None
                                         and torch.equal(self._head(self._hidden[-1:]), logits[0]))
+                if self._screen is None:
+                    self._sample = self._hidden  # what the output layer's screen picks its channels from
         finally:
             if check:
-                self._sample = self._hidden  # what the output layer's screen picks its channels from
                 self._decoder, self._hidden = None, None
         self.pending = self._choose(logits[0])[0]
         if self._hidden is not None:
