@@ -57,46 +57,55 @@ def worth_screening(weight) -> bool:
             and hasattr(torch, "_int_mm"))
 
 
-_SCREENS: dict[int, tuple] = {}  # id(weight) -> (weakref to it, its version then, its screen)
-_READ: dict[int, tuple] = {}  # id(weight) -> (weakref to it, positions read through it in float32)
+class _Seen:
+    """What this process knows of one output layer's weight: positions read through it in float32, and
+    its screen with the weight's version it was built for."""
+
+    def __init__(self, weight):
+        import weakref
+
+        self.ref = weakref.ref(weight)
+        self.read = 0
+        self.screen: ScreenedArgmax | None = None
+        self.version = -1
+
+
+_SEEN: dict[int, _Seen] = {}  # id(weight) -> what is known of it
+
+
+def _seen(weight) -> _Seen:
+    """The entry of ``weight``, a fresh one where none is, or where the entry is a freed weight's whose
+    address this one took."""
+    entry = _SEEN.get(id(weight))
+    if entry is None or entry.ref() is not weight:
+        for stale in [key for key, old in _SEEN.items() if old.ref() is None]:
+            del _SEEN[stale]
+        entry = _SEEN[id(weight)] = _Seen(weight)
+    return entry
 
 
 def read_in_float32(weight, positions: int) -> None:
     """Count ``positions`` whose choices went through the float32 ``weight``: what ``ready`` waits for."""
-    import weakref
-
-    ref, count = _READ.get(id(weight), (None, 0))
-    if ref is None or ref() is not weight:  # a new weight (perhaps at a freed one's address)
-        ref, count = weakref.ref(weight), 0
-    _READ[id(weight)] = (ref, count + positions)
+    _seen(weight).read += positions
 
 
-def ready(weight, sample=None) -> "ScreenedArgmax | None":
+def ready(weight, sample=None) -> ScreenedArgmax | None:
     """The screen of ``weight`` where it is built or has now earned its build (``PAYS_AFTER`` positions
     read in float32 by this process), else None."""
-    cached = _SCREENS.get(id(weight))
-    ref, count = _READ.get(id(weight), (None, 0))
-    if (cached is not None and cached[0]() is weight and cached[1] == weight._version) \
-            or (ref is not None and ref() is weight and count >= PAYS_AFTER) or PAYS_AFTER <= 0:
+    entry = _seen(weight)
+    if (entry.screen is not None and entry.version == weight._version) or entry.read >= PAYS_AFTER:
         return screen_for(weight, sample)
     return None
 
 
-def screen_for(weight, sample=None) -> "ScreenedArgmax":
+def screen_for(weight, sample=None) -> ScreenedArgmax:
     """The screen of ``weight`` (its channels chosen from ``sample``, hidden states [S, H], where given),
     built once while the weight lives unchanged: its int8 copy, row constants and timing cost a few tenths
     of a second, which every request of a served model would pay again."""
-    import weakref
-
-    key = id(weight)
-    cached = _SCREENS.get(key)
-    if cached is not None and cached[0]() is weight and cached[1] == weight._version:
-        return cached[2]
-    for stale in [k for k, (ref, _, _) in _SCREENS.items() if ref() is None]:
-        del _SCREENS[stale]
-    screen = ScreenedArgmax(weight, sample)
-    _SCREENS[key] = (weakref.ref(weight), weight._version, screen)
-    return screen
+    entry = _seen(weight)
+    if entry.screen is None or entry.version != weight._version:
+        entry.screen, entry.version = ScreenedArgmax(weight, sample), weight._version
+    return entry.screen
 
 
 class ScreenedArgmax:

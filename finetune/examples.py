@@ -16,7 +16,7 @@ import difflib
 import gzip
 import json
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -178,13 +178,11 @@ def micro_batches(n_examples: int, batch_size: int, seed: int, start: int = 0) -
     """
     import torch
 
-    per_epoch = math.ceil(n_examples / batch_size)
-    epoch, skip = divmod(start, per_epoch)
-    while True:
-        order = torch.randperm(n_examples, generator=torch.Generator().manual_seed(seed + epoch)).tolist()
-        for index in range(skip, per_epoch):
-            yield order[index * batch_size:(index + 1) * batch_size]
-        epoch, skip = epoch + 1, 0
+    def epoch(number: int) -> list[list[int]]:
+        order = torch.randperm(n_examples, generator=torch.Generator().manual_seed(seed + number)).tolist()
+        return [order[i:i + batch_size] for i in range(0, n_examples, batch_size)]
+
+    return _epochs(epoch, start)
 
 
 def token_batches(lengths: Sequence[int], max_tokens: int, seed: int, start: int = 0) -> Iterator[list[int]]:
@@ -195,15 +193,23 @@ def token_batches(lengths: Sequence[int], max_tokens: int, seed: int, start: int
     stream depends only on its arguments, so a resumed run skips ``start`` batches and sees exactly what
     an uninterrupted run would have.
     """
-    epoch = 0
+    return _epochs(lambda number: epoch_token_batches(lengths, max_tokens, seed + number), start)
+
+
+def _epochs(epoch: Callable[[int], list[list[int]]], start: int) -> Iterator[list[int]]:
+    """The batches of ``epoch(0)``, ``epoch(1)``, ... endlessly (an empty epoch ends them), the first
+    ``start`` skipped."""
+    number = 0
     while True:
-        batches = epoch_token_batches(lengths, max_tokens, seed + epoch)
+        batches = epoch(number)
+        if not batches:
+            return
         if start >= len(batches):
             start -= len(batches)
         else:
             yield from batches[start:]
             start = 0
-        epoch += 1
+        number += 1
 
 
 def epoch_token_batches(lengths: Sequence[int], max_tokens: int, seed: int, pool: int = 256) -> list[list[int]]:

@@ -475,7 +475,7 @@ def test_the_screen_is_built_once_the_process_has_read_enough_positions_in_float
     model = new_llama(300, "tiny", seed=5).eval()
     monkeypatch.setattr(screen, "MIN_WEIGHTS", 0)
     monkeypatch.setattr(screen, "PAYS_AFTER", 150)
-    monkeypatch.setattr(screen, "_READ", {})
+    monkeypatch.setattr(screen, "_SEEN", {})
     monkeypatch.setattr(ScreenedArgmax, "faster", property(lambda self: True))
     prompt, draft = [5, 17, 3, 99, 42, 8], [(11 * i) % 300 for i in range(100)]
     used = []
