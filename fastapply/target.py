@@ -201,7 +201,7 @@ def verify_costs_path() -> Path:
     return cache_dir() / "verify-costs.json"
 
 
-COST_TIMING = 4  # how ``HFTarget._measure`` times a verify; raised when that changes, so stored costs are re-timed
+COST_TIMING = 5  # how ``HFTarget._measure`` times a verify; raised when that changes, so stored costs are re-timed
 
 
 def cost_key(model_key: str, device, dtype, screened: bool = False) -> str:
@@ -514,7 +514,7 @@ class HFTarget:
         stored = stored_costs(key)
         if stored is not None:
             return stored
-        model = CostModel.monotone([self._measure(k) for k in CALIBRATION_SIZES])
+        model = CostModel.monotone(self._calibrate())
         log.info("measured verify costs (draft tokens: seconds): %s",
                  ", ".join(f"{k}: {seconds:.4f}" for k, seconds in model.points))
         path = verify_costs_path()
@@ -530,24 +530,35 @@ class HFTarget:
             pass  # an unwritable cache only costs a re-measurement next time
         return model
 
-    def _measure(self, k: int, repeats: int = 3) -> tuple[int, float]:
-        """Time a verify of ``k`` draft tokens on the live cache, then roll it back. The draft is the
-        prompt's own tail, repeated where short: text the model reads as text (one token repeated leaves
-        its choices near ties that the output layer's screen settles in float32, dearer than a real draft)."""
+    def _calibrate(self, sweeps: int = 3) -> list[tuple[int, float]]:
+        """The fastest of ``sweeps`` timed verifies of each of ``CALIBRATION_SIZES``, after one untimed sweep
+        that warms up. Each sweep times every size once, so a size's timings lie seconds apart: a busy
+        moment of the machine slows one of them, not all (timed back to back, the four verifies of a
+        short draft fit in a tenth of a second, and one slow moment once stored a third too dear)."""
         if self.cache is None:
             raise FastapplyError("cost() needs a prefilled target")
+        best = dict.fromkeys(CALIBRATION_SIZES, float("inf"))
+        for sweep in range(sweeps + 1):
+            for k in CALIBRATION_SIZES:
+                seconds = self._measure(k)
+                if sweep:
+                    best[k] = min(best[k], seconds)
+        return list(best.items())
+
+    def _measure(self, k: int) -> float:
+        """Seconds of one verify of ``k`` draft tokens on the live cache, then rolled back. The draft is the
+        prompt's own tail, repeated where short: text the model reads as text (one token repeated leaves
+        its choices near ties that the output layer's screen settles in float32, dearer than a real draft)."""
         draft = [self._text[i % len(self._text)] for i in range(k)]
         saved_choices, saved_pending = self.choices, self.pending
-        times = []
-        for _ in range(repeats + 1):
-            synchronize(self.device)
-            start = time.perf_counter()
-            self.verify(draft)[k]  # every position's logits: what a draft the model agrees with costs
-            synchronize(self.device)
-            times.append(time.perf_counter() - start)
-            self.cache.crop(-(k + 1))
+        synchronize(self.device)
+        start = time.perf_counter()
+        self.verify(draft)[:k + 1]  # every position's logits, in order: what a draft the model keeps costs
+        synchronize(self.device)
+        seconds = time.perf_counter() - start
+        self.cache.crop(-(k + 1))
         self.choices, self.pending = saved_choices, saved_pending
-        return k, min(times[1:])
+        return seconds
 
 
 

@@ -405,13 +405,31 @@ def test_verify_costs_are_measured_once_and_again_when_the_sizes_change(tiny_mod
     assert fresh_target().cost(4) == pytest.approx(dict(points)[4]) and measured == []
     path.write_text(json.dumps({key: [p for p in points if p[0] not in (1, 2, 4)]}))
     fresh_target().cost(4)
-    assert measured == list(CALIBRATION_SIZES)
+    assert measured == list(CALIBRATION_SIZES) * 4  # a sweep that warms up, then three timed sweeps
     assert [k for k, _ in json.loads(path.read_text())[key]] == list(CALIBRATION_SIZES)
 
     measured.clear()  # costs timed another way (an older fastapply's) are timed again
     monkeypatch.setattr(target_module, "COST_TIMING", target_module.COST_TIMING + 1)
     fresh_target().cost(4)
-    assert measured == list(CALIBRATION_SIZES) and len(json.loads(path.read_text())) == 2
+    assert measured == list(CALIBRATION_SIZES) * 4 and len(json.loads(path.read_text())) == 2
+
+
+def test_verify_costs_keep_each_size_fastest_timed_sweep_not_the_warm_up(tiny_model, monkeypatch):
+    """A busy moment slows the timings taken in it: each size keeps its fastest of the timed sweeps, which
+    lie a whole sweep apart, and the warm-up sweep's timings are never kept."""
+    model, _ = tiny_model
+    sweep_times = iter([[0.001] * len(CALIBRATION_SIZES),  # the warm-up: fast here, and ignored
+                        [0.5] * 2 + [0.02 * (i + 1) for i in range(2, len(CALIBRATION_SIZES))],  # busy at first
+                        [0.03 * (i + 1) for i in range(len(CALIBRATION_SIZES))],
+                        [0.9] * len(CALIBRATION_SIZES)])
+    timings = iter(t for sweep in sweep_times for t in sweep)
+    monkeypatch.setattr(HFTarget, "_measure", lambda self, k: next(timings))
+    target = HFTarget(model, model_key="tiny-sweeps")
+    target.prefill([1, 2, 3, 4, 5])
+    expected = [min(0.5 if i < 2 else 0.02 * (i + 1), 0.03 * (i + 1)) for i in range(len(CALIBRATION_SIZES))]
+    assert target.cost(0) == pytest.approx(expected[0])
+    (_, points), = json.loads(verify_costs_path().read_text()).items()
+    assert [s for _, s in points] == pytest.approx(expected)
 
 
 def test_a_verify_computes_logits_only_up_to_the_first_rejected_draft_token():
