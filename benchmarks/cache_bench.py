@@ -29,18 +29,19 @@ RESULTS = Path(__file__).resolve().parent / "results"
 def pass_seconds(model, make_cache, context, k: int, keep: int, passes: int) -> float:
     import torch
 
-    from fastapply.target import synchronize
+    from fastapply.target import cache_keyword, synchronize
 
     cache = make_cache()
+    cached = {cache_keyword(model): cache, "use_cache": True}
     generator = torch.Generator().manual_seed(k)
     with torch.inference_mode():
-        model(input_ids=context, past_key_values=cache, use_cache=True, logits_to_keep=1)
+        model(input_ids=context, **cached, logits_to_keep=1)
         times = []
         for _ in range(passes):
             draft = torch.randint(100, 40000, (1, k + 1), generator=generator).to(context.device)
             synchronize(context.device)
             start = time.perf_counter()
-            model(input_ids=draft, past_key_values=cache, use_cache=True, logits_to_keep=k + 1)
+            model(input_ids=draft, **cached, logits_to_keep=k + 1)
             cache.crop(-(k + 1 - keep))
             synchronize(context.device)
             times.append(time.perf_counter() - start)

@@ -192,6 +192,16 @@ def synchronize(device) -> None:
         torch.cuda.synchronize(device)
 
 
+def cache_keyword(model) -> str:
+    """The keyword ``model``'s forward takes its KV cache under: ``cache`` from transformers 5.24 on,
+    ``past_key_values`` before (5.24 still takes that with a deprecation warning, a later 5.x will not).
+    ``model`` is a transformers model or a decoder; a wrapper's (peft's) passes the keywords on."""
+    import inspect
+
+    core = model.get_base_model() if hasattr(model, "get_base_model") else model
+    return "cache" if "cache" in inspect.signature(core.forward).parameters else "past_key_values"
+
+
 def cache_dir() -> Path:
     return Path(os.environ.get("FASTAPPLY_CACHE_DIR", Path.home() / ".cache" / "fastapply"))
 
@@ -319,6 +329,7 @@ class HFTarget:
         self._decoder = None
         core = model.get_base_model() if hasattr(model, "get_base_model") else model
         self._body, self._head = core.get_decoder(), core.get_output_embeddings()
+        self._cache_keyword = cache_keyword(core)
         if keep_hidden:
             self.track_hidden()
         # Whether the output layer alone turns the decoder's hidden states into the model's logits (not
@@ -368,8 +379,7 @@ class HFTarget:
             with torch.inference_mode():
                 for start in range(0, len(ids), self.prefill_chunk):
                     chunk = torch.tensor([ids[start:start + self.prefill_chunk]], device=self.device)  # [1, S]
-                    logits = self._forward(input_ids=chunk, past_key_values=self.cache, use_cache=True,
-                                           logits_to_keep=1).logits  # [1, 1, V]
+                    logits = self._forward(input_ids=chunk, **self._cached(), logits_to_keep=1).logits  # [1, 1, V]
                 if self._head_apart is None:
                     self._head_apart = (self._head is not None and self._hidden is not None
                                         and torch.equal(self._head(self._hidden[-1:]), logits[0]))
@@ -395,11 +405,10 @@ class HFTarget:
         with torch.inference_mode():
             x = torch.tensor([fed], device=self.device)  # [1, k+1]
             if not self._head_apart:
-                logits = self._forward(input_ids=x, past_key_values=self.cache, use_cache=True,
-                                       logits_to_keep=len(fed)).logits  # [1, k+1, V]
+                logits = self._forward(input_ids=x, **self._cached(), logits_to_keep=len(fed)).logits  # [1, k+1, V]
                 self.choices = self._choose(logits[0])
                 return self.choices
-            hidden = self._decoded(input_ids=x, past_key_values=self.cache, use_cache=True)  # [k+1, H]
+            hidden = self._decoded(input_ids=x, **self._cached())  # [k+1, H]
         self.choices = Choices(hidden, self._choose_hidden)
         return self.choices
 
@@ -429,8 +438,7 @@ class HFTarget:
             mask = torch.zeros(1, 1, nodes, base + nodes, dtype=dtype, device=self.device)
             mask.masked_fill_(~seen, torch.finfo(dtype).min)  # additive: eager and sdpa attention alike
             positions = torch.tensor([[base + depth for depth in tree.depths]], device=self.device)  # [1, N]
-            inputs = {"input_ids": x, "attention_mask": mask, "position_ids": positions,
-                      "past_key_values": self.cache, "use_cache": True}
+            inputs = {"input_ids": x, "attention_mask": mask, "position_ids": positions, **self._cached()}
             if self._head_apart:  # the nodes' choices through the output layer (its screen, where used)
                 self.choices = Choices(self._decoded(**inputs), self._choose_hidden)
             else:
@@ -463,6 +471,10 @@ class HFTarget:
         from fastapply.kvcache import RollbackCache
 
         return RollbackCache(self.model.config) if self.verifies_trees else DynamicCache(config=self.model.config)
+
+    def _cached(self) -> dict:
+        """The keywords of a forward pass that reads and extends ``self.cache``."""
+        return {self._cache_keyword: self.cache, "use_cache": True}
 
     def _decoded(self, **inputs):
         """The decoder's final hidden states [S, H] of one pass, the output layer not run; kept for

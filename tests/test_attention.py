@@ -11,7 +11,7 @@ from transformers.integrations import sdpa_attention
 from fastapply.attention import NAME, use_grouped_attention
 from fastapply.decode import speculative_generate
 from fastapply.draft import DraftContext, make_drafter
-from fastapply.target import HFTarget
+from fastapply.target import HFTarget, cache_keyword
 from finetune.scratch import new_llama
 
 PROMPT = [5, 9, 12, 40, 7, 7, 3, 88, 41, 19, 5, 9, 12, 40, 6, 2]
@@ -21,14 +21,15 @@ def passes(model):
     """Logits of a prompt, then of 5 tokens after it (a causal mask), then of 3 tree nodes after it."""
     with torch.no_grad():
         cache = DynamicCache(config=model.config)
-        first = model(input_ids=torch.tensor([PROMPT]), past_key_values=cache, use_cache=True).logits
-        chunk = model(input_ids=torch.tensor([[4, 8, 15, 16, 23]]), past_key_values=cache, use_cache=True).logits
+        cached = {cache_keyword(model): cache, "use_cache": True}
+        first = model(input_ids=torch.tensor([PROMPT]), **cached).logits
+        chunk = model(input_ids=torch.tensor([[4, 8, 15, 16, 23]]), **cached).logits
         cache.crop(-5)
         base = len(PROMPT)
         mask = torch.zeros(1, 1, 3, base + 3)
         mask[0, 0, 1, base + 2] = mask[0, 0, 2, base + 1] = torch.finfo(torch.float32).min  # two siblings
-        tree = model(input_ids=torch.tensor([[4, 8, 9]]), attention_mask=mask, past_key_values=cache,
-                     position_ids=torch.tensor([[base, base + 1, base + 1]]), use_cache=True).logits
+        tree = model(input_ids=torch.tensor([[4, 8, 9]]), attention_mask=mask, **cached,
+                     position_ids=torch.tensor([[base, base + 1, base + 1]])).logits
     return first, chunk, tree
 
 

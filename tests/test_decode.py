@@ -28,6 +28,7 @@ from fastapply.target import (
     LOGIT_CHUNK,
     HFTarget,
     ReplayTarget,
+    load_model,
     verify_costs_path,
 )
 from finetune.scratch import new_llama
@@ -76,6 +77,27 @@ def test_speculative_greedy_equals_generate(tiny_model, policy, case):
     expected = greedy_reference(model, tokenizer, plan.prompt_ids, 96)
     result = run_plan(HFTarget(model), tokenizer, plan, policy, 96, {tokenizer.eos_token_id})
     assert result.token_ids == expected
+
+
+def test_a_rewrite_passes_the_cache_under_the_keyword_the_installed_transformers_takes(tiny_checkpoint):
+    """transformers 5.24 renamed a forward's ``past_key_values`` to ``cache`` (the old name warns, and a
+    later 5.x drops it: the cache would go unread). A rewrite, bare and under an adapter, warns of
+    nothing and gives plain greedy decoding's tokens."""
+    import warnings
+
+    from peft import LoraConfig, get_peft_model
+
+    model, _ = load_model(str(tiny_checkpoint), device="cpu", dtype="float32")
+    prompt = [5, 17, 3, 99, 42, 8, 250, 11]
+    expected = model.generate(torch.tensor([prompt]), do_sample=False, max_new_tokens=12, min_new_tokens=12,
+                              pad_token_id=0)[0, len(prompt):].tolist()
+    wrapped = get_peft_model(model, LoraConfig(r=2, target_modules=["q_proj"]))  # B = 0: the same model
+    for lm in (wrapped.get_base_model(), wrapped):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            drafter = make_drafter("fastapply", DraftContext(prompt_ids=prompt, prediction_ids=expected[:6]))
+            out, stats = speculative_generate(HFTarget(lm), drafter, prompt, 12)
+        assert out == expected and stats.passes < 11
 
 
 def test_speculative_greedy_equals_generate_when_the_draft_is_right(sample_model):

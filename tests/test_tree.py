@@ -8,7 +8,7 @@ from transformers import DynamicCache
 
 from fastapply.decode import speculative_generate
 from fastapply.kvcache import RollbackCache, RollbackLayer
-from fastapply.target import HFTarget, ReplayTarget
+from fastapply.target import HFTarget, ReplayTarget, cache_keyword
 from fastapply.tree import DraftTree
 from finetune.scratch import new_llama
 from tests.test_decode import FlatCostTarget
@@ -69,7 +69,8 @@ def test_rollback_cache_gives_the_same_logits_as_dynamic_cache(model):
         logits = []
         with torch.no_grad():
             for chunk, crop in (([*PROMPT] * 40, 0), ([1, 2, 3, 4, 5], -3), ([7, 8], 0), (list(range(300)), -100)):
-                logits.append(model(input_ids=torch.tensor([chunk]), past_key_values=cache, use_cache=True).logits)
+                logits.append(model(input_ids=torch.tensor([chunk]), **{cache_keyword(model): cache},
+                                    use_cache=True).logits)
                 cache.crop(crop)
         return logits, cache.get_seq_length()
 
