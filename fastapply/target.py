@@ -195,11 +195,13 @@ def synchronize(device) -> None:
 def cache_keyword(model) -> str:
     """The keyword ``model``'s forward takes its KV cache under: ``cache`` from transformers 5.24 on,
     ``past_key_values`` before (5.24 still takes that with a deprecation warning, a later 5.x will not).
-    ``model`` is a transformers model or a decoder; a wrapper's (peft's) passes the keywords on."""
+    Read off the decoder's forward, which names its keywords where a wrapper's (peft's, or a subclass
+    that scales the logits) may take ``**kwargs`` and pass them on."""
     import inspect
 
     core = model.get_base_model() if hasattr(model, "get_base_model") else model
-    return "cache" if "cache" in inspect.signature(core.forward).parameters else "past_key_values"
+    decoder = core.get_decoder() if hasattr(core, "get_decoder") else core
+    return "cache" if "cache" in inspect.signature(decoder.forward).parameters else "past_key_values"
 
 
 def cache_dir() -> Path:

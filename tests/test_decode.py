@@ -527,6 +527,7 @@ def test_the_screen_is_built_once_the_process_has_read_enough_positions_in_float
     assert used == [False, False, True]
 
 
+@pytest.mark.filterwarnings("error::FutureWarning")  # its forward takes **kwargs: the cache keyword too
 def test_a_model_that_changes_its_logits_after_the_output_layer_gets_every_position():
     """Where the logits are not the output layer's alone (scaled here), a verify runs the whole model."""
     from transformers import LlamaForCausalLM
