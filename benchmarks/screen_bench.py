@@ -30,12 +30,12 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=2)
     args = parser.parse_args()
 
+    from fastapply import screen
     from fastapply.apply import plan_edit, run_plan, token_budget
     from fastapply.target import HFTarget, load_model, stop_ids_of
-    from fastapply import screen
+    from fastapply.tasks import load_tasks
 
     screen.PAYS_AFTER = 0  # screened from the first request, as a long-lived process is once it pays
-    from fastapply.tasks import load_tasks
 
     model, tokenizer = load_model(args.model, device="cpu")
     stops = stop_ids_of(model, tokenizer)

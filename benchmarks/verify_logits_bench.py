@@ -39,12 +39,12 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=10)
     args = parser.parse_args()
 
+    from fastapply import screen
     from fastapply.prompt import get_preset, prompt_ids
     from fastapply.target import HFTarget, load_model, resolve_device, synchronize
-    from fastapply import screen
+    from fastapply.tasks import load_tasks
 
     screen.PAYS_AFTER = 0  # screened from the first request, as a long-lived process is once it pays
-    from fastapply.tasks import load_tasks
 
     device = resolve_device(args.device)
     model, tokenizer = load_model(args.model, device=device, dtype=args.dtype)

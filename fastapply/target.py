@@ -213,7 +213,7 @@ def verify_costs_path() -> Path:
     return cache_dir() / "verify-costs.json"
 
 
-COST_TIMING = 5  # how ``HFTarget._measure`` times a verify; raised when that changes, so stored costs are re-timed
+COST_TIMING = 5  # how ``HFTarget._calibrate`` times verifies; raised when that changes, so stored costs are re-timed
 
 
 def cost_key(model_key: str, device, dtype, screened: bool = False) -> str:
