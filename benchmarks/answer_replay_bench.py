@@ -39,13 +39,9 @@ def main() -> None:
     from fastapply import draft
     from fastapply.apply import plan_edit, run_plan
     from fastapply.prompt import answer_ids
-    from fastapply.target import (
-        CostModel,
-        ReplayTarget,
-        cost_key,
-        resolve_named,
-        stored_costs,
-    )
+    from fastapply.costs import CostModel, cost_key, stored_costs
+    from fastapply.loading import resolve_named
+    from fastapply.replay import ReplayTarget
     from fastapply.tasks import load_tasks
 
     model_dir = resolve_named(args.model)

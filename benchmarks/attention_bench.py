@@ -37,8 +37,9 @@ def main() -> None:
     import torch
 
     from fastapply.attention import NAME
+    from fastapply.loading import load_model
     from fastapply.prompt import get_preset, prompt_ids
-    from fastapply.target import HFTarget, load_model
+    from fastapply.target import HFTarget
     from fastapply.tasks import load_tasks
 
     model, tokenizer = load_model(args.model, device="cpu", dtype="auto")

@@ -63,7 +63,7 @@ def main() -> None:
     from transformers import DynamicCache
 
     from fastapply.kvcache import RollbackCache
-    from fastapply.target import load_model
+    from fastapply.loading import load_model
 
     model, _ = load_model(args.model, device=args.device, dtype=args.dtype)
     context = torch.randint(100, 40000, (1, args.context), generator=torch.Generator().manual_seed(0))

@@ -27,8 +27,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from fastapply.apply import plan_edit, run_plan
+from fastapply.costs import CostModel
 from fastapply.prompt import answer_ids
-from fastapply.target import CostModel, ReplayTarget
+from fastapply.replay import ReplayTarget
 from fastapply.tasks import load_tasks
 
 RESULTS = Path(__file__).resolve().parent / "results" / "draft-length.json"
@@ -76,7 +77,7 @@ def main() -> None:
 
     from transformers import AutoTokenizer
 
-    from fastapply.target import resolve_named
+    from fastapply.loading import resolve_named
 
     cpu = CostModel.monotone([(int(k), float(s)) for k, s in (p.split(":") for p in args.cpu_costs.split(","))])
     per_token = (cpu(256) - cpu(128)) / 128

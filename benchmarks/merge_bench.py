@@ -76,7 +76,7 @@ def replay_passes(original: str, snippet: str, edited: str, merged: str | None) 
     the edited file, drafting from the original file alone and with the merged candidate first."""
     from fastapply.apply import plan_edit, run_plan
     from fastapply.prompt import answer_ids, get_preset
-    from fastapply.target import ReplayTarget
+    from fastapply.replay import ReplayTarget
 
     tokenizer = _tokenizer()
     if any(special in text for special in tokenizer.all_special_tokens for text in (original, snippet, edited)):

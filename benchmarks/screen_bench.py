@@ -32,7 +32,8 @@ def main() -> None:
 
     from fastapply import screen
     from fastapply.apply import plan_edit, run_plan, token_budget
-    from fastapply.target import HFTarget, load_model, stop_ids_of
+    from fastapply.loading import load_model, stop_ids_of
+    from fastapply.target import HFTarget
     from fastapply.tasks import load_tasks
 
     screen.PAYS_AFTER = 0  # screened from the first request, as a long-lived process is once it pays

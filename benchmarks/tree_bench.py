@@ -31,7 +31,7 @@ MODES = {"single draft": False, "tree": True}
 
 
 def replayed_passes(tokenizer, tasks) -> list[dict]:
-    from fastapply.target import ReplayTarget
+    from fastapply.replay import ReplayTarget
 
     rows = []
     for task in tasks:
@@ -48,7 +48,8 @@ def replayed_passes(tokenizer, tasks) -> list[dict]:
 
 
 def timed(model, tokenizer, tasks) -> list[dict]:
-    from fastapply.target import HFTarget, stop_ids_of
+    from fastapply.loading import stop_ids_of
+    from fastapply.target import HFTarget
 
     stops = stop_ids_of(model, tokenizer)
     rows = []
@@ -80,7 +81,7 @@ def main() -> None:
 
     from transformers import AutoTokenizer
 
-    from fastapply.target import load_model, resolve_named
+    from fastapply.loading import load_model, resolve_named
 
     tokenizer = AutoTokenizer.from_pretrained(resolve_named(args.model))
     replayed = replayed_passes(tokenizer, load_tasks(args.tasks))

@@ -128,9 +128,10 @@ def apply_edit(model, tokenizer, original: str, update: str, instruction: str = 
                preset: str = "default", policy: str = "fastapply", merged: str | None = None,
                max_new_tokens: int | None = None, temperature: float = 0.0, seed: int | None = None,
                on_pass: Callable | None = None, models: ModelDrafters | None = None) -> ApplyResult:
-    """Apply ``update`` to ``original`` with a loaded transformers model (see ``target.load_model``);
+    """Apply ``update`` to ``original`` with a loaded transformers model (see ``loading.load_model``);
     ``models`` builds the model-run drafters ``policy`` may name (``draft.make_drafter``)."""
-    from fastapply.target import HFTarget, stop_ids_of
+    from fastapply.loading import stop_ids_of
+    from fastapply.target import HFTarget
 
     plan = plan_edit(tokenizer, original, update, instruction, preset, merged)
     budget = token_budget(model, plan, max_new_tokens)

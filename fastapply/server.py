@@ -103,8 +103,8 @@ class ModelQueue:
 
 
 def create_app(model, tokenizer, config: ServeConfig = ServeConfig()):
-    """The FastAPI application serving ``model`` (loaded by ``target.load_model``)."""
-    from fastapply.target import stop_ids_of
+    """The FastAPI application serving ``model`` (loaded by ``loading.load_model``)."""
+    from fastapply.loading import stop_ids_of
 
     queue = ModelQueue(config.queue_size)
     stop_ids = stop_ids_of(model, tokenizer)
@@ -304,7 +304,7 @@ def serve(model_path: str, device: str = "auto", dtype: str = "auto", adapter: s
     import torch
     import uvicorn
 
-    from fastapply.target import load_model
+    from fastapply.loading import load_model
 
     if threads:
         torch.set_num_threads(threads)

@@ -2,30 +2,22 @@
 
 ``HFTarget`` runs a transformers causal LM with its own KV cache: ``verify`` feeds the last accepted
 token plus a draft in one forward pass and returns the model's choice at every position; ``accept``
-keeps part of the draft and rolls the cache back past the rest. ``ReplayTarget`` knows the reference
-output and "chooses" it at every position, so the number of passes depends on the draft policy alone.
-This module does not choose drafts or loop; ``decode.py`` does.
+keeps part of the draft and rolls the cache back past the rest. ``cost`` is what a verify measured
+(``costs.py``). Loading the model is ``loading.py``'s; ``replay.py`` holds targets that choose a known
+reference instead. This module does not choose drafts or loop; ``decode.py`` does.
 """
 
 from __future__ import annotations
 
-import json
 import logging
-import os
 import time
-import warnings
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Protocol
 
-from fastapply.errors import FastapplyError, UsageError
-from fastapply.fileio import write_atomic
+from fastapply.costs import CALIBRATION_SIZES, CostModel, cost_key, store_costs, stored_costs
+from fastapply.errors import FastapplyError
 
 log = logging.getLogger(__name__)
-
-DTYPES = ("auto", "float32", "bfloat16", "float16")
-DEVICES = ("auto", "cpu", "cuda", "mps")
 
 
 class Target(Protocol):
@@ -42,142 +34,6 @@ class Target(Protocol):
         """Seconds (or relative units) that verifying a draft of ``k`` tokens costs."""
 
 
-def resolve_device(device: str) -> str:
-    import torch
-
-    if device not in DEVICES:
-        raise UsageError(f"unknown device {device!r}; choose one of: {', '.join(DEVICES)}")
-    if device == "auto":
-        if torch.cuda.is_available():
-            return "cuda"
-        if torch.backends.mps.is_available():
-            return "mps"
-        return "cpu"
-    if device == "cuda" and not torch.cuda.is_available():
-        raise FastapplyError("--device cuda was asked for but no CUDA device is available")
-    if device == "mps" and not torch.backends.mps.is_available():
-        raise FastapplyError("--device mps was asked for but MPS is not available")
-    return device
-
-
-def resolve_dtype(dtype: str, device: str):
-    import torch
-
-    if dtype not in DTYPES:
-        raise UsageError(f"unknown dtype {dtype!r}; choose one of: {', '.join(DTYPES)}")
-    if dtype == "auto":
-        return torch.float32 if device == "cpu" else torch.bfloat16
-    return getattr(torch, dtype)
-
-
-def load_model(model: str, device: str = "auto", dtype: str = "auto", adapter: str | None = None):
-    """Load (model, tokenizer) from a local checkpoint directory or a hub id, ready for decoding.
-
-    Two names are fastapply's own: ``fastapply-small`` (the default model, merged and cached on first
-    use, ``bundled.py``) and ``smollm2-135m-instruct`` (its base, from the package registry,
-    ``basemodel.py``); a directory of that name in the current directory wins over them.
-    ``adapter`` is a LoRA adapter directory (peft) applied on top of the base without merging.
-    """
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-    from transformers.utils import logging as hf_logging
-
-    hf_logging.set_verbosity_error()
-    hf_logging.disable_progress_bar()
-    model = resolve_named(model)
-    looks_local = model.startswith((".", "/", "~")) or Path(model).exists()
-    if looks_local and not Path(model).expanduser().exists():
-        raise FastapplyError(f"model path {model} does not exist")
-    if looks_local:
-        model = str(Path(model).expanduser())
-    device = resolve_device(device)
-    torch_dtype = resolve_dtype(dtype, device)
-    try:
-        tokenizer = AutoTokenizer.from_pretrained(model)
-        lm = AutoModelForCausalLM.from_pretrained(model, dtype=torch_dtype)
-    except (OSError, ValueError) as exc:
-        first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise FastapplyError(f"cannot load model {model}: {first_line}") from None
-    if adapter is not None:
-        lm = with_adapter(lm, adapter)
-    lm.to(device).eval()
-    log.info("loaded %s (%.1fM parameters) on %s in %s", model, sum(p.numel() for p in lm.parameters()) / 1e6,
-             device, torch_dtype)
-    return lm, tokenizer
-
-
-def resolve_named(model: str, progress: bool = False) -> str:
-    """The checkpoint directory behind fastapply's own model names (fetched or merged on first use);
-    any other name or path as it is."""
-    if Path(model).exists():
-        return model
-    from fastapply import basemodel, bundled
-
-    if model == bundled.NAME:
-        return str(bundled.checkpoint(progress))
-    if model == basemodel.BASE.name:
-        return str(basemodel.checkpoint(progress=progress))
-    return model
-
-
-def with_adapter(lm, adapter: str):
-    from peft import PeftModel
-
-    if not Path(adapter).exists():
-        raise FastapplyError(f"adapter path {adapter} does not exist")
-    with warnings.catch_warnings():
-        # peft asks the model for `is_gradient_checkpointing`, which transformers 5 deprecates loudly.
-        warnings.filterwarnings("ignore", message=".*is_gradient_checkpointing", category=FutureWarning)
-        return PeftModel.from_pretrained(lm, adapter)
-
-
-def stop_ids_of(model, tokenizer) -> set[int]:
-    """Token ids that end generation: the tokenizer's EOS and the model's generation-config EOS ids."""
-    ids: set[int] = set()
-    if tokenizer.eos_token_id is not None:
-        ids.add(tokenizer.eos_token_id)
-    configured = getattr(getattr(model, "generation_config", None), "eos_token_id", None)
-    if isinstance(configured, int):
-        ids.add(configured)
-    elif configured:
-        ids.update(configured)
-    return ids
-
-
-@dataclass(frozen=True)
-class CostModel:
-    """Measured seconds per verify of ``k`` draft tokens, linearly interpolated between measured sizes."""
-
-    points: tuple[tuple[int, float], ...]  # (k, seconds), sorted by k
-
-    @classmethod
-    def monotone(cls, points: list[tuple[int, float]]) -> "CostModel":
-        """From measurements, each lowered to the cheapest measured at a larger size: verifying fewer
-        tokens never costs more, and a slow measurement (a busy machine) must not make a size look dear.
-
-        >>> CostModel.monotone([(0, 1.0), (8, 3.0), (32, 2.0)]).points
-        ((0, 1.0), (8, 2.0), (32, 2.0))
-        """
-        ordered = sorted(points)
-        lowered, cheapest = [], float("inf")
-        for k, seconds in reversed(ordered):
-            cheapest = min(cheapest, seconds)
-            lowered.append((k, cheapest))
-        return cls(tuple(reversed(lowered)))
-
-    def __call__(self, k: int) -> float:
-        pts = self.points
-        if k <= pts[0][0]:
-            return pts[0][1]
-        for (k0, s0), (k1, s1) in zip(pts, pts[1:]):
-            if k <= k1:
-                return s0 + (s1 - s0) * (k - k0) / (k1 - k0)
-        (k0, s0), (k1, s1) = pts[-2], pts[-1]
-        return s1 + (s1 - s0) * (k - k1) / (k1 - k0)
-
-
-# Draft sizes whose verify is timed; the rest are interpolated. The small ones matter on a CPU, where
-# a pass over two tokens can cost half again one over a single token, not 1/8 of the step to 8.
-CALIBRATION_SIZES = (0, 1, 2, 4, 8, 32, 128, 256)
 # A verify turns hidden states into logits this many positions at a time at first, then twice as many
 # each time: the positions after the first draft token the model rejects need none.
 LOGIT_CHUNK = 16
@@ -202,38 +58,6 @@ def cache_keyword(model) -> str:
     core = model.get_base_model() if hasattr(model, "get_base_model") else model
     decoder = core.get_decoder() if hasattr(core, "get_decoder") else core
     return "cache" if "cache" in inspect.signature(decoder.forward).parameters else "past_key_values"
-
-
-def cache_dir() -> Path:
-    return Path(os.environ.get("FASTAPPLY_CACHE_DIR", Path.home() / ".cache" / "fastapply"))
-
-
-def verify_costs_path() -> Path:
-    """Where each model's measured verify costs are kept, by ``cost_key``."""
-    return cache_dir() / "verify-costs.json"
-
-
-COST_TIMING = 5  # how ``HFTarget._calibrate`` times verifies; raised when that changes, so stored costs are re-timed
-
-
-def cost_key(model_key: str, device, dtype, screened: bool = False) -> str:
-    """The key of a model's verify costs measured on ``device`` in ``dtype`` with this torch and this way of
-    timing (``COST_TIMING``), its output layer ``screened`` in int8 or not (``screen.py``)."""
-    import torch
-
-    return (f"{model_key}|{device}|{dtype}|torch {torch.__version__}|timing {COST_TIMING}"
-            + ("|int8 screen" if screened else ""))
-
-
-def stored_costs(key: str) -> CostModel | None:
-    """The verify costs stored under ``key`` if they were timed at ``CALIBRATION_SIZES``, else None."""
-    try:
-        points = json.loads(verify_costs_path().read_text()).get(key)
-    except (OSError, ValueError, AttributeError):
-        return None
-    if not points or [int(k) for k, _ in points] != list(CALIBRATION_SIZES):
-        return None
-    return CostModel.monotone([(int(k), float(s)) for k, s in points])
 
 
 class Choices(Sequence):
@@ -531,17 +355,7 @@ class HFTarget:
         model = CostModel.monotone(self._calibrate())
         log.info("measured verify costs (draft tokens: seconds): %s",
                  ", ".join(f"{k}: {seconds:.4f}" for k, seconds in model.points))
-        path = verify_costs_path()
-        try:
-            table = json.loads(path.read_text())
-        except (OSError, ValueError):
-            table = {}
-        table[key] = [list(p) for p in model.points]
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            write_atomic(path, json.dumps(table, indent=1).encode())  # a concurrent reader never sees half
-        except (OSError, FastapplyError):
-            pass  # an unwritable cache only costs a re-measurement next time
+        store_costs(key, model)
         return model
 
     def _calibrate(self, sweeps: int = 3) -> list[tuple[int, float]]:
@@ -573,88 +387,3 @@ class HFTarget:
         self.cache.crop(-(k + 1))
         self.choices, self.pending = saved_choices, saved_pending
         return seconds
-
-
-
-class ReplayTarget:
-    """A target whose choice at every position is the reference output; it does no model work.
-
-    The decode loop's passes then measure the draft policy alone. ``cost`` is a relative per-pass
-    cost shaped like a GPU's (a pass of k tokens costs ``1 + per_token * k``).
-    """
-
-    def __init__(self, reference: Sequence[int], stop_id: int, per_token: float = 0.002):
-        self.reference = list(reference)
-        self.stop_id = stop_id
-        self.per_token = per_token
-        self.position = 0  # index in reference of the pending token
-        self.choices: list[int] = []
-
-    def _at(self, i: int) -> int:
-        return self.reference[i] if i < len(self.reference) else self.stop_id
-
-    def prefill(self, ids: list[int]) -> int:
-        self.position = 0
-        return self._at(0)
-
-    def verify(self, draft: list[int]) -> list[int]:
-        self.choices = [self._at(self.position + 1 + i) for i in range(len(draft) + 1)]
-        return self.choices
-
-    def accept(self, n: int) -> None:
-        self.position += n + 1
-
-    verifies_trees = True
-
-    def verify_tree(self, tree) -> list[int]:
-        # Only nodes on the reference's own branch are ever reached, and there the choice is the
-        # reference token one deeper.
-        self.choices = [self._at(self.position + 1 + depth) for depth in tree.depths]
-        return self.choices
-
-    def accept_path(self, path: Sequence[int]) -> None:
-        self.position += len(path) + 1
-
-    def cost(self, k: int) -> float:
-        return 1.0 + self.per_token * k
-
-
-
-class ReplayedHFTarget(HFTarget):
-    """Real forward passes of a transformers model, so every pass costs what it really costs, whose
-    choices are nevertheless the reference output (as ``ReplayTarget``).
-
-    Used by ``fastapply bench --acceptance replay`` to time decoding on a model whose weights cannot
-    perform the task (random or untrained) as if it produced the reference answer.
-    """
-
-    def __init__(self, model, reference: Sequence[int], stop_id: int, **kwargs):
-        super().__init__(model, **kwargs)
-        self.replay = ReplayTarget(reference, stop_id)
-
-    def prefill(self, ids: list[int]) -> int:
-        super().prefill(ids)
-        self.pending = self.replay.prefill(ids)
-        return self.pending
-
-    def verify(self, draft: list[int]) -> list[int]:
-        choices = self.replay.verify(draft)
-        agreed = next((i for i, token in enumerate(draft) if token != choices[i]), len(draft))
-        super().verify(draft)[agreed]  # the logits a model choosing the reference would compute
-        self.choices = choices
-        return self.choices
-
-    def accept(self, n: int) -> None:
-        super().accept(n)
-        self.replay.accept(n)
-
-    def verify_tree(self, tree) -> list[int]:
-        real = super().verify_tree(tree)
-        self.choices = self.replay.verify_tree(tree)
-        for node in (0, *tree.accepted(self.choices)):
-            real[node]  # the logits a model choosing the reference would compute
-        return self.choices
-
-    def accept_path(self, path: Sequence[int]) -> None:
-        super().accept_path(path)
-        self.replay.accept_path(path)

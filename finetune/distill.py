@@ -84,7 +84,7 @@ def distill(config: DistillConfig, out: str | Path) -> dict:
     """Run the four steps into ``out``; returns the summary also written to ``out/model/distill.json``."""
     import torch
 
-    from fastapply.target import load_model
+    from fastapply.loading import load_model
 
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
@@ -134,8 +134,9 @@ def answer_records(config: DistillConfig, lm, tokenizer, path: Path) -> list[dic
     """The target's answers to the first ``config.examples`` records that fit, appended to ``path`` as
     they come; those already in ``path`` are kept, not redone."""
     from fastapply.apply import plan_edit, run_plan, token_budget
+    from fastapply.loading import stop_ids_of
     from fastapply.prompt import answer_ids, get_preset
-    from fastapply.target import HFTarget, stop_ids_of
+    from fastapply.target import HFTarget
 
     done = {a["index"]: a for a in _read_jsonl(path)}
     preset = get_preset(config.preset)
@@ -230,7 +231,8 @@ def measure(lm, tokenizer, draft_dir: str, answers: list[dict], preset: str) -> 
     (median of single-token steps after the first answer's prompt) on this machine."""
     from fastapply.apply import plan_edit, run_plan
     from fastapply.draftmodel import DraftEngine, load_draft_model
-    from fastapply.target import HFTarget, ReplayTarget
+    from fastapply.replay import ReplayTarget
+    from fastapply.target import HFTarget
 
     factory = load_draft_model(draft_dir, lm, tokenizer)
     plans = [plan_edit(tokenizer, a["original"], a["update"], a["instruction"], preset) for a in answers]

@@ -129,7 +129,7 @@ def train_heads(config: MedusaTrainConfig, out_dir: str | Path, resume: str | Pa
     import torch
 
     from fastapply.medusa import MedusaHeads
-    from fastapply.target import load_model, resolve_device
+    from fastapply.loading import load_model, resolve_device
 
     out_dir = Path(out_dir)
     resume_dir = latest_state(resume) if resume is not None else None

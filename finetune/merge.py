@@ -48,7 +48,7 @@ def merge_adapter(adapter: str | Path, out: str | Path, base: str | None = None,
     """Merge ``adapter`` into ``base`` (default: the adapter's recorded base), save to ``out``; return the model."""
     import torch
 
-    from fastapply.target import load_model, resolve_named
+    from fastapply.loading import load_model, resolve_named
 
     if dtype not in SAVE_DTYPES:
         raise UsageError(f"unknown dtype {dtype!r}; choose one of: {', '.join(SAVE_DTYPES)}")

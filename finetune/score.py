@@ -34,7 +34,7 @@ from finetune.train import HeldOut, evaluate
 
 def load_checkpoint(checkpoint: str, base_model: str | None, device: str, dtype: str):
     """(model, tokenizer) of a checkpoint: an adapter merged into its base, or a whole model."""
-    from fastapply.target import load_model
+    from fastapply.loading import load_model
 
     if not (Path(checkpoint) / "adapter_config.json").is_file():
         return load_model(checkpoint, device, dtype)

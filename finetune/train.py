@@ -62,7 +62,7 @@ def train(config: TrainConfig, out_dir: str | Path, resume: str | Path | None = 
     """Train as ``config`` says, writing the result to ``out_dir``; ``resume`` is a directory with a trainer state."""
     import torch
 
-    from fastapply.target import resolve_device
+    from fastapply.loading import resolve_device
 
     out_dir = Path(out_dir)
     resume_dir = _resume_dir(resume, config) if resume is not None else None
@@ -177,7 +177,7 @@ def train(config: TrainConfig, out_dir: str | Path, resume: str | Path | None = 
 
 def load_for_training(config: TrainConfig, device: str, resume_dir: Path | None = None):
     """(model, tokenizer) ready to train: LoRA-wrapped (or whole, in full mode), checkpointing set up."""
-    from fastapply.target import load_model
+    from fastapply.loading import load_model
 
     if config.mode == "full":
         # Full fine-tuning keeps float32 master weights; on a GPU the forward runs under bf16 autocast.

@@ -51,8 +51,8 @@ def tiny_checkpoint(tmp_path_factory, tokenizer):
 
 @pytest.fixture(scope="session")
 def tiny_model(tiny_checkpoint):
-    """(model, tokenizer) loaded from ``tiny_checkpoint`` by ``fastapply.target.load_model``."""
-    from fastapply.target import load_model
+    """(model, tokenizer) loaded from ``tiny_checkpoint`` by ``fastapply.loading.load_model``."""
+    from fastapply.loading import load_model
 
     return load_model(str(tiny_checkpoint), device="cpu", dtype="float32")
 
@@ -65,7 +65,7 @@ def sample_model(tmp_path_factory, tokenizer):
 
     from fastapply.prompt import answer_ids, get_preset, prompt_ids
     from fastapply.snippet import make_snippet
-    from fastapply.target import load_model
+    from fastapply.loading import load_model
     from finetune.echo import Example, edit_window, train
     from tests.samples import SMALL_PY
 

@@ -82,7 +82,7 @@ def apply_checkpoint(tmp_path_factory, tokenizer):
 
 @pytest.fixture(scope="session")
 def apply_model(apply_checkpoint):
-    from fastapply.target import load_model
+    from fastapply.loading import load_model
 
     return load_model(str(apply_checkpoint), device="cpu", dtype="float32")
 

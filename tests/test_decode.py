@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from fastapply import target as target_module
+from fastapply import costs
 from fastapply.apply import plan_edit, run_plan
+from fastapply.costs import CALIBRATION_SIZES, verify_costs_path
 from fastapply.decode import (
     PROBE_EVERY,
     AcceptanceTracker,
@@ -21,16 +22,11 @@ from fastapply.decode import (
     speculative_generate,
 )
 from fastapply.draft import POLICIES, DraftContext, SpecEditsDrafter, make_drafter
+from fastapply.loading import load_model
 from fastapply.prompt import answer_ids
+from fastapply.replay import ReplayTarget
 from fastapply.snippet import make_snippet
-from fastapply.target import (
-    CALIBRATION_SIZES,
-    LOGIT_CHUNK,
-    HFTarget,
-    ReplayTarget,
-    load_model,
-    verify_costs_path,
-)
+from fastapply.target import LOGIT_CHUNK, HFTarget
 from finetune.scratch import new_llama
 from tests.samples import SAMPLE_EXPECTED, SAMPLE_PY, SAMPLE_UPDATE, SMALL_PY
 
@@ -433,7 +429,7 @@ def test_verify_costs_are_measured_once_and_again_when_the_sizes_change(tiny_mod
     assert [k for k, _ in json.loads(path.read_text())[key]] == list(CALIBRATION_SIZES)
 
     measured.clear()  # costs timed another way (an older fastapply's) are timed again
-    monkeypatch.setattr(target_module, "COST_TIMING", target_module.COST_TIMING + 1)
+    monkeypatch.setattr(costs, "COST_TIMING", costs.COST_TIMING + 1)
     fresh_target().cost(4)
     assert measured == list(CALIBRATION_SIZES) * 4 and len(json.loads(path.read_text())) == 2
 

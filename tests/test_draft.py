@@ -187,7 +187,7 @@ def test_drafting_a_loop_from_history_takes_fewer_passes(monkeypatch):
     history drafts several rounds in one pass."""
     from fastapply import draft
     from fastapply.decode import speculative_generate
-    from fastapply.target import ReplayTarget
+    from fastapply.replay import ReplayTarget
 
     first, second = BLOCK[:20], BLOCK[20:]
     original = [*range(1, 11), *first, *range(11, 21), *second, *range(21, 31), 999]

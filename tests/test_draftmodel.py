@@ -21,7 +21,8 @@ from fastapply.draftmodel import (
 )
 from fastapply.draftvocab import DRAFT_VOCAB_FILE
 from fastapply.errors import UsageError
-from fastapply.target import HFTarget, load_model
+from fastapply.loading import load_model
+from fastapply.target import HFTarget
 from finetune.scratch import new_llama, save_checkpoint, stdlib_corpus, train_tokenizer
 from tests.samples import SMALL_PY
 from tests.test_decode import (

@@ -19,8 +19,8 @@ from fastapply import bundled
 from fastapply.apply import apply_edit
 from fastapply.cli import app
 from fastapply.errors import UsageError
+from fastapply.loading import load_model
 from fastapply.prompt import answer_ids, get_preset, prompt_ids
-from fastapply.target import load_model
 from finetune.config import TrainConfig, load_config
 from finetune.examples import (IGNORE, Example, answer_nll_bits, argmax_misses, bits_per_byte, build_example,
                                build_examples, epoch_token_batches, micro_batches, token_batches)

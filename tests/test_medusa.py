@@ -21,10 +21,11 @@ from fastapply.draftvocab import (
     frequent_tokens,
 )
 from fastapply.errors import FastapplyError
+from fastapply.loading import load_model
 from fastapply.medusa import MedusaDrafter, MedusaHeads, best_chains, medusa_factory
 from fastapply.prompt import get_preset, prompt_ids
 from fastapply.snippet import make_snippet
-from fastapply.target import HFTarget, load_model
+from fastapply.target import HFTarget
 from finetune.echo import edit_window
 from finetune.examples import IGNORE, build_example, read_records
 from finetune.medusa import MedusaTrainConfig, head_targets, main, train_heads

@@ -51,7 +51,7 @@ def user_cache(monkeypatch):
 @pytest.fixture(scope="module")
 def shipped():
     """(model, tokenizer) of fastapply-small, from the user's cache."""
-    from fastapply.target import load_model
+    from fastapply.loading import load_model
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(bundled, "ADAPTER_DIR", ADAPTER)
@@ -82,7 +82,8 @@ def test_cli_default_model_applies_the_simple_edit_exactly(task, user_cache, tmp
 def test_speculative_output_equals_greedy_generate(shipped, task):
     from fastapply.apply import plan_edit, run_plan, token_budget
     from fastapply.bench import generate_baseline
-    from fastapply.target import HFTarget, stop_ids_of
+    from fastapply.loading import stop_ids_of
+    from fastapply.target import HFTarget
 
     model, tokenizer = shipped
     plan = plan_edit(tokenizer, task.original, task.update, task.instruction)
@@ -95,7 +96,7 @@ def test_speculative_output_equals_greedy_generate(shipped, task):
 
 def test_second_load_reuses_the_merged_checkpoint(user_cache, tmp_path, monkeypatch):
     """A fresh cache holding only the base: the first load merges, the second loads what the first saved."""
-    from fastapply.target import load_model
+    from fastapply.loading import load_model
 
     fresh = tmp_path / "cache"
     (fresh / "base").mkdir(parents=True)
@@ -125,7 +126,7 @@ def test_finetune_merge_writes_the_shipped_adapter_as_the_default_models_weights
     from finetune.merge import main as merge_main
 
     assert merge_main(["fastapply-small", "--out", str(tmp_path / "merged")]) == 0
-    from fastapply.target import load_model
+    from fastapply.loading import load_model
 
     merged, _ = load_model(str(tmp_path / "merged"), device="cpu", dtype="float32")
     model, _ = shipped

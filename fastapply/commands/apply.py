@@ -146,7 +146,7 @@ def _read_edit(edit: str | None, edit_file: Path | None, file: str) -> str:
 def _run_model(original, update, instruction, model, adapter, device, dtype, policy, draft_model, medusa, preset,
                max_new_tokens, temperature, seed, merged=None):
     from fastapply.apply import apply_edit, load_model_drafters
-    from fastapply.target import load_model
+    from fastapply.loading import load_model
 
     model = ready_model(model)
     with _progress() as on_pass:

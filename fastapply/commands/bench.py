@@ -43,7 +43,7 @@ def bench_command(
     with errors():
         from fastapply.apply import load_model_drafters
         from fastapply.bench import METHODS, run_bench
-        from fastapply.target import load_model
+        from fastapply.loading import load_model
 
         model = local_model(model)
         if not model:
