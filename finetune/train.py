@@ -203,6 +203,15 @@ def load_for_training(config: TrainConfig, device: str, resume_dir: Path | None 
         return get_peft_model(model, lora), tokenizer
 
 
+def _saved_embeddings(model) -> bool | str:
+    """peft's ``save_embedding_layers`` for a LoRA model: its own choice (``"auto"``) where the adapter may
+    train the embeddings or the output layer, else False. peft's choice for an adapter that trains
+    neither asks the model hub for the base's config to compare vocabularies: a network request at every
+    checkpoint, and a warning where the base is a name of fastapply's own (``smollm2-135m-instruct``)."""
+    targets = model.peft_config[model.active_adapter].target_modules or ()
+    return "auto" if isinstance(targets, str) or {"embed_tokens", "lm_head"} & set(targets) else False
+
+
 def initial_adapter(name: str | None) -> Path | None:
     """The adapter directory a run starts from: ``fastapply-small`` is the one shipped in the package."""
     from finetune.merge import adapter_dir
@@ -299,9 +308,11 @@ def _save(model, tokenizer, config: TrainConfig, directory: Path, optimizer, sch
     import torch
 
     directory.mkdir(parents=True, exist_ok=True)
-    model.save_pretrained(directory)
     if config.mode == "full":
+        model.save_pretrained(directory)
         tokenizer.save_pretrained(directory)
+    else:
+        model.save_pretrained(directory, save_embedding_layers=_saved_embeddings(model))
     config.save(directory / "train_config.json")
     (directory / "metrics.json").write_text(json.dumps({**metrics, "step": step}, indent=1) + "\n")
     state = {"step": step, "optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(),

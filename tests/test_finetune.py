@@ -316,6 +316,34 @@ def test_init_adapter_starts_from_a_trained_adapter_with_a_fresh_optimizer(lora_
     assert torch.allclose(logits_of(cli, tokenizer), logits_of(lora_run.model, tokenizer), rtol=0, atol=5e-4)
 
 
+def test_a_checkpoint_is_saved_without_asking_the_hub_for_a_base_known_by_name(lora_run, apply_model, tmp_path,
+                                                                               monkeypatch):
+    """An adapter records its base as fastapply's own name (``smollm2-135m-instruct``), a directory of no
+    one's: saving a checkpoint of a run that trains neither embeddings nor the output layer asks the
+    model hub nothing about it and warns nothing (peft's default would, at every checkpoint)."""
+    import shutil
+    import warnings
+
+    import peft.utils.save_and_load as peft_saving
+
+    named = tmp_path / "named"
+    shutil.copytree(lora_run.out_dir, named, ignore=shutil.ignore_patterns("checkpoint-*"))
+    adapter_config = json.loads((named / "adapter_config.json").read_text())
+    (named / "adapter_config.json").write_text(json.dumps({**adapter_config,
+                                                           "base_model_name_or_path": "smollm2-135m-instruct"}))
+    asked = []
+    monkeypatch.setattr(peft_saving, "check_file_exists_on_hf_hub", lambda *args, **kwargs: asked.append(args))
+    train_file = write_jsonl(tmp_path / "train.jsonl", ADAPTER_RECORDS)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", message="Could not find a config file")
+        train(config_for(apply_model.out_dir, train_file, init_adapter=str(named), max_steps=2, save_every=1),
+              tmp_path / "run")
+    assert asked == []
+    assert (tmp_path / "run" / "checkpoint-000001" / "adapter_model.safetensors").is_file()
+    saved = load_file(tmp_path / "run" / "adapter_model.safetensors")
+    assert saved and all("lora_" in name for name in saved)  # the adapter alone, no embedding copied
+
+
 # -- the CLI ------------------------------------------------------------------------------------
 
 def test_cli_with_adapter_and_with_merged_checkpoint_agree(lora_run, apply_model, tmp_path):
