@@ -10,6 +10,8 @@ contains (``def foo`` replaces the original ``def foo``, see ``defplace.py``).
 Every reason to doubt a placement (an anchor that appears twice, a deletion hanging on one line...)
 is returned as a one-line ``doubt``; the merge is only certain when no segment has one. This module
 places one segment; ``merge.py`` splits the snippet, places the segments in order and assembles them.
+How a segment's edge lines meet the original is ``edges.py``'s question; a segment that anchors nowhere
+is placed at the end of its block by ``blockend.py``.
 
 Example: original ``a b c d e``, segment ``b X d`` -> replaces ``b c d`` (lines 1..3) with ``b X d``.
 """
@@ -20,12 +22,13 @@ import difflib
 import re
 from collections import Counter
 
+from fastapply.blockend import place_at_block_end
 from fastapply.defplace import closed_definition, place_by_definitions, reopened_definition
+from fastapply.edges import (beside_anchor, context_reach, deletes_nothing, edge_doubt, edited_in_place, maybe_context,
+                             resumes_at_marker)
 from fastapply.markers import indent_width
-from fastapply.segments import (NEAR, Original, Placement, Segment, absorb_blank_edges, exact_key, is_closer,
-                                is_trivial, keeps_text, loose_key, lost_lines)
-
-EDGE_DELETION = 3  # non-blank lines a segment with no marker before (after) it may delete at the file's edge
+from fastapply.segments import (NEAR, Original, Placement, Segment, absorb_blank_edges, exact_key, is_trivial,
+                                keeps_text, loose_key)
 
 
 def place(seg: Segment, index: int, orig: Original, lo: int, scope: int | None) -> Placement | None:
@@ -41,7 +44,7 @@ def place(seg: Segment, index: int, orig: Original, lo: int, scope: int | None) 
     if scope is not None and orig.block_end(scope) < len(orig.lines):
         windows.append(orig.block_end(scope))
     if all(is_trivial(line) for line in seg.lines):
-        return _place_closers(seg, index, orig, lo, windows[-1], scope)
+        return place_at_block_end(seg, index, orig, lo, windows[-1], scope)
     first = None
     for key in (exact_key, loose_key):
         placement = _place_by_lines(seg, index, orig, lo, len(orig.lines), key)
@@ -53,7 +56,7 @@ def place(seg: Segment, index: int, orig: Original, lo: int, scope: int | None) 
         if by_defs is not None and not by_defs.doubts:
             return by_defs
         first = first or by_defs
-    return first or _place_closers(seg, index, orig, lo, windows[-1], scope)
+    return first or place_at_block_end(seg, index, orig, lo, windows[-1], scope)
 
 
 def _place_by_lines(seg: Segment, index: int, orig: Original, lo: int, hi: int, key) -> Placement | None:
@@ -69,35 +72,35 @@ def _place_by_lines(seg: Segment, index: int, orig: Original, lo: int, hi: int, 
     leading, trailing = seg.lines[:head[1]], seg.lines[tail[1] + tail[2]:]
     reach_before = reach_after = None  # edge lines read as context: (context lines, original lines replaced)
     replaced = []  # (doubt, whether the edge lines are the replaced lines edited in place)
-    if seg.marker_before is not None and _maybe_context(leading[:1], orig.lines[max(lo, start - NEAR):start]):
-        reach_before = _context_reach(leading, orig.lines[lo:start], key)
+    if seg.marker_before is not None and maybe_context(leading[:1], orig.lines[max(lo, start - NEAR):start]):
+        reach_before = context_reach(leading, orig.lines[lo:start], key)
         if reach_before is None:
             doubts.append(f"{where} starts with {leading[0].strip()!r}, which may be the original's or new")
         elif reach_before[1]:
             replaced.append((f"{where} replaces {reach_before[1]} original line(s) before its first anchor",
-                             _edited_in_place(orig.lines[start - reach_before[1]:start], leading[reach_before[0]:])))
-    if seg.marker_after is not None and _maybe_context(trailing[-1:], orig.lines[end:min(hi, end + NEAR)]):
-        reach_after = _context_reach(trailing[::-1], orig.lines[end:hi][::-1], key)
+                             edited_in_place(orig.lines[start - reach_before[1]:start], leading[reach_before[0]:])))
+    if seg.marker_after is not None and maybe_context(trailing[-1:], orig.lines[end:min(hi, end + NEAR)]):
+        reach_after = context_reach(trailing[::-1], orig.lines[end:hi][::-1], key)
         if reach_after is None:
             doubts.append(f"{where} ends with {trailing[-1].strip()!r}, which may be the original's or new")
         elif reach_after[1]:
             replaced.append((f"{where} replaces {reach_after[1]} original line(s) after its last anchor",
-                             _edited_in_place(orig.lines[end:end + reach_after[1]],
-                                              trailing[:len(trailing) - reach_after[0]])))
+                             edited_in_place(orig.lines[end:end + reach_after[1]],
+                                             trailing[:len(trailing) - reach_after[0]])))
     if seg.marker_before is None:
-        start, doubt = 0, _edge_doubt(orig.lines[:head[0]], leading, f"{where} does not start with a marker", "first")
+        start, doubt = 0, edge_doubt(orig.lines[:head[0]], leading, f"{where} does not start with a marker", "first")
         doubts += doubt
     elif reach_before is not None:
         start -= sum(reach_before)
     else:
         start, doubt = reopened_definition(orig, start, leading, lo, where)
         doubts += doubt
-        inserted = seg.lines[head[1]].strip() and _beside_anchor(leading, seg.lines[head[1]])
+        inserted = seg.lines[head[1]].strip() and beside_anchor(leading, seg.lines[head[1]])
         if start == head[0] and any(line.strip() for line in leading) and not inserted:
             doubts.append(f"{where} has new lines before its first anchor, which may replace the code there")
     if seg.marker_after is None:
-        end, doubt = len(orig.lines), _edge_doubt(orig.lines[end:], trailing, f"{where} does not end with a marker",
-                                                   "last")
+        end, doubt = len(orig.lines), edge_doubt(orig.lines[end:], trailing, f"{where} does not end with a marker",
+                                                 "last")
         doubts += doubt
     elif reach_after is not None:
         end += sum(reach_after)
@@ -105,16 +108,16 @@ def _place_by_lines(seg: Segment, index: int, orig: Original, lo: int, hi: int, 
         unextended = end
         end, doubt = closed_definition(orig, end, trailing, seg.marker_after, hi, where)
         doubts += doubt
-        inserted = seg.lines[tail[1] + tail[2] - 1].strip() and _resumes_at_marker(orig.lines[end:hi],
-                                                                                    seg.marker_after)
+        inserted = seg.lines[tail[1] + tail[2] - 1].strip() and resumes_at_marker(orig.lines[end:hi],
+                                                                                  seg.marker_after)
         if end == unextended and any(line.strip() for line in trailing) and not inserted:
             doubts.append(f"{where} has new lines after its last anchor, which may replace the code there")
     matched_edges = (head[1] == 0 and seg.marker_before is not None and start == head[0],
                      tail[1] + tail[2] == len(seg.lines) and end == tail[0] + tail[2])
-    deletes_nothing = _deletes_nothing(orig.lines[start:end], seg.lines, key)  # blank edges do not change it
-    start, end, doubt = absorb_blank_edges(orig, seg, (start, end), matched_edges, (lo, hi), where, deletes_nothing)
+    nothing_deleted = deletes_nothing(orig.lines[start:end], seg.lines, key)  # blank edges do not change it
+    start, end, doubt = absorb_blank_edges(orig, seg, (start, end), matched_edges, (lo, hi), where, nothing_deleted)
     doubts += doubt
-    keeps_all = replaced and deletes_nothing
+    keeps_all = replaced and nothing_deleted
     doubts += [doubt for doubt, in_place in replaced if not (in_place and keeps_all)]
     lines = list(seg.lines)
     matched = []
@@ -199,26 +202,6 @@ def _anchors(orig: Original, key, skeys: list[str], lines: tuple[str, ...], lo: 
                                for run in (head, tail)):
         doubts.append(f"{where} deletes original lines {head[0] + head[2] + 1}-{tail[0]} on a one-line anchor")
     return head, tail, doubts
-
-
-def _resumes_at_marker(after: list[str], marker_indent: int) -> bool:
-    """Whether the original code after a segment's last anchor (``after``) goes on at the indentation
-    of the marker that follows the segment, or left of it: the marker stands for that code, so the new
-    lines before the marker are added in front of it and replace nothing. The caller asks it only when
-    that anchor ends on code: a blank line ending it may be one the new lines brought (packaging
-    ``_musllinux.py``). On the known answers of the suite and ``data/train``, 21 merges whose only doubt
-    this lifts are all exact; a marker left of the next line may close a block in place of its last
-    lines (poetry's ``legacy_repository.py``: a loop replaced by one call), which stays a doubt."""
-    line = next((line for line in after if line.strip()), None)
-    return line is not None and indent_width(line) <= marker_indent
-
-
-def _beside_anchor(leading: tuple[str, ...], anchor: str) -> bool:
-    """Whether the new lines between a marker and a segment's first anchor (``leading``) sit at the
-    anchor's indentation or right of it: they open no block around the anchor, so they are added after
-    the code the marker stands for. The caller asks it only when that anchor starts on code. On the
-    known answers of the suite and ``data/train``, 10 merges whose only doubt this lifts are all exact."""
-    return all(indent_width(line) >= indent_width(anchor) for line in leading if line.strip())
 
 
 def _only_clean_reading(orig: Original, key, skeys: list[str], fits, taken) -> bool:
@@ -399,134 +382,3 @@ def _solid(lines: tuple[str, ...], run: list[int]) -> int:
     return sum(1 for line in lines[run[1]:run[1] + run[2]] if not is_trivial(line))
 
 
-def _place_closers(seg: Segment, index: int, orig: Original, lo: int, hi: int, scope: int | None) -> Placement | None:
-    """Place a segment that anchors nowhere by the end of its block: its closing lines (``}``, ``end``)
-    are the block's own; with none, it goes last in the block that the marker after it closes (or last
-    in the file, doubtfully, when the snippet ends with it)."""
-    if scope is not None:
-        limit = hi
-    elif seg.marker_after is None:
-        limit = len(orig.lines)
-    else:
-        return None
-    while limit > lo and not orig.lines[limit - 1].strip():
-        limit -= 1
-    body = [line for line in seg.lines if line.strip()]
-    closers = 0
-    while closers < len(body) and is_closer(body[-1 - closers]):
-        closers += 1
-    closers = min(closers, _unclosed(body))
-    if closers:
-        own = [i for i in range(lo, limit) if orig.lines[i].strip()][-closers:]
-        if [exact_key(orig.lines[i]) for i in own] != [exact_key(line) for line in body[-closers:]]:
-            return None
-        doubts = ()
-        if closers == len(body) and (seg.marker_before or 0) <= indent_width(body[0]):
-            # only closing lines, after a marker that is not inside their block: they fit after any block,
-            # and the snippet may as well mean that the code before them is deleted
-            doubts = (f"segment {index + 1} only repeats closing lines",)
-        return Placement(own[0], limit, seg.lines, doubts)
-    if scope is None:
-        return Placement(limit, limit, seg.lines, (f"segment {index + 1} anchors nowhere; it was added at the end",))
-    if seg.marker_after is not None and seg.marker_after > indent_width(orig.lines[scope]):
-        return None  # the marker after it is still inside the block: its place there is unknown
-    if limit > lo and is_closer(orig.lines[limit - 1]) and indent_width(orig.lines[limit - 1]) == indent_width(
-            orig.lines[scope]):
-        limit -= 1  # before the block's own closing line
-    return Placement(limit, limit, seg.lines, (f"segment {index + 1} anchors nowhere; it was added at the end of "
-                                               f"the block {orig.lines[scope].strip()!r}",))
-
-
-def _unclosed(lines: list[str]) -> int:
-    """How many more blocks the lines close than they open, counting brackets and Ruby's ``end``
-    (strings and comments are not told apart; this only bounds how many closing lines are the block's)."""
-    depth = deepest = 0
-    for line in lines:
-        for char in line:
-            if char in "([{":
-                depth += 1
-            elif char in ")]}":
-                depth -= 1
-                deepest = min(deepest, depth)
-        if line.strip() == "end":
-            depth -= 1
-            deepest = min(deepest, depth)
-    return -deepest
-
-
-def _maybe_context(edge: tuple[str, ...], nearby: list[str]) -> bool:
-    """Whether a segment's unanchored first (last) line is a common line that the original has close
-    by: it may be context replacing what lies between, or a new line inserted."""
-    return bool(edge) and bool(edge[0].strip()) and is_trivial(edge[0]) and exact_key(edge[0]) in {
-        exact_key(line) for line in nearby}
-
-
-def _context_reach(edge: tuple[str, ...], beside: list[str], key) -> tuple[int, int] | None:
-    """A segment's unanchored edge lines read as the original's context: ``edge`` and ``beside`` (the
-    original lines on that side of the anchor) both ordered from afar towards the anchor. Returns
-    ``(k, r)``: the first ``k`` edge lines are the original's lines ``r`` lines away from the anchor,
-    and the other edge lines take the place of those ``r`` (inserted when ``r`` is 0). The most context
-    wins, then the fewest lines replaced; None when no reading keeps a non-blank line as context.
-
-    >>> _context_reach(("  },", "};", "", "run(list);"), ["a();", "  },", "};", "", "run([1, 2]);"], exact_key)
-    (3, 1)
-    >>> _context_reach(("}", "", "const v = 1;"), ["  x;", "}"], exact_key)
-    (1, 0)
-    >>> _context_reach(("}", "x = 1;"), ["y = 2;", "z = 3;"], exact_key) is None
-    True
-    """
-    n = len(edge)
-    ours, theirs = [key(line) for line in edge], [key(line) for line in beside[-n:]]
-    for k in range(n, 0, -1):
-        if not any(line.strip() for line in edge[:k]):
-            continue
-        for r in range(min(n - k, len(theirs) - k) + 1):
-            first = len(theirs) - r - k
-            if theirs[first:first + k] == ours[:k]:
-                return k, r
-    return None
-
-
-def _edited_in_place(replaced: list[str], new: tuple[str, ...]) -> bool:
-    """Whether the new lines between a segment's context and its anchor are the ``replaced`` original
-    lines edited in place: as many, each keeping the text of the line it takes the place of
-    (``segments.keeps_text``). A segment whose edge replaces original lines this way, and which deletes no
-    other original line (``_deletes_nothing``), is certain of that edge: on the known answers of the
-    suite and ``data/train``, 42 of the 43 merges whose only doubts this lifts are exact (the other is
-    wrong where a marker meets a repeated ``)``), against 9 of the 14 it leaves.
-
-    >>> _edited_in_place(["static const uint8_t c[16] = k;"], ("static const uint8_t c[] = k;",))
-    True
-    >>> _edited_in_place(["case 'v':"], ("case 'is':", "case 't':"))   # one line became two
-    False
-    >>> _edited_in_place(["// A number is a descriptor."], ("// Descriptors are numbers or objects.",))
-    False
-    """
-    return len(replaced) == len(new) and all(keeps_text(old, line) for old, line in zip(replaced, new))
-
-
-def _deletes_nothing(original: list[str], lines: tuple[str, ...], key) -> bool:
-    """Whether a segment put in the place of ``original`` keeps each of its non-blank lines, as it is
-    or edited in place (a line changed into one other line).
-
-    >>> _deletes_nothing(["a = 1", "b = 2", "c = 3"], ("a = 1", "b = 20", "x = 0", "c = 3"), exact_key)
-    True
-    >>> _deletes_nothing(["a = 1", "b = 2", "c = 3"], ("a = 1", "c = 3"), exact_key)
-    False
-    """
-    lost = lost_lines([key(line) for line in original], [key(line) for line in lines])
-    return not any(original[i].strip() for i in lost)
-
-
-def _edge_doubt(removed: list[str], added: tuple[str, ...], what: str, which: str) -> list[str]:
-    """A segment pinned to the start (end) of the file removes the original lines before (after) its
-    anchors: doubtful when they are more than the new lines it puts there, and more than
-    ``EDGE_DELETION``. A snippet that uses markers but shows the file's first (last) lines without
-    one deletes the few lines its edge replaces (a header comment, an import): on the known answers of
-    the suite and ``data/train``, the 19 merges whose only doubts were such deletions of at most 3
-    lines were all exact. One that forgot the marker before code deep in the file would delete more.
-    """
-    lost = sum(1 for line in removed if line.strip())
-    if lost > max(EDGE_DELETION, sum(1 for line in added if line.strip())):
-        return [f"{what}; the {which} {lost} non-blank original lines would be deleted"]
-    return []

@@ -4,7 +4,7 @@ A ``Segment`` is the code between two lazy markers of an update snippet; a ``Pla
 lines of the original it replaces; ``Original`` holds the original file's lines with the indexes the
 placement code needs (line keys, where each line occurs, its definitions). Also the line comparisons
 (``exact_key``, ``loose_key``, ``keeps_text``, ``lost_lines``) and what counts as a line too common to
-anchor on. This module places nothing itself: ``anchor.py`` and ``defplace.py`` do.
+anchor on. This module places nothing itself: ``anchor.py``, ``defplace.py`` and ``blockend.py`` do.
 """
 
 from __future__ import annotations

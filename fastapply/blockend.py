@@ -1,0 +1,65 @@
+"""Placing a segment that anchors nowhere by the end of its block: its closing lines (``}``, ``end``) are
+the block's own, or it is new code that goes last in the block (or the file) the marker after it
+closes. ``anchor.py`` turns to it when a segment's lines repeat no original line it can anchor on.
+"""
+
+from __future__ import annotations
+
+from fastapply.markers import indent_width
+from fastapply.segments import Original, Placement, Segment, exact_key, is_closer
+
+
+def place_at_block_end(seg: Segment, index: int, orig: Original, lo: int, hi: int,
+                       scope: int | None) -> Placement | None:
+    """Place a segment that anchors nowhere by the end of its block: its closing lines (``}``, ``end``)
+    are the block's own; with none, it goes last in the block that the marker after it closes (or last
+    in the file, doubtfully, when the snippet ends with it)."""
+    if scope is not None:
+        limit = hi
+    elif seg.marker_after is None:
+        limit = len(orig.lines)
+    else:
+        return None
+    while limit > lo and not orig.lines[limit - 1].strip():
+        limit -= 1
+    body = [line for line in seg.lines if line.strip()]
+    closers = 0
+    while closers < len(body) and is_closer(body[-1 - closers]):
+        closers += 1
+    closers = min(closers, _unclosed(body))
+    if closers:
+        own = [i for i in range(lo, limit) if orig.lines[i].strip()][-closers:]
+        if [exact_key(orig.lines[i]) for i in own] != [exact_key(line) for line in body[-closers:]]:
+            return None
+        doubts = ()
+        if closers == len(body) and (seg.marker_before or 0) <= indent_width(body[0]):
+            # only closing lines, after a marker that is not inside their block: they fit after any block,
+            # and the snippet may as well mean that the code before them is deleted
+            doubts = (f"segment {index + 1} only repeats closing lines",)
+        return Placement(own[0], limit, seg.lines, doubts)
+    if scope is None:
+        return Placement(limit, limit, seg.lines, (f"segment {index + 1} anchors nowhere; it was added at the end",))
+    if seg.marker_after is not None and seg.marker_after > indent_width(orig.lines[scope]):
+        return None  # the marker after it is still inside the block: its place there is unknown
+    if limit > lo and is_closer(orig.lines[limit - 1]) and indent_width(orig.lines[limit - 1]) == indent_width(
+            orig.lines[scope]):
+        limit -= 1  # before the block's own closing line
+    return Placement(limit, limit, seg.lines, (f"segment {index + 1} anchors nowhere; it was added at the end of "
+                                               f"the block {orig.lines[scope].strip()!r}",))
+
+
+def _unclosed(lines: list[str]) -> int:
+    """How many more blocks the lines close than they open, counting brackets and Ruby's ``end``
+    (strings and comments are not told apart; this only bounds how many closing lines are the block's)."""
+    depth = deepest = 0
+    for line in lines:
+        for char in line:
+            if char in "([{":
+                depth += 1
+            elif char in ")]}":
+                depth -= 1
+                deepest = min(deepest, depth)
+        if line.strip() == "end":
+            depth -= 1
+            deepest = min(deepest, depth)
+    return -deepest
