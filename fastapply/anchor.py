@@ -380,5 +380,3 @@ def _repeats(skeys: list[str], run: list[int]) -> bool:
 def _solid(lines: tuple[str, ...], run: list[int]) -> int:
     """Non-trivial lines in an anchor run."""
     return sum(1 for line in lines[run[1]:run[1] + run[2]] if not is_trivial(line))
-
-

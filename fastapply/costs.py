@@ -79,7 +79,6 @@ def stored_costs(key: str) -> CostModel | None:
     return CostModel.monotone([(int(k), float(s)) for k, s in points])
 
 
-
 def store_costs(key: str, model: CostModel) -> None:
     """Keep ``model`` under ``key`` beside the other stored costs; an unwritable cache only costs a
     re-measurement next time."""

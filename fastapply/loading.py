@@ -17,6 +17,7 @@ log = logging.getLogger(__name__)
 DTYPES = ("auto", "float32", "bfloat16", "float16")
 DEVICES = ("auto", "cpu", "cuda", "mps")
 
+
 def resolve_device(device: str) -> str:
     import torch
 
@@ -116,7 +117,6 @@ def stop_ids_of(model, tokenizer) -> set[int]:
     elif configured:
         ids.update(configured)
     return ids
-
 
 
 def cache_dir() -> Path:

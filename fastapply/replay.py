@@ -53,7 +53,6 @@ class ReplayTarget:
         return 1.0 + self.per_token * k
 
 
-
 class ReplayedHFTarget(HFTarget):
     """Real forward passes of a transformers model, so every pass costs what it really costs, whose
     choices are nevertheless the reference output (as ``ReplayTarget``).
