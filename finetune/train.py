@@ -208,8 +208,12 @@ def _saved_embeddings(model) -> bool | str:
     train the embeddings or the output layer, else False. peft's choice for an adapter that trains
     neither asks the model hub for the base's config to compare vocabularies: a network request at every
     checkpoint, and a warning where the base is a name of fastapply's own (``smollm2-135m-instruct``)."""
+    from peft.utils.constants import EMBEDDING_LAYER_NAMES
+
     targets = model.peft_config[model.active_adapter].target_modules or ()
-    return "auto" if isinstance(targets, str) or {"embed_tokens", "lm_head"} & set(targets) else False
+    if isinstance(targets, str) or any(name.rsplit(".", 1)[-1] in EMBEDDING_LAYER_NAMES for name in targets):
+        return "auto"
+    return False
 
 
 def initial_adapter(name: str | None) -> Path | None:
