@@ -490,6 +490,50 @@ def test_a_soup_changes_the_weights_by_the_weighted_sum_of_its_adapters_changes(
                               merged[0]["model.layers.0.self_attn.q_proj.weight"])
 
 
+def _changes(directory):
+    """Each adapted layer's change ``B @ A`` (before the ``alpha / r`` scale), in float64."""
+    tensors = load_file(directory / "adapter_model.safetensors")
+    return {name: tensors[name.replace("lora_A", "lora_B")].double() @ tensors[name].double()
+            for name in tensors if "lora_A" in name}
+
+
+def test_a_soup_at_a_lower_rank_keeps_each_change_where_it_fits_and_its_best_approximation_where_not(lora_run, tmp_path):
+    """Two adapters with the same ``A`` (the trained one, and it with its B halved and negated) sum to a
+    change of the trained rank: the soup at that rank is the full soup, exactly. One adapter at rank 1
+    is each layer's best rank-1 approximation (its largest singular direction), with the same
+    ``alpha / r``, and the share of each change kept is recorded."""
+    from safetensors.torch import save_file
+
+    trained = json.loads((lora_run.out_dir / "adapter_config.json").read_text())
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "adapter_config.json").write_text((lora_run.out_dir / "adapter_config.json").read_text())
+    weights = load_file(lora_run.out_dir / "adapter_model.safetensors")
+    save_file({k: (-0.5 * v if "lora_B" in k else v).contiguous() for k, v in weights.items()},
+              other / "adapter_model.safetensors")
+    soup([lora_run.out_dir, other], [0.3, 0.7], tmp_path / "full")
+    full = _changes(tmp_path / "full")
+    config = soup([lora_run.out_dir, other], [0.3, 0.7], tmp_path / "kept", rank=trained["r"])
+    assert config["r"] == trained["r"] and config["lora_alpha"] == trained["lora_alpha"]
+    kept = _changes(tmp_path / "kept")
+    for name, change in full.items():
+        assert torch.allclose(kept[name], change, atol=1e-6), name
+    assert json.loads((tmp_path / "kept" / "soup.json").read_text())["kept"]["norm_share_min"] > 0.999999
+
+    assert soup_main([str(lora_run.out_dir), "--weights", "1", "--rank", "1", "--out", str(tmp_path / "one")]) == 0
+    config = json.loads((tmp_path / "one" / "adapter_config.json").read_text())
+    assert config["r"] == 1 and config["lora_alpha"] / 1 == trained["lora_alpha"] / trained["r"]
+    shares = []
+    for name, change in _changes(lora_run.out_dir).items():
+        u, s, vh = torch.linalg.svd(change)
+        best = s[0] * torch.outer(u[:, 0], vh[0])
+        assert torch.allclose(_changes(tmp_path / "one")[name], best, atol=1e-6), name
+        shares.append(float(s[0] / s.norm()))
+    record = json.loads((tmp_path / "one" / "soup.json").read_text())
+    assert record["rank"] == 1
+    assert record["kept"]["norm_share_min"] == pytest.approx(min(shares), abs=1e-5) and min(shares) < 0.99
+
+
 def test_a_soup_refuses_weights_that_do_not_sum_to_one_and_adapters_that_differ(lora_run, tmp_path):
     with pytest.raises(UsageError, match="sum to 1"):
         soup([lora_run.out_dir, lora_run.out_dir], [0.5, 0.6], tmp_path / "a")
@@ -501,3 +545,7 @@ def test_a_soup_refuses_weights_that_do_not_sum_to_one_and_adapters_that_differ(
         soup([lora_run.out_dir, other], [0.5, 0.5], tmp_path / "b")
     assert soup_main([str(lora_run.out_dir), str(tmp_path / "missing"), "--weights", "0.5", "0.5",
                       "--out", str(tmp_path / "c")]) == 2
+    with pytest.raises(UsageError, match="two or more adapters"):
+        soup([lora_run.out_dir], [1.0], tmp_path / "d")
+    with pytest.raises(UsageError, match="at least 1"):
+        soup([lora_run.out_dir], [1.0], tmp_path / "e", rank=0)
