@@ -6,7 +6,7 @@
 One teacher-forced pass per record (the prompt and the expected answer) gives, for each checkpoint, the
 records greedy decoding would write exactly (every answer token the model's top choice: the count
 ``fastapply eval --engine model`` would report, in minutes instead of the eval's decoding), the answer
-tokens that are not the top choice per 1,000, and bits per byte (``train.evaluate``). Then the records
+tokens that are not the top choice per 1,000, and bits per byte (``heldout.evaluate``). Then the records
 the checkpoints disagree on, with each one's misses: a run's later checkpoints often gain some
 files and lose others, which one total hides.
 
@@ -28,8 +28,8 @@ from pathlib import Path
 from fastapply.errors import FastapplyError
 from fastapply.prompt import get_preset
 from finetune.examples import build_example, read_records
+from finetune.heldout import HeldOut, evaluate
 from finetune.merge import adapter_base
-from finetune.train import HeldOut, evaluate
 
 
 def load_checkpoint(checkpoint: str, base_model: str | None, device: str, dtype: str):

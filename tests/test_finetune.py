@@ -29,7 +29,8 @@ from finetune.score import disagreements
 from finetune.score import main as score_main
 from finetune.soup import main as soup_main
 from finetune.soup import soup
-from finetune.train import autocast_context, evaluate, initial_adapter, lr_factor, train
+from finetune.heldout import evaluate
+from finetune.train import autocast_context, initial_adapter, lr_factor, train
 from finetune.train import main as train_main
 
 # The edits the "apply model" learns by full fine-tuning, and those the adapter on top of it learns.
