@@ -464,18 +464,23 @@ def test_score_lists_the_records_checkpoints_disagree_on():
 
 # -- adapter soups -------------------------------------------------------------------------------
 
+def _halved_and_negated(adapter, other):
+    """A second adapter of ``adapter``'s base: the same ``A``, its ``B`` halved and negated."""
+    from safetensors.torch import save_file
+
+    other.mkdir()
+    (other / "adapter_config.json").write_text((adapter / "adapter_config.json").read_text())
+    weights = load_file(adapter / "adapter_model.safetensors")
+    save_file({k: (-0.5 * v if "lora_B" in k else v).contiguous() for k, v in weights.items()},
+              other / "adapter_model.safetensors")
+    return other
+
+
 def test_a_soup_changes_the_weights_by_the_weighted_sum_of_its_adapters_changes(lora_run, tmp_path):
     """Two adapters of one base (the trained one, and it with its B halved and negated), averaged 0.3 /
     0.7: merged into the base, the soup's weights are 0.3 and 0.7 of the two merged models' weights,
     each tensor; it records its parts for the release."""
-    from safetensors.torch import load_file, save_file
-
-    other = tmp_path / "other"
-    other.mkdir()
-    (other / "adapter_config.json").write_text((lora_run.out_dir / "adapter_config.json").read_text())
-    weights = load_file(lora_run.out_dir / "adapter_model.safetensors")
-    save_file({k: (-0.5 * v if "lora_B" in k else v).contiguous() for k, v in weights.items()},
-              other / "adapter_model.safetensors")
+    other = _halved_and_negated(lora_run.out_dir, tmp_path / "other")
     config = soup([lora_run.out_dir, other], [0.3, 0.7], tmp_path / "soup")
     assert config["r"] == 2 * json.loads((lora_run.out_dir / "adapter_config.json").read_text())["r"]
     record = json.loads((tmp_path / "soup" / "soup.json").read_text())
@@ -503,15 +508,8 @@ def test_a_soup_at_a_lower_rank_keeps_each_change_where_it_fits_and_its_best_app
     change of the trained rank: the soup at that rank is the full soup, exactly. One adapter at rank 1
     is each layer's best rank-1 approximation (its largest singular direction), with the same
     ``alpha / r``, and the share of each change kept is recorded."""
-    from safetensors.torch import save_file
-
     trained = json.loads((lora_run.out_dir / "adapter_config.json").read_text())
-    other = tmp_path / "other"
-    other.mkdir()
-    (other / "adapter_config.json").write_text((lora_run.out_dir / "adapter_config.json").read_text())
-    weights = load_file(lora_run.out_dir / "adapter_model.safetensors")
-    save_file({k: (-0.5 * v if "lora_B" in k else v).contiguous() for k, v in weights.items()},
-              other / "adapter_model.safetensors")
+    other = _halved_and_negated(lora_run.out_dir, tmp_path / "other")
     soup([lora_run.out_dir, other], [0.3, 0.7], tmp_path / "full")
     full = _changes(tmp_path / "full")
     config = soup([lora_run.out_dir, other], [0.3, 0.7], tmp_path / "kept", rank=trained["r"])
