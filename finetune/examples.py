@@ -252,11 +252,33 @@ def answer_nll_bits(logits, labels, weights=None):
     return nats / math.log(2)
 
 
-def argmax_misses(logits, labels):
-    """Per example [B], the labelled positions where the model's top token is not the label: 0 means
-    greedy decoding, fed the prompt, writes the whole answer exactly. Shapes as ``answer_nll_bits``.
-    E.g. logits whose argmax is [[5, 6, 9]] against labels [[5, 6, 7]] -> [1]."""
-    return ((logits.argmax(dim=-1) != labels) & (labels != IGNORE)).sum(dim=1)
+@dataclass(frozen=True)
+class Miss:
+    """An answer token that is not the model's top choice: where greedy decoding would leave the answer."""
+    at: int  # its index among the example's answer tokens
+    wanted: int  # the answer's token
+    chosen: int  # the model's top choice there
+    regret: float  # nats by which the chosen token's log-probability beats the wanted one's
+
+
+def missed_tokens(logits, labels) -> list[tuple[Miss, ...]]:
+    """Per example [B], the labelled positions where the model's top token is not the label, indexed from
+    the example's first labelled position: none means greedy decoding, fed the prompt, writes the whole
+    answer exactly. Shapes as ``answer_nll_bits``.
+    E.g. logits whose argmax is [[5, 6, 9]] against labels [[IGNORE, 6, 7]] -> [(Miss(at=1, wanted=7, chosen=9, ...),)].
+    """
+    chosen = logits.argmax(dim=-1)  # [B, S]
+    labelled = labels != IGNORE
+    firsts = labelled.float().argmax(dim=1).tolist()  # each example's first answer token within the span
+    rows, cols = ((chosen != labels) & labelled).nonzero(as_tuple=True)
+    wanted, top = labels[rows, cols], chosen[rows, cols]
+    picked = logits[rows, cols]  # [misses, V]
+    # log p(top) - log p(wanted) is the difference of their logits: no softmax needed
+    regrets = (picked.gather(1, top[:, None]) - picked.gather(1, wanted[:, None])).float().flatten()
+    per_example = [[] for _ in range(labels.shape[0])]
+    for row, col, w, c, r in zip(rows.tolist(), cols.tolist(), wanted.tolist(), top.tolist(), regrets.tolist()):
+        per_example[row].append(Miss(at=col - firsts[row], wanted=w, chosen=c, regret=r))
+    return [tuple(found) for found in per_example]
 
 
 def bits_per_byte(total_bits: float, total_bytes: int) -> float:

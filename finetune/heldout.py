@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from finetune.examples import IGNORE, Example, answer_nll_bits, argmax_misses, bits_per_byte, collate
+from finetune.examples import IGNORE, Example, Miss, answer_nll_bits, bits_per_byte, collate, missed_tokens
 
 
 def answer_logits(model, input_ids, mask, labels):
@@ -33,6 +33,7 @@ class HeldOut:
     examples: int
     misses_per_1000: float  # answer tokens that are not the model's top choice, per 1,000 answer tokens
     misses: tuple[int, ...] = ()  # per example, in order: its answer tokens that are not the top choice
+    where: tuple[tuple[Miss, ...], ...] = ()  # per example, in order: those tokens, and what the model chose
 
 
 def evaluate(model, examples: list[Example] | tuple[Example, ...], pad_id: int, batch_size: int = 1,
@@ -45,15 +46,17 @@ def evaluate(model, examples: list[Example] | tuple[Example, ...], pad_id: int, 
 
     was_training = model.training
     model.eval()
-    bits, misses, answer_tokens = 0.0, [], 0
+    bits, where, answer_tokens = 0.0, [], 0
     with torch.no_grad(), autocast or contextlib.nullcontext():
         for start in range(0, len(examples), batch_size):
             input_ids, mask, labels = (t.to(device) for t in collate(examples[start:start + batch_size], pad_id))
             logits, targets = answer_logits(model, input_ids, mask, labels)
             bits += float(answer_nll_bits(logits, targets))
-            misses += argmax_misses(logits, targets).tolist()
+            where += missed_tokens(logits, targets)
             answer_tokens += int((targets != IGNORE).sum())
     model.train(was_training)
+    misses = [len(found) for found in where]
     return HeldOut(bits_per_byte=bits_per_byte(bits, sum(e.answer_bytes for e in examples)),
                    greedy_exact=misses.count(0), examples=len(examples),
-                   misses_per_1000=1000 * sum(misses) / answer_tokens if answer_tokens else 0.0, misses=tuple(misses))
+                   misses_per_1000=1000 * sum(misses) / answer_tokens if answer_tokens else 0.0, misses=tuple(misses),
+                   where=tuple(where))

@@ -8,7 +8,10 @@ records greedy decoding would write exactly (every answer token the model's top 
 ``fastapply eval --engine model`` would report, in minutes instead of the eval's decoding), the answer
 tokens that are not the top choice per 1,000, and bits per byte (``heldout.evaluate``). Then the records
 the checkpoints disagree on, with each one's misses: a run's later checkpoints often gain some
-files and lose others, which one total hides.
+files and lose others, which one total hides. How many records miss by 0, 1, 2, 3 or more tokens is
+printed too (a model one token short of many files is closer than its exact count says), and
+``--where N`` shows each record's first N misses: the token the answer wants, the one the model chose,
+by how many nats, and the text before it.
 
 A checkpoint is a LoRA adapter directory (applied to the base its ``adapter_config.json`` names, or to
 ``--base-model``), a full checkpoint directory, or a model name ``fastapply --model`` takes
@@ -23,11 +26,12 @@ import argparse
 import json
 import logging
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 from fastapply.errors import FastapplyError
 from fastapply.prompt import get_preset
-from finetune.examples import build_example, read_records
+from finetune.examples import IGNORE, Example, Miss, build_example, read_records
 from finetune.heldout import HeldOut, evaluate
 from finetune.merge import adapter_base
 
@@ -42,10 +46,29 @@ def load_checkpoint(checkpoint: str, base_model: str | None, device: str, dtype:
     return model.merge_and_unload(), tokenizer
 
 
-def score(model, tokenizer, records: list[dict], preset: str = "default", device: str = "cpu") -> HeldOut:
-    """The teacher-forced verdict on ``records``, one pass each; ``misses`` in the records' order."""
+def score(model, tokenizer, records: list[dict], preset: str = "default", device: str = "cpu",
+          where: int = 0) -> tuple[HeldOut, list[list[dict]]]:
+    """The teacher-forced verdict on ``records``, one pass each (``misses`` in the records' order), and
+    each record's first ``where`` misses told in text (``describe``)."""
     examples = [build_example(tokenizer, get_preset(preset), record) for record in records]
-    return evaluate(model, examples, pad_id=tokenizer.pad_token_id or 0, device=device)
+    verdict = evaluate(model, examples, pad_id=tokenizer.pad_token_id or 0, device=device)
+    told = [[describe(tokenizer, example, miss) for miss in found[:where]]
+            for example, found in zip(examples, verdict.where)]
+    return verdict, told
+
+
+def describe(tokenizer, example: Example, miss: Miss, context: int = 12) -> dict:
+    """A miss in text: the token wanted, the one chosen, by how many nats, the ``context`` tokens before."""
+    answer = [t for t, label in zip(example.input_ids, example.labels) if label != IGNORE]
+    return {"at": miss.at, "wanted": tokenizer.decode([miss.wanted]), "chosen": tokenizer.decode([miss.chosen]),
+            "regret": round(miss.regret, 2), "after": tokenizer.decode(answer[max(0, miss.at - context):miss.at])}
+
+
+def by_misses(misses: Sequence[int], most: int = 3) -> str:
+    """How many records miss by each count up to ``most``, and more.
+    E.g. [0, 1, 1, 5] -> "0: 1, 1: 2, 2: 0, 3: 0, more: 1"."""
+    counts = [sum(m == n for m in misses) for n in range(most + 1)]
+    return ", ".join(f"{n}: {c}" for n, c in enumerate(counts)) + f", more: {sum(m > most for m in misses)}"
 
 
 def disagreements(misses: dict[str, dict[str, int]]) -> list[str]:
@@ -66,6 +89,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--base-model", default=None, help="the base for adapters (default: the one each names)")
     parser.add_argument("--preset", default="default", help="the prompt format (fastapply's --preset)")
     parser.add_argument("--device", default="cpu")
+    parser.add_argument("--where", type=int, default=0, metavar="N",
+                        help="print each record's first N misses (wanted, chosen, the text before)")
     parser.add_argument("--out", type=Path, default=None, help="JSON: each checkpoint's figures and misses per record")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", datefmt="%H:%M:%S")
@@ -81,14 +106,21 @@ def main(argv: list[str] | None = None) -> int:
         results = {}
         for checkpoint in args.checkpoints:
             model, tokenizer = load_checkpoint(checkpoint, args.base_model, args.device, "float32")
-            verdict = score(model, tokenizer, records, args.preset, args.device)
+            verdict, told = score(model, tokenizer, records, args.preset, args.device, args.where)
             results[checkpoint] = {"greedy_exact": verdict.greedy_exact, "records": verdict.examples,
                                    "misses_per_1000": round(verdict.misses_per_1000, 3),
                                    "bits_per_byte": round(verdict.bits_per_byte, 5),
                                    "misses": dict(zip(names, verdict.misses))}
+            if args.where:
+                results[checkpoint]["where"] = {name: found for name, found in zip(names, told) if found}
             print(f"{checkpoint}: greedy writes {verdict.greedy_exact} of {verdict.examples} exactly; "
                   f"{verdict.misses_per_1000:.2f} misses per 1,000 answer tokens; "
                   f"{verdict.bits_per_byte:.5f} bits per byte", flush=True)
+            print(f"  records by their misses: {by_misses(verdict.misses)}")
+            for name, count, found in zip(names, verdict.misses, told):
+                for miss in found:
+                    print(f"  {name} ({count} missed): token {miss['at']} wants {miss['wanted']!r}, chose "
+                          f"{miss['chosen']!r} by {miss['regret']:.2f} nats, after {miss['after']!r}")
     except FastapplyError as exc:
         print(f"finetune.score: error: {exc}", file=sys.stderr)
         return 1

@@ -22,10 +22,10 @@ from fastapply.errors import UsageError
 from fastapply.loading import load_model
 from fastapply.prompt import answer_ids, get_preset, prompt_ids
 from finetune.config import TrainConfig, load_config
-from finetune.examples import (IGNORE, Example, answer_nll_bits, argmax_misses, bits_per_byte, build_example,
-                               build_examples, epoch_token_batches, micro_batches, token_batches)
+from finetune.examples import (IGNORE, Example, Miss, answer_nll_bits, bits_per_byte, build_example,
+                               build_examples, epoch_token_batches, micro_batches, missed_tokens, token_batches)
 from finetune.merge import adapter_base, merge_adapter
-from finetune.score import disagreements
+from finetune.score import by_misses, disagreements
 from finetune.score import main as score_main
 from finetune.soup import main as soup_main
 from finetune.soup import soup
@@ -162,7 +162,12 @@ def test_held_out_counts_the_examples_greedy_decoding_writes_exactly():
         held_out = evaluate(NextToken(), examples, pad_id=0, batch_size=batch_size)
         assert (held_out.greedy_exact, held_out.examples) == (1, 2)
         assert held_out.misses_per_1000 == pytest.approx(1000 / 5)
-    assert argmax_misses(torch.tensor([[[0., 9], [9, 0]]]), torch.tensor([[1, IGNORE]])).tolist() == [0]
+        # where: the first answer's third token (5, after 4), for which the model chose 9 by a logit of 1 to 0
+        assert held_out.where == ((Miss(at=2, wanted=5, chosen=9, regret=1.0),), ())
+    # an unlabelled position is never a miss; a label is indexed from the example's first labelled one
+    logits = torch.tensor([[[0., 9, 0], [9, 0, 0], [0, 2, 5]]])
+    assert missed_tokens(logits, torch.tensor([[1, IGNORE, 1]])) == [(Miss(at=2, wanted=1, chosen=2, regret=3.0),)]
+    assert missed_tokens(logits, torch.tensor([[IGNORE, 0, 2]])) == [()]
 
 
 def test_micro_batches_resume_where_they_left_off():
@@ -448,12 +453,31 @@ def test_score_gives_each_checkpoint_its_misses_per_record(lora_run, apply_model
     differing = disagreements({c: scored[c]["misses"] for c in checkpoints})
     assert f"records the checkpoints disagree on ({len(differing)})" in printed
     assert all(line in printed for line in differing)
+    assert f"records by their misses: {by_misses(expected.misses)}" in printed
+
+    # --where 2: each missing record's first two misses, the tokens in text, as a teacher-forced pass finds them
+    assert score_main([checkpoints[1], "--records", str(path), "--where", "2", "--out", str(out)]) == 0
+    where = json.loads(out.read_text())["checkpoints"][checkpoints[1]]["where"]
+    missing = {r["id"]: found for r, found in zip(records, expected.where) if found}
+    assert missing, "the tiny apply model writes every record exactly: nothing to show"
+    assert {name: [m["at"] for m in told] for name, told in where.items()} == \
+        {name: [m.at for m in found[:2]] for name, found in missing.items()}
+    name, first = next(iter(missing.items()))
+    assert where[name][0]["wanted"] == tokenizer.decode([first[0].wanted])
+    assert where[name][0]["chosen"] == tokenizer.decode([first[0].chosen]) != where[name][0]["wanted"]
+    assert where[name][0]["regret"] == round(first[0].regret, 2) > 0
+    assert f"{name} ({len(first)} missed): token {first[0].at} wants {where[name][0]['wanted']!r}" in capsys.readouterr().out
 
     # one line per checkpoint; --max-lines leaves out the two-line file
     assert score_main([checkpoints[0], "--records", str(path), "--max-lines", "1", "--out", str(out)]) == 0
     assert "apply-1" not in json.loads(out.read_text())["checkpoints"][checkpoints[0]]["misses"]
     assert score_main([checkpoints[0], "--records", str(path), "--max-lines", "0"]) == 1
     assert capsys.readouterr().err.strip() == "finetune.score: error: no records to score (check --records and --max-lines)"
+
+
+def test_records_are_counted_by_their_misses():
+    assert by_misses([0, 1, 1, 5]) == "0: 1, 1: 2, 2: 0, 3: 0, more: 1"
+    assert by_misses([], most=1) == "0: 0, 1: 0, more: 0"
 
 
 def test_score_lists_the_records_checkpoints_disagree_on():
