@@ -270,11 +270,11 @@ def missed_tokens(logits, labels) -> list[tuple[Miss, ...]]:
     chosen = logits.argmax(dim=-1)  # [B, S]
     labelled = labels != IGNORE
     firsts = labelled.float().argmax(dim=1).tolist()  # each example's first answer token within the span
+    # log p(top) - log p(label) is the difference of their logits: no softmax needed
+    gaps = (logits.gather(-1, chosen[..., None]).float()
+            - logits.gather(-1, labels.clamp(min=0)[..., None]).float())[..., 0]  # [B, S]
     rows, cols = ((chosen != labels) & labelled).nonzero(as_tuple=True)
-    wanted, top = labels[rows, cols], chosen[rows, cols]
-    picked = logits[rows, cols]  # [misses, V]
-    # log p(top) - log p(wanted) is the difference of their logits: no softmax needed
-    regrets = (picked.gather(1, top[:, None]) - picked.gather(1, wanted[:, None])).float().flatten()
+    wanted, top, regrets = labels[rows, cols], chosen[rows, cols], gaps[rows, cols]
     per_example = [[] for _ in range(labels.shape[0])]
     for row, col, w, c, r in zip(rows.tolist(), cols.tolist(), wanted.tolist(), top.tolist(), regrets.tolist()):
         per_example[row].append(Miss(at=col - firsts[row], wanted=w, chosen=c, regret=r))
