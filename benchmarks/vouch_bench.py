@@ -28,7 +28,6 @@ from fastapply.evaluate import default_tasks_path  # noqa: E402
 from fastapply.loading import load_model  # noqa: E402
 from fastapply.merge import merge  # noqa: E402
 from fastapply.prompt import get_preset  # noqa: E402
-from fastapply.tasks import load_tasks  # noqa: E402
 from finetune.examples import build_example, read_records  # noqa: E402
 from finetune.heldout import evaluate  # noqa: E402
 
@@ -63,11 +62,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="JSONL edits with their answers (default: the eval suite)")
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args(argv)
-    if args.records:
-        records = [record for path in args.records for record in read_records(path)]
-    else:
-        records = [{"id": t.id, "language": t.language, "original": t.original, "update": t.update,
-                    "instruction": t.instruction, "expected": t.expected} for t in load_tasks(default_tasks_path())]
+    records = [record for path in args.records or [default_tasks_path()] for record in read_records(path)]
     candidates = likely_merges(records)
     model, tokenizer = load_model(args.model, "cpu", "float32")
     preset = get_preset("default")
