@@ -32,8 +32,12 @@ class HeldOut:
     greedy_exact: int  # examples whose every answer token is the model's top choice: greedy writes them exactly
     examples: int
     misses_per_1000: float  # answer tokens that are not the model's top choice, per 1,000 answer tokens
-    misses: tuple[int, ...] = ()  # per example, in order: its answer tokens that are not the top choice
-    where: tuple[tuple[Miss, ...], ...] = ()  # per example, in order: those tokens, and what the model chose
+    where: tuple[tuple[Miss, ...], ...] = ()  # per example, in order: its answer tokens that are not the top choice
+
+    @property
+    def misses(self) -> tuple[int, ...]:
+        """Per example, in order: how many of its answer tokens are not the top choice."""
+        return tuple(len(found) for found in self.where)
 
 
 def evaluate(model, examples: list[Example] | tuple[Example, ...], pad_id: int, batch_size: int = 1,
@@ -58,5 +62,4 @@ def evaluate(model, examples: list[Example] | tuple[Example, ...], pad_id: int, 
     misses = [len(found) for found in where]
     return HeldOut(bits_per_byte=bits_per_byte(bits, sum(e.answer_bytes for e in examples)),
                    greedy_exact=misses.count(0), examples=len(examples),
-                   misses_per_1000=1000 * sum(misses) / answer_tokens if answer_tokens else 0.0, misses=tuple(misses),
-                   where=tuple(where))
+                   misses_per_1000=1000 * sum(misses) / answer_tokens if answer_tokens else 0.0, where=tuple(where))
