@@ -100,6 +100,13 @@ class PointerSource:
     def resync(self, out: Sequence[int]) -> None:
         """Point after the longest suffix of ``out`` found in the tokens, nearest at or after the old
         pointer; the next best matches (longest, then nearest) are kept in ``others``."""
+        ranked = self.matches(out)
+        self.pointer, self.run = ranked[0] if ranked else (None, 0)
+        self.others = [end for end, _ in ranked[1:1 + MAX_OTHERS]]
+
+    def matches(self, out: Sequence[int]) -> list[tuple[int, int]]:
+        """Every ``(end, length)`` where a suffix of ``out`` is found in the tokens with something after
+        it, best first (``resync``'s order); the pointer does not move."""
         candidates: list[int] = []  # start positions of a match of the last MIN_MATCH tokens (or 1 newline)
         width = 0
         if len(out) >= MIN_MATCH:
@@ -118,9 +125,7 @@ class PointerSource:
                    and self.tokens[start - (length - width) - 1] == out[-length - 1]):
                 length += 1
             matches.append((end, length))
-        ranked = sorted(matches, key=functools.cmp_to_key(self._better))
-        self.pointer, self.run = ranked[0] if ranked else (None, 0)
-        self.others = [end for end, _ in ranked[1:1 + MAX_OTHERS]]
+        return sorted(matches, key=functools.cmp_to_key(self._better))
 
     def _better(self, a: tuple[int, int], b: tuple[int, int]) -> int:
         """Order of re-sync matches (end, length): longer first, then nearer the old pointer."""
@@ -134,22 +139,26 @@ class PointerSource:
         """Whether the pointer has anything to propose."""
         return self.pointer is not None and self.pointer < self._end()
 
-    def propose(self, k: int) -> list[int]:
-        if self.pointer is None:
+    def propose(self, k: int, at: int | None = None) -> list[int]:
+        """Up to ``k`` tokens from the pointer (or from ``at``), never past a stop."""
+        at = self.pointer if at is None else at
+        if at is None:
             return []
-        return self.tokens[self.pointer:min(self.pointer + k, self._end())]
+        return self.tokens[at:min(at + k, self._end(at))]
 
-    def _end(self) -> int:
-        """Where a draft from the pointer must end: the next stop, else the end of the tokens."""
-        i = bisect.bisect_left(self.stops, self.pointer)
+    def _end(self, at: int | None = None) -> int:
+        """Where a draft from the pointer (or ``at``) must end: the next stop, else the end of the tokens."""
+        at = self.pointer if at is None else at
+        i = bisect.bisect_left(self.stops, at)
         return self.stops[i] if i < len(self.stops) else len(self.tokens)
 
-    def calm(self, k: int) -> list[bool]:
+    def calm(self, k: int, at: int | None = None) -> list[bool]:
         """For each of the next ``k`` tokens ``propose`` gives, whether it is outside the risky lines."""
-        if self.pointer is None:
+        at = self.pointer if at is None else at
+        if at is None:
             return []
-        end = min(self.pointer + k, self._end())
-        return [i not in self.risky for i in range(self.pointer, end)]
+        end = min(at + k, self._end(at))
+        return [i not in self.risky for i in range(at, end)]
 
     def alternatives(self, k: int) -> list[list[int]]:
         """What the next best re-sync points would propose, right after a re-sync (else nothing)."""
@@ -201,11 +210,27 @@ class SpecEditsDrafter:
                 self.source, self.calm = self.history.source, None
                 return self.history.propose(out, k)
             self.source, self.calm = best.name, best.calm(k)
-            return best.propose(k)
+            return self._chain(out, best.propose(k), k)
         draft = self.fallback.propose(out, k)
         self.source = self.fallback.source if draft else ""
         self.calm = None
         return draft
+
+    def _chain(self, out: Sequence[int], draft: list[int], k: int) -> list[int]:
+        """``draft``, and where it ends short of ``k`` at its source's end or a stop (the snippet's last
+        line, a marker), what the re-sync after it would draft: the source whose suffix match with
+        ``out + draft`` is longest goes on from there, in this pass instead of the next one. The first
+        token past the seam is counted risky (``calm``)."""
+        if not draft or len(draft) >= k:
+            return draft
+        found = [(length, source, end) for source in self.sources
+                 for end, length in source.matches([*out, *draft])[:1 + MAX_OTHERS] if source.propose(1, end)]
+        if not found:
+            return draft
+        _, source, at = max(found, key=lambda f: f[0])  # max() keeps the first of equal lengths
+        more = source.propose(k - len(draft), at)
+        self.calm = [*(self.calm or [False] * len(draft)), False, *source.calm(len(more), at)[1:]]
+        return [*draft, *more]
 
     def candidates(self, out: Sequence[int], k: int) -> list[list[int]]:
         """``propose``'s draft first, then the alternatives a tree verifies beside it: the other live

@@ -11,8 +11,8 @@ a draft stops before one) and at its end.
 
 The decode loop counts acceptance apart for the calm tokens and the risky ones, so it drafts through
 unchanged code at full length and stops at a likely edit (``decode.choose_draft_length``). Replayed on
-the 450 suite tasks with this CPU's pass costs, drafts blind to the risky lines waste 216,298 draft
-tokens and take (median) 1.52x one prefill of the answer; knowing them, 39,752 and 1.25x
+the 450 suite tasks with this CPU's pass costs, drafts blind to the risky lines waste 217,317 draft
+tokens and take (median) 1.52x one prefill of the answer; knowing them, 35,969 and 1.24x
 (``benchmarks/draft_length_bench.py``).
 
 Positions are token indices into a source's ids: every token of a risky line and the line break before

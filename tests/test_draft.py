@@ -100,6 +100,21 @@ def test_spec_edits_drafter_prefers_the_snippet_for_inserted_code():
     assert drafter.propose(out, 2) == [6]
 
 
+def test_a_snippet_draft_goes_on_past_a_marker_with_the_original_after_its_context():
+    prediction = [1, 2, 3, 4, 5, 6, 7, 8, 9]
+    snippet = [2, 3, 50, 51, 3, 4, 5, 77, 78]  # a new line 50 51, context 3 4 5, then a marker (77 78)
+    drafter = SpecEditsDrafter(DraftContext(prompt_ids=[], prediction_ids=prediction, snippet_ids=snippet,
+                                            snippet_markers=frozenset({7})))
+    out = [1, 2, 3, 50]
+    for i in range(1, len(out) + 1):
+        drafter.update(out[:i], 0)
+    # the snippet stops before its marker; the answer goes back to the original there, after "3 4 5",
+    # and the draft says so in the same pass, the seam counted risky
+    assert drafter.propose(out, 10) == [51, 3, 4, 5, 6, 7, 8, 9] and drafter.source == "snippet"
+    assert drafter.calm == [True] * 4 + [False] + [True] * 3
+    assert drafter.propose(out, 3) == [51, 3, 4]  # a draft that k cuts short crosses no seam
+
+
 def test_spec_edits_drafter_drafts_the_merged_prediction_first():
     original = [1, 2, 3, 4, 5]
     merged = [1, 2, 30, 31, 4, 5]
