@@ -15,12 +15,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import platform
 import sys
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from fastapply.bench import cpu_model  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
 TASKS = Path(__file__).resolve().parent.parent / "evals" / "tasks" / "bench.jsonl.gz"
@@ -77,7 +78,7 @@ def main() -> None:
     RESULTS.mkdir(exist_ok=True)
     out = RESULTS / "attention-cpu.json"
     out.write_text(json.dumps({"model": args.model, "context": len(context), "rounds": args.rounds,
-                               "machine": platform.processor() or platform.machine(),
+                               "machine": cpu_model(),
                                "threads": torch.get_num_threads(), "torch": torch.__version__,
                                "rows": rows}, indent=1) + "\n")
     print(f"wrote {out}")

@@ -15,13 +15,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import platform
 import statistics
 import sys
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from fastapply.bench import cpu_model  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -85,7 +86,7 @@ def main() -> None:
     out = RESULTS / f"cache-{args.device}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps({"model": args.model, "device": args.device, "dtype": str(model.dtype),
-                               "machine": platform.processor() or platform.machine(), "context": args.context,
+                               "machine": cpu_model(), "context": args.context,
                                "passes": args.passes, "rounds": args.rounds, "rows": rows}, indent=1) + "\n")
     print(f"wrote {out}")
 

@@ -32,6 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from edits import corpus, random_edit  # noqa: E402
 
+from fastapply.bench import cpu_model  # noqa: E402
 from fastapply.merge import merge  # noqa: E402
 from fastapply.snippet import make_snippet  # noqa: E402
 from fastapply.syntax import count_errors  # noqa: E402
@@ -138,7 +139,7 @@ def summarise(rows: list[dict], redrawn: int, seed: int, js_share: float) -> dic
     return {
         "command": f"python benchmarks/merge_bench.py --edits {len(rows)} --seed {seed} --js-share {js_share} "
                    f"--replay {len(replayed)}",
-        "machine": f"{platform.machine()} {platform.processor() or ''} {os.cpu_count()} cpus, Python "
+        "machine": f"{platform.machine()} {cpu_model()} {os.cpu_count()} cpus, Python "
                    f"{platform.python_version()}".replace("  ", " "),
         "redrawn_edits": redrawn,
         "all": figures(rows),

@@ -28,6 +28,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from fastapply.bench import cpu_model  # noqa: E402
+
 
 def build_checkpoint(out: Path) -> Path:
     """The tests' tiny Llama, trained on the example edit (see tests/serving.py)."""
@@ -168,7 +170,8 @@ def main() -> None:
         args.out.write_text(json.dumps({
             "command": " ".join(["python", "benchmarks/serve_bench.py", *sys.argv[1:]]),
             "model": args.model or "tiny Llama (2 layers, hidden 64, vocab 1024), trained on the example edit",
-            "machine": f"{platform.machine()}, {os.cpu_count()} cores, {platform.system()}; server on 1 torch thread",
+            "machine": f"{platform.machine()}, {cpu_model()}, {os.cpu_count()} cores, {platform.system()}; "
+                       "server on 1 torch thread",
             "load_average_1m_at_end": round(os.getloadavg()[0], 2),
             "prediction": predictions, "concurrency": concurrency}, indent=1) + "\n")
 

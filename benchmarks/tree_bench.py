@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import platform
 import statistics
 import sys
 from pathlib import Path
@@ -23,6 +22,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from fastapply.apply import plan_edit, run_plan, token_budget  # noqa: E402
+from fastapply.bench import cpu_model  # noqa: E402
 from fastapply.prompt import answer_ids  # noqa: E402
 from fastapply.tasks import load_tasks  # noqa: E402
 
@@ -90,7 +90,7 @@ def main() -> None:
     print(f"replayed on {len(replayed)} tasks of {args.tasks}: passes, single draft {totals['single draft']}, "
           f"tree {totals['tree']} ({totals['tree'] / totals['single draft']:.3f}x); "
           f"median per task single/tree {fewer:.3f}")
-    report = {"machine": platform.processor() or platform.machine(), "tasks": args.tasks,
+    report = {"machine": cpu_model(), "tasks": args.tasks,
               "replayed": {"totals": totals, "median_single_over_tree": round(fewer, 4), "rows": replayed}}
     if args.timed:
         model, tokenizer = load_model(args.model, device=args.device, dtype="auto")

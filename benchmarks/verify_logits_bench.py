@@ -18,12 +18,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import platform
 import sys
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from fastapply.bench import cpu_model  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
 TASKS = Path(__file__).resolve().parent.parent / "evals" / "tasks" / "bench.jsonl.gz"
@@ -85,7 +86,7 @@ def main() -> None:
               f"{row['screened_vs_whole_draft']:>8.3f}x")
     out = RESULTS / f"verify-logits-{device}.json"
     out.write_text(json.dumps({"model": args.model, "device": device, "dtype": args.dtype,
-                               "machine": platform.processor() or platform.machine(), "context": len(context),
+                               "machine": cpu_model(), "context": len(context),
                                "draft": len(draft), "rounds": args.rounds, "screened": bool(screen),
                                "rows": rows}, indent=1) + "\n")
     print(f"wrote {out}")

@@ -132,6 +132,23 @@ def summarize(rows: list[dict]) -> dict[str, dict]:
     return out
 
 
+def cpu_model(cpuinfo: str = "/proc/cpuinfo") -> str:
+    """The CPU's model name, which a speed figure depends on: Python's ``platform`` where it knows it,
+    else Linux's ``cpuinfo``, else the architecture."""
+    import platform
+
+    if platform.processor() and platform.processor() != platform.machine():
+        return platform.processor()
+    try:
+        with open(cpuinfo, encoding="utf-8") as info:
+            for line in info:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
 def limit_seconds(model, token_ids: list[int], repeats: int = 2) -> float:
     """The fastest of ``repeats`` prefills of ``token_ids``: one forward pass (cache written, one
     position's logits kept), as the first pass of a rewrite runs."""

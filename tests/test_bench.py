@@ -5,6 +5,7 @@ import json
 import pytest
 from typer.testing import CliRunner
 
+from fastapply.bench import cpu_model
 from fastapply.cli import app
 from tests.samples import SMALL_PY
 
@@ -37,6 +38,7 @@ def test_bench_runs_every_method_and_all_agree_with_plain(sample_model, tmp_path
     assert rows["plain"]["passes"] == rows["plain"]["tokens"] - 1  # one token a pass (after the prefill)
     assert rows["fastapply"]["passes"] < rows["prompt-lookup"]["passes"]  # the original file is the draft
     assert data["parameters"] > 0
+    assert cpu_model() in data["machine"]  # a speed figure names the CPU it was measured on
     limits = {row["limit_s"] for row in rows.values()}
     assert len(limits) == 1 and limits.pop() > 0  # one limit per case, whatever the method
     assert rows["plain"]["vs_limit"] > 1  # token-by-token decoding cannot beat one pass over it all
@@ -112,3 +114,13 @@ def test_resume_needs_out(sample_model, tmp_path):
     result = CliRunner().invoke(app, ["bench", "--model", str(checkpoint), "--file", str(tmp_path / "a.py"),
                                       "--edit-file", str(tmp_path / "a.edit"), "--resume"])
     assert result.exit_code == 2 and "--out" in result.stderr
+
+
+def test_the_cpu_is_named_where_python_names_none(monkeypatch, tmp_path):
+    import platform
+
+    monkeypatch.setattr(platform, "processor", lambda: "")
+    info = tmp_path / "cpuinfo"
+    info.write_text("processor\t: 0\nvendor_id\t: GenuineIntel\nmodel name\t: Example CPU 9000\n\n")
+    assert cpu_model(str(info)) == "Example CPU 9000"
+    assert cpu_model(str(tmp_path / "absent")) == platform.machine()

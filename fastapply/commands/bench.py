@@ -85,9 +85,11 @@ def _header(model, draft_model, medusa, acceptance, lm) -> dict:
 
     import torch
 
+    from fastapply.bench import cpu_model
+
     return {"model": model, "draft_model": draft_model, "medusa": medusa, "acceptance": acceptance,
             "device": str(lm.device), "dtype": str(lm.dtype),
-            "machine": f"{platform.machine()}, {torch.get_num_threads()} threads, {platform.processor() or platform.system()}",
+            "machine": f"{platform.machine()}, {cpu_model()}, {torch.get_num_threads()} threads, {platform.system()}",
             "parameters": sum(p.numel() for p in lm.parameters())}
 
 
