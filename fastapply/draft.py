@@ -5,9 +5,9 @@ repeat (the merged-file prediction when there is one, the original-file predicti
 snippet) and re-synchronises a lost pointer on the longest suffix of the output found in the
 sequence, nearest at or after where the pointer was; failing those, it looks up the output's own
 history. A draft that reaches the snippet's end or one of its markers goes on in the same pass with
-what that re-sync would draft after it. The baselines are the published rules of the peers: ``none`` (one token per pass), ``pld``
-(transformers' prompt lookup) and ``ngram`` (vLLM's n-gram proposer). This module does not run the
-model or choose the draft length; ``decode.py`` does.
+what that re-sync would draft after it. The baselines are the published rules of the peers: ``none``
+(one token per pass), ``pld`` (transformers' prompt lookup) and ``ngram`` (vLLM's n-gram proposer).
+This module does not run the model or choose the draft length; ``decode.py`` does.
 """
 
 from __future__ import annotations
