@@ -50,11 +50,11 @@ from finetune.examples import (
     read_records,
 )
 from finetune.train import (
-    STATE_FILE,
     absolute_if_local,
     autocast_context,
     latest_state,
     optimizer_state,
+    save_state,
 )
 
 log = logging.getLogger("finetune")
@@ -331,18 +331,11 @@ def _record_eval(evaluation: dict, step: int, metrics: dict) -> None:
 def _save(heads, config: MedusaTrainConfig, directory: Path, optimizer, scheduler, step: int, metrics: dict) -> None:
     """The heads with their config and latest metrics, the run's config and metrics, and the trainer state
     in the layout ``train._load_state`` reads."""
-    import torch
-
     summary = {"step": step, "targets": config.targets, "train_file": config.train_file,
                "eval": metrics["evals"][-1] if metrics["evals"] else None}
     heads.save(directory, summary)
     (directory / "train_config.json").write_text(json.dumps(dataclasses.asdict(config), indent=1) + "\n")
-    (directory / "metrics.json").write_text(json.dumps({**metrics, "step": step}, indent=1) + "\n")
-    state = {"step": step, "optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(),
-             "torch_rng": torch.get_rng_state(),
-             "cuda_rng": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None}
-    torch.save(state, directory / STATE_FILE)
-    log.info("saved %s (step %d)", directory, step)
+    save_state(directory, optimizer, scheduler, step, metrics)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -263,8 +263,6 @@ def autocast_context(device: str, setting: str = "auto"):
 def _save(model, tokenizer, config: TrainConfig, directory: Path, optimizer, scheduler, step: int,
           metrics: dict) -> None:
     """Weights (adapter, or the whole model and its tokenizer), config, metrics and the trainer state."""
-    import torch
-
     directory.mkdir(parents=True, exist_ok=True)
     if config.mode == "full":
         model.save_pretrained(directory)
@@ -272,6 +270,14 @@ def _save(model, tokenizer, config: TrainConfig, directory: Path, optimizer, sch
     else:
         model.save_pretrained(directory, save_embedding_layers=_saved_embeddings(model))
     config.save(directory / "train_config.json")
+    save_state(directory, optimizer, scheduler, step, metrics)
+
+
+def save_state(directory: Path, optimizer, scheduler, step: int, metrics: dict) -> None:
+    """The run's metrics and the trainer state (step, optimizer, schedule, random generators): what
+    ``_load_state`` resumes from."""
+    import torch
+
     (directory / "metrics.json").write_text(json.dumps({**metrics, "step": step}, indent=1) + "\n")
     state = {"step": step, "optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(),
              "torch_rng": torch.get_rng_state(),
