@@ -233,23 +233,23 @@ def epoch_token_batches(lengths: Sequence[int], max_tokens: int, seed: int, pool
     return [batches[i] for i in torch.randperm(len(batches), generator=generator).tolist()]
 
 
-def answer_nll_bits(logits, labels, weights=None):
-    """Summed negative log-likelihood, in bits, of the labelled tokens (each times its ``weights`` [B, S]
-    entry when given).
+def answer_nats(logits, labels):
+    """The negative log-likelihood, in nats, of each labelled token [B, S] (0 where labelled ``IGNORE``).
 
     ``logits`` [B, S, V] are the model's predictions for ``labels`` [B, S] position by position (already
-    shifted: ``logits[:, t]`` predicts ``labels[:, t]``); positions labelled ``IGNORE`` count nothing.
-    E.g. uniform logits over V=4 for 3 labelled tokens -> 3 * log2(4) = 6 bits.
+    shifted: ``logits[:, t]`` predicts ``labels[:, t]``), taken in float32.
     """
     import torch.nn.functional as F
 
-    if weights is None:
-        nats = F.cross_entropy(logits.float().reshape(-1, logits.shape[-1]), labels.reshape(-1),
-                               ignore_index=IGNORE, reduction="sum")
-    else:
-        nats = (F.cross_entropy(logits.float().reshape(-1, logits.shape[-1]), labels.reshape(-1),
-                                ignore_index=IGNORE, reduction="none") * weights.reshape(-1)).sum()
-    return nats / math.log(2)
+    return F.cross_entropy(logits.float().flatten(0, 1), labels.flatten(), ignore_index=IGNORE,
+                           reduction="none").view(labels.shape)
+
+
+def answer_nll_bits(logits, labels):
+    """Summed negative log-likelihood, in bits, of the labelled tokens (``answer_nats`` summed).
+    E.g. uniform logits over V=4 for 3 labelled tokens -> 3 * log2(4) = 6 bits.
+    """
+    return answer_nats(logits, labels).sum() / math.log(2)
 
 
 @dataclass(frozen=True)

@@ -38,7 +38,7 @@ from fastapply.errors import FastapplyError, UsageError
 from fastapply.prompt import get_preset
 from fastapply.target import synchronize
 from finetune.config import TrainConfig, load_config
-from finetune.examples import (IGNORE, answer_nll_bits, build_examples, collate, epoch_token_batches, label_weights,
+from finetune.examples import (IGNORE, answer_nats, build_examples, collate, epoch_token_batches, label_weights,
                                micro_batches, read_records, token_batches)
 from finetune.heldout import answer_logits, evaluate
 
@@ -128,9 +128,10 @@ def train(config: TrainConfig, out_dir: str | Path, resume: str | Path | None = 
             input_ids, mask, labels = input_ids.to(device), mask.to(device), labels.to(device)
             with autocast:
                 logits, targets = answer_logits(model, input_ids, mask, labels)
-                nats = answer_nll_bits(logits, targets) * math.log(2)
-                weighted = nats if weights is None else answer_nll_bits(
-                    logits, targets, weights[index][:, -targets.shape[1]:].to(device)) * math.log(2)
+                token_nats = answer_nats(logits, targets)  # [B, S]: one log-softmax serves both sums
+                nats = token_nats.sum()
+                weighted = nats if weights is None else (
+                    token_nats * weights[index][:, -targets.shape[1]:].to(device)).sum()
             (weighted / total_weight).backward()
             window_nats += float(nats.detach())
             window_tokens += int(mask.sum())

@@ -22,7 +22,7 @@ from fastapply.errors import UsageError
 from fastapply.loading import load_model
 from fastapply.prompt import answer_ids, get_preset, prompt_ids
 from finetune.config import TrainConfig, load_config
-from finetune.examples import (IGNORE, Example, Miss, answer_nll_bits, bits_per_byte, build_example,
+from finetune.examples import (IGNORE, Example, Miss, answer_nats, answer_nll_bits, bits_per_byte, build_example,
                                build_examples, epoch_token_batches, micro_batches, missed_tokens, token_batches)
 from finetune.merge import adapter_base, merge_adapter
 from finetune.score import by_misses, disagreements
@@ -142,6 +142,9 @@ def test_bits_per_byte_known_answer():
         assert (held_out.greedy_exact, held_out.examples, held_out.misses_per_1000) == (0, 2, 1000.0)
     # One token predicted with probability 1/2 (logits ln 1 vs ln 1 over two classes) costs 1 bit.
     assert float(answer_nll_bits(torch.zeros(1, 1, 2), torch.tensor([[1]]))) == pytest.approx(1.0)
+    # Per token, in nats: ln 2 where labelled, 0 where ignored, in the labels' shape.
+    nats = answer_nats(torch.zeros(2, 2, 2), torch.tensor([[1, IGNORE], [0, 1]]))
+    assert nats.shape == (2, 2) and nats.flatten().tolist() == pytest.approx([math.log(2), 0.0, math.log(2), math.log(2)])
     assert bits_per_byte(6.0, 12) == 0.5
 
 
