@@ -52,11 +52,9 @@ from finetune.examples import (
 from finetune.train import (
     absolute_if_local,
     autocast_context,
-    autocast_dtype,
     latest_state,
     optimizer_state,
     save_state,
-    store_frozen_linears,
 )
 
 log = logging.getLogger("finetune")
@@ -141,7 +139,6 @@ def train_heads(config: MedusaTrainConfig, out_dir: str | Path, resume: str | Pa
     device = resolve_device(config.device)
     model, tokenizer = load_model(absolute_if_local(config.model), device, config.dtype)
     model.requires_grad_(False)
-    store_frozen_linears(model, autocast_dtype(device, config.autocast))
     preset = get_preset(config.preset)
     records = read_records(config.train_file)
     if config.eval_file:
