@@ -137,8 +137,9 @@ def cpu_model(cpuinfo: str = "/proc/cpuinfo") -> str:
     else Linux's ``cpuinfo``, else the architecture."""
     import platform
 
-    if platform.processor() and platform.processor() != platform.machine():
-        return platform.processor()
+    name = platform.processor()
+    if name and name != platform.machine():
+        return name
     try:
         with open(cpuinfo, encoding="utf-8") as info:
             for line in info:
@@ -146,7 +147,7 @@ def cpu_model(cpuinfo: str = "/proc/cpuinfo") -> str:
                     return line.split(":", 1)[1].strip()
     except OSError:
         pass
-    return platform.processor() or platform.machine()
+    return name or platform.machine()
 
 
 def limit_seconds(model, token_ids: list[int], repeats: int = 2) -> float:
