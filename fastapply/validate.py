@@ -6,9 +6,10 @@ a file that ends in the middle of a construct), more syntax errors than the orig
 the edit (its snippet or instruction) did not ask for (far from every place the edit touches, or of
 lines a lazy marker of the snippet keeps), an edit not applied (the original written back unchanged, or
 new lines of the update left out: a small model's commonest failure), and changes the update does not
-show (lines written that the snippet has nowhere, though the original may have them elsewhere). It
-judges; it does not fix, write or decide what the caller does with the problems (the CLI refuses to
-write unless ``--force``).
+show (lines written that the snippet has nowhere, though the original may have them elsewhere, or
+original lines kept beside an update with no marker that matches no part of the file: the whole new
+file). It judges; it does not fix, write or decide what the caller does with the problems (the CLI
+refuses to write unless ``--force``).
 """
 
 from __future__ import annotations
@@ -74,10 +75,16 @@ def validate(original: str, output: str, update: str, language: str | None, clos
     if not_applied:
         problems.append(Problem("edit-not-applied", not_applied))
     unshown = [] if instruction.strip() else unshown_lines(original, output, update, language)
+    kept = [] if instruction.strip() else kept_beside_whole_file(original, output, update, language, merged)
     if unshown:
         problems.append(Problem("unasked-change", f"the output writes {len(unshown)} line(s) the update does "
                                                   f"not show, such as {unshown[0][:60]!r}: a change the edit "
                                                   f"did not ask for"))
+    elif kept:
+        problems.append(Problem("unasked-change", f"the update has no lazy markers and matches no part of the "
+                                                  f"original, so it reads as the whole new file, but the output "
+                                                  f"keeps {len(kept)} original line(s) it does not show, such as "
+                                                  f"{kept[0][:60]!r}"))
     return tuple(problems)
 
 
@@ -145,6 +152,32 @@ def unshown_lines(original: str, output: str, update: str, language: str | None)
     written = (j for tag, _, _, j1, j2 in difflib.SequenceMatcher(None, old, new, autojunk=False).get_opcodes()
                if tag in ("replace", "insert") for j in range(j1, j2) if not marker[j])
     return [line for line in (new[j].strip() for j in written) if line not in shown]
+
+
+def kept_beside_whole_file(original: str, output: str, update: str, language: str | None,
+                           merged: MergeResult) -> list[str]:
+    """The original lines ``output`` keeps, stripped, that an update with no lazy marker does not show,
+    when the merge engine (``merged``) places that update nowhere in the original. Such an update reads
+    as the whole new file: the snippet builder writes one only when it shows every line of the edited
+    file, and each of the suite's eight is its expected answer (d3-selection ``sourceEvent.js``: a model
+    kept the import that the new file drops). An update the merge engine places (new versions of some
+    definitions) keeps the rest of the file; one that reads as prose shows no lines: none.
+
+    >>> from fastapply.merge import merge
+    >>> old = 'import {e} from "./on";\\n\\nexport default function() {\\n  return e;\\n}\\n'
+    >>> update = "export default function(e) {\\n  return e.x;\\n}\\n"
+    >>> merged = merge(old, update, "javascript")
+    >>> kept_beside_whole_file(old, 'import {e} from "./on";\\n\\n' + update, update, "javascript", merged)
+    ['import {e} from "./on";']
+    """
+    if count_markers(update, language) or merged.confidence != "none":
+        return []
+    old, new = original.split("\n"), output.split("\n")
+    if _reads_as_prose(update, {line.strip() for line in old + new}, language):
+        return []
+    shown = {line.strip() for line in update.split("\n")} | {""}
+    original_lines = {line.strip() for line in old}
+    return [line for line in (line.strip() for line in new) if line not in shown and line in original_lines]
 
 
 def _reads_as_prose(update: str, file_lines: set[str], language: str | None) -> bool:

@@ -327,3 +327,17 @@ def test_lines_the_update_does_not_show_are_fine_when_an_instruction_asks():
     output = CLEAN + '    print("done")\n'
     assert names(validate(ORIGINAL, output, UPDATE, "python")) == ["unasked-change"]
     assert validate(ORIGINAL, output, UPDATE, "python", instruction="Then print done.") == ()
+
+
+def test_an_update_without_markers_that_matches_nothing_is_the_whole_file():
+    """The suite's d3-selection `sourceEvent.js`: the update has no lazy marker and no line the merge
+    engine can place, so it is the new file; a model kept the import it drops. A marker-less update the
+    merge engine places (a new version of one function) keeps the rest of the file."""
+    task = suite_task("npm-d3-selection-2.0.0-src-sourceEvent.js")
+    assert validate(task.original, task.expected, task.update, task.language) == ()
+    kept_import = task.original.splitlines(keepends=True)[0] + "\n" + task.expected
+    problems = validate(task.original, kept_import, task.update, task.language)
+    assert names(problems) == ["unasked-change"] and "import {event}" in problems[0].message
+    one_function = "def save(path, text):\n    with open(path, 'a') as f:\n        f.write(text)\n"
+    rest_kept = ORIGINAL.replace('with open(path, "w") as f:', "with open(path, 'a') as f:")
+    assert validate(ORIGINAL, rest_kept, one_function, "python") == ()
