@@ -41,6 +41,7 @@ from finetune.config import TrainConfig, load_config
 from finetune.examples import (IGNORE, answer_nats, build_examples, collate, epoch_token_batches, label_weights,
                                micro_batches, read_records, token_batches)
 from finetune.heldout import answer_logits, evaluate
+from finetune.ship import training_record
 
 log = logging.getLogger("finetune")
 STATE_FILE = "trainer_state.pt"
@@ -93,6 +94,7 @@ def train(config: TrainConfig, out_dir: str | Path, resume: str | Path | None = 
                                                           fused=device == "cuda")
 
     metrics = {
+        "init_adapter": starting_record(config, resume_dir),
         "device": device, "mode": config.mode, "total_steps": total_steps,
         "trainable_parameters": sum(p.numel() for p in trainable),
         "parameters": sum(p.numel() for p in model.parameters()),
@@ -222,6 +224,17 @@ def initial_adapter(name: str | None) -> Path | None:
     from finetune.merge import adapter_dir
 
     return None if name is None else adapter_dir(name, "init_adapter")
+
+
+def starting_record(config: TrainConfig, resume_dir: Path | None) -> dict | None:
+    """What the adapter the run starts from records of its own training (``finetune.ship.training_record``),
+    named as the config names it: kept in the run's metrics, so that a release of a run that continued
+    another still says how that one was trained. A resumed run keeps what its first stretch recorded;
+    None for a run from the bare base."""
+    if resume_dir is not None:
+        return json.loads((resume_dir / "metrics.json").read_text()).get("init_adapter")
+    start = initial_adapter(config.init_adapter)
+    return None if start is None else {"name": config.init_adapter, **training_record(start)}
 
 
 def absolute_if_local(model: str) -> str:

@@ -27,6 +27,7 @@ from finetune.examples import (IGNORE, Example, Miss, answer_nats, answer_nll_bi
 from finetune.merge import adapter_base, merge_adapter
 from finetune.score import by_misses, disagreements
 from finetune.score import main as score_main
+from finetune.ship import training_record
 from finetune.soup import main as soup_main
 from finetune.soup import soup
 from finetune.heldout import evaluate
@@ -299,12 +300,16 @@ def test_init_adapter_starts_from_a_trained_adapter_with_a_fresh_optimizer(lora_
     assert [e["step"] for e in metrics["log"]] == [1]
     assert metrics["trainable_parameters"] == sum(p.numel() for n, p in lora_run.model.named_parameters()
                                                   if "lora_" in n)  # rank 8, the adapter's
+    # the start's own training is recorded, so a release of this run says how that adapter was trained
+    assert metrics["init_adapter"] == {"name": str(lora_run.out_dir), **training_record(lora_run.out_dir)}
+    assert metrics["init_adapter"]["train_config"]["lora_rank"] == 8
     fresh = train(config_for(apply_model.out_dir, train_file, learning_rate=2e-3, max_steps=1), tmp_path / "fresh")
     onward = train(config_for(apply_model.out_dir, train_file, init_adapter=str(lora_run.out_dir),
                               learning_rate=2e-3, max_steps=1), tmp_path / "onward")
     first = [json.loads((tmp_path / run / "metrics.json").read_text())["log"][0]["loss"] for run in ("fresh", "onward")]
     assert first[1] < 0.1 * first[0]
     assert fresh.steps == onward.steps == 1
+    assert json.loads((tmp_path / "fresh" / "metrics.json").read_text())["init_adapter"] is None
     with pytest.raises(UsageError, match="no LoRA adapter there"):
         train(config_for(apply_model.out_dir, train_file, init_adapter=str(tmp_path), max_steps=1), tmp_path / "x")
     with pytest.raises(UsageError, match="mode: full"):
@@ -350,6 +355,11 @@ def test_a_checkpoint_is_saved_without_asking_the_hub_for_a_base_known_by_name(l
               tmp_path / "run")
     assert asked == []
     assert (tmp_path / "run" / "checkpoint-000001" / "adapter_model.safetensors").is_file()
+    resumed = train(config_for(apply_model.out_dir, train_file, init_adapter=str(named), max_steps=2),
+                    tmp_path / "resumed", resume=tmp_path / "run" / "checkpoint-000001")
+    assert resumed.steps == 2
+    started = [json.loads((tmp_path / run / "metrics.json").read_text())["init_adapter"] for run in ("run", "resumed")]
+    assert started[0] == started[1] and started[0]["name"] == str(named)
     saved = load_file(tmp_path / "run" / "adapter_model.safetensors")
     assert saved and all("lora_" in name for name in saved)  # the adapter alone, no embedding copied
 
