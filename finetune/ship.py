@@ -7,7 +7,8 @@ so that a wheel or a non-editable install carries it.
 The adapter's weights are rounded once to bfloat16 (merging casts them back to float32); a release
 over ``--max-mb`` is refused. ``adapter_config.json`` names the base as ``smollm2-135m-instruct``, the
 name fastapply fetches it by (``fastapply.basemodel``). ``training.json`` keeps the run's config and
-metrics (a soup's parts, for one made by ``finetune.soup``). The model card (``README.md`` there) is
+metrics (a soup's parts, for one made by ``finetune.soup``; in the metrics, the training record of the
+adapter a run continued). The model card (``README.md`` there) is
 written by hand from the eval results and is left as it is; this module does not merge or evaluate.
 """
 
