@@ -23,13 +23,16 @@ from fastapply.loading import load_model
 from fastapply.prompt import answer_ids, get_preset, prompt_ids
 from finetune.config import TrainConfig, load_config
 from finetune.examples import (IGNORE, Example, Miss, answer_nats, answer_nll_bits, bits_per_byte, build_example,
-                               build_examples, epoch_token_batches, micro_batches, missed_tokens, token_batches)
+                               build_examples, epoch_token_batches, micro_batches, missed_tokens, read_records,
+                               token_batches)
 from finetune.merge import adapter_base, merge_adapter
 from finetune.score import by_misses, disagreements
 from finetune.score import main as score_main
 from finetune.ship import training_record
 from finetune.soup import main as soup_main
 from finetune.soup import soup
+from finetune.unseen import main as unseen_main
+from finetune.unseen import unseen
 from finetune.heldout import evaluate
 from finetune.train import autocast_context, initial_adapter, lr_factor, train
 from finetune.train import main as train_main
@@ -586,3 +589,26 @@ def test_a_soup_refuses_weights_that_do_not_sum_to_one_and_adapters_that_differ(
         soup([lora_run.out_dir], [1.0], tmp_path / "d")
     with pytest.raises(UsageError, match="at least 1"):
         soup([lora_run.out_dir], [1.0], tmp_path / "e", rank=0)
+
+
+def test_unseen_leaves_out_what_a_run_trained_on_and_what_never_fit(apply_model, tmp_path):
+    """A run of one step of two micro-batches trained on the first two examples of its seeded stream;
+    the other four are left, in the file's order; a record longer than ``max_length`` was never
+    trainable and is not offered either. After a whole epoch nothing is left."""
+    records = [{"original": f"n = {i}\n", "update": f"n = {i + 1}\n", "instruction": "", "expected": f"n = {i + 1}\n"}
+               for i in range(6)]
+    long_file = "value = 12345\n" * 300
+    records.append({"original": long_file, "update": "value = 1\n", "instruction": "", "expected": long_file})
+    train_file = write_jsonl(tmp_path / "train.jsonl", records)
+    config = config_for(apply_model.out_dir, train_file, batch_size=1, grad_accum=2, max_steps=1, learning_rate=0.0)
+    assert train(config, tmp_path / "run").steps == 1
+    stream = micro_batches(6, 1, config.seed)
+    drawn = set(next(stream) + next(stream))
+    left = unseen(tmp_path / "run")
+    assert len(left) == 4 and left == [r for i, r in enumerate(records[:6]) if i not in drawn]
+    assert unseen_main([str(tmp_path / "run"), "--out", str(tmp_path / "left.jsonl.gz")]) == 0
+    assert read_records(tmp_path / "left.jsonl.gz") == left
+    train(dataclasses.replace(config, max_steps=3), tmp_path / "epoch")
+    assert unseen(tmp_path / "epoch") == []
+    with pytest.raises(UsageError, match="not a training run"):
+        unseen(tmp_path)
