@@ -75,12 +75,11 @@ def validate(original: str, output: str, update: str, language: str | None, clos
     if not_applied:
         problems.append(Problem("edit-not-applied", not_applied))
     unshown = [] if instruction.strip() else unshown_lines(original, output, update, language)
-    kept = [] if instruction.strip() else kept_beside_whole_file(original, output, update, language, merged)
     if unshown:
         problems.append(Problem("unasked-change", f"the output writes {len(unshown)} line(s) the update does "
                                                   f"not show, such as {unshown[0][:60]!r}: a change the edit "
                                                   f"did not ask for"))
-    elif kept:
+    elif not instruction.strip() and (kept := kept_beside_whole_file(original, output, update, language, merged)):
         problems.append(Problem("unasked-change", f"the update has no lazy markers and matches no part of the "
                                                   f"original, so it reads as the whole new file, but the output "
                                                   f"keeps {len(kept)} original line(s) it does not show, such as "

@@ -196,6 +196,15 @@ def token_batches(lengths: Sequence[int], max_tokens: int, seed: int, start: int
     return _epochs(lambda number: epoch_token_batches(lengths, max_tokens, seed + number), start)
 
 
+def batch_stream(lengths: Sequence[int], batch_size: int, batch_tokens: int, seed: int,
+                 start: int = 0) -> Iterator[list[int]]:
+    """The batches a run draws from examples of ``lengths`` tokens: ``token_batches`` when
+    ``batch_tokens`` is set, else ``micro_batches`` of ``batch_size``; the first ``start`` skipped."""
+    if batch_tokens:
+        return token_batches(lengths, batch_tokens, seed, start)
+    return micro_batches(len(lengths), batch_size, seed, start)
+
+
 def _epochs(epoch: Callable[[int], list[list[int]]], start: int) -> Iterator[list[int]]:
     """The batches of ``epoch(0)``, ``epoch(1)``, ... endlessly (an empty epoch ends them), the first
     ``start`` skipped."""

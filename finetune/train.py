@@ -38,8 +38,8 @@ from fastapply.errors import FastapplyError, UsageError
 from fastapply.prompt import get_preset
 from fastapply.target import synchronize
 from finetune.config import TrainConfig, load_config
-from finetune.examples import (IGNORE, answer_nats, build_examples, collate, epoch_token_batches, label_weights,
-                               micro_batches, read_records, token_batches)
+from finetune.examples import (IGNORE, answer_nats, batch_stream, build_examples, collate, epoch_token_batches,
+                               label_weights, read_records)
 from finetune.heldout import answer_logits, evaluate
 from finetune.ship import training_record
 
@@ -111,8 +111,7 @@ def train(config: TrainConfig, out_dir: str | Path, resume: str | Path | None = 
         _record_eval(model, eval_set.examples, pad_id, config.batch_size, device, autocast, step, metrics)
 
     start = step * config.grad_accum
-    stream = token_batches(lengths, config.batch_tokens, config.seed, start) if config.batch_tokens else \
-        micro_batches(len(train_set.examples), config.batch_size, config.seed, start)
+    stream = batch_stream(lengths, config.batch_size, config.batch_tokens, config.seed, start)
     window_nats = window_answer = window_tokens = 0.0
     window_start, train_seconds, trained_tokens, loss = time.perf_counter(), 0.0, 0, float("nan")
     model.train()

@@ -6,10 +6,10 @@
 
 The run's ``train_config.json`` and the step its ``metrics.json`` reached say which examples it drew:
 ``finetune.train`` tokenizes the records, leaves out those longer than ``max_length``, and takes
-``step * grad_accum`` batches of a seeded stream (``micro_batches``, or ``token_batches`` under
-``batch_tokens``). This module rebuilds that stream (tokenizing every record again, as the run did)
-and returns the trainable records no batch of it held, in the file's order. A run past one epoch has
-seen every record. It trains nothing and changes no record.
+``step * grad_accum`` batches of its seeded ``batch_stream``. This module rebuilds that stream
+(tokenizing every record again, as the run did) and returns the trainable records no batch of it
+held, in the file's order. A run past one epoch has seen every record. It trains nothing and changes
+no record.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from pathlib import Path
 from fastapply.errors import FastapplyError, UsageError
 from fastapply.tasks import dump_tasks
 from finetune.config import load_config
-from finetune.examples import build_example, micro_batches, read_records, token_batches
+from finetune.examples import batch_stream, build_example, read_records
 
 
 def unseen(run: str | Path) -> list[dict]:
@@ -44,8 +44,7 @@ def unseen(run: str | Path) -> list[dict]:
     lengths = [len(build_example(tokenizer, preset, record).input_ids) for record in records]
     trainable = [index for index, length in enumerate(lengths) if length <= config.max_length]
     kept = [lengths[index] for index in trainable]
-    stream = token_batches(kept, config.batch_tokens, config.seed) if config.batch_tokens else \
-        micro_batches(len(kept), config.batch_size, config.seed)
+    stream = batch_stream(kept, config.batch_size, config.batch_tokens, config.seed)
     seen = {index for batch in islice(stream, step * config.grad_accum) for index in batch}
     return [records[original] for position, original in enumerate(trainable) if position not in seen]
 
