@@ -27,7 +27,7 @@ Steps: real edits are the changed files of each pair that the eval's filters acc
 ``data.transforms_python``) of the files of each package's newest release, a few per file. Then:
 no-op examples dropped, exact duplicates dropped, examples of files under ``short_lines`` lines kept
 with probability ``short_keep``, at most ``per_name`` examples per file name, real and synthetic mixed
-1:4, packages split into train and validation. Every random choice is seeded by ``--seed`` and the
+1:4 (``--mix``; ``1:0`` keeps every real edit and no synthetic one), packages split into train and validation. Every random choice is seeded by ``--seed`` and the
 example, so the same inputs give the same files. With ``--corpus`` each corpus package is one tree
 (``source.package``, ``from`` = ``to`` = its version, ``license`` from the corpus), its examples are
 all synthetic and the mix step is replaced by the ``--max-examples`` cap.
@@ -185,7 +185,9 @@ def select(real: list[Example], synthetic: list[Example], spec: TrainSpec, seed:
     real_part, synthetic_part = spec.real_per_synthetic
     kept_real = [e for e in pool if e.kind == "real"]
     kept_synthetic = [e for e in pool if e.kind == "synthetic"]
-    units = min(len(kept_real) // real_part, len(kept_synthetic) // synthetic_part)
+    units = len(kept_real) // real_part
+    if synthetic_part:  # 1:0 keeps every real edit and no synthetic one
+        units = min(units, len(kept_synthetic) // synthetic_part)
     if spec.max_examples is not None:
         units = min(units, spec.max_examples // (real_part + synthetic_part))
     chosen = set(e.id for e in kept_real[: units * real_part]) | set(e.id for e in kept_synthetic[: units * synthetic_part])
@@ -279,6 +281,17 @@ def _summary(records: list[dict]) -> dict:
     }
 
 
+def mix_ratio(text: str) -> tuple[int, int]:
+    """``REAL:SYNTHETIC`` as two counts, such as ``1:4``; ``1:0`` is real edits only."""
+    try:
+        real, synthetic = (int(part) for part in text.split(":"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected REAL:SYNTHETIC such as 1:4, got {text!r}") from None
+    if real < 1 or synthetic < 0:
+        raise argparse.ArgumentTypeError(f"expected at least one real edit and no negative count, got {text!r}")
+    return real, synthetic
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--pairs", type=Path, default=ROOT / "data" / "train_packages.json")
@@ -287,6 +300,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--cache", type=Path, default=CACHE)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--max-examples", type=int, default=None)
+    parser.add_argument("--mix", type=mix_ratio, default=TrainSpec.real_per_synthetic,
+                        help="real : synthetic edits kept (default 1:4; 1:0 keeps every real edit, no synthetic one)")
     parser.add_argument("--corpus", type=Path, default=None, help="synthetic edits of this corpus instead")
     parser.add_argument("--transforms-per-file", type=int, default=TrainSpec.transforms_per_file)
     parser.add_argument("--transforms", nargs="+", choices=sorted(TRANSFORMS), default=(),
@@ -296,7 +311,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--short-keep", type=float, default=TrainSpec.short_keep,
                         help="share of the examples of files under 100 lines that is kept (1 keeps all)")
     args = parser.parse_args(argv)
-    spec = replace(TrainSpec(), max_examples=args.max_examples, transforms_per_file=args.transforms_per_file,
+    spec = replace(TrainSpec(), real_per_synthetic=args.mix, max_examples=args.max_examples,
+                   transforms_per_file=args.transforms_per_file,
                    transforms=tuple(args.transforms), max_lines=args.max_lines, short_keep=args.short_keep)
     if args.corpus is not None:
         train, valid, counts = build_corpus_training_set(corpus_trees(args.corpus), spec, args.seed,

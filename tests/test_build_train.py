@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import argparse
 import random
 import re
 from dataclasses import replace
 
 import pytest
 
-from data.build_train import Example, Origin, TrainSpec, build_training_set, select
+from data.build_train import Example, Origin, TrainSpec, build_training_set, mix_ratio, select
 from data.releases import Release, ReleasePair
 from data.styles import MARKERS
 from data.transforms import (add_function, add_import, change_line, delete_function, modify_function, remove_comment,
@@ -164,6 +165,15 @@ def test_select_steps_known_counts():
     assert all_short["after_short_downsampling"] == {"real": 3, "synthetic": 15}
     _, limited = select(real, synthetic, TrainSpec(short_keep=0.0, per_name=2, max_examples=5), seed=0)
     assert limited["after_mix"] == {"real": 1, "synthetic": 4}
+    _, real_only = select(real, synthetic, TrainSpec(short_keep=0.0, per_name=2, real_per_synthetic=(1, 0)), seed=0)
+    assert real_only["after_mix"] == {"real": 3, "synthetic": 0}
+
+
+def test_mix_ratio_option():
+    assert mix_ratio("1:4") == (1, 4) and mix_ratio("1:0") == (1, 0)
+    for bad in ("14", "a:b", "0:4", "1:-1", "1:2:3"):
+        with pytest.raises(argparse.ArgumentTypeError):
+            mix_ratio(bad)
 
 
 # --- each transformation, with a known answer ------------------------------------------------------------
