@@ -13,8 +13,9 @@ kept, repeated up to ``--real-share`` of the output when real edits are scarce (
 the summary), then synthetic edits fill the remainder: every non-Python one first (the suite's other
 languages are rarer in the inputs), then Python ones. Synthetic edits' templated instructions are
 reworded or dropped as people word them (``data.instructions``; ``--keep-instructions`` leaves them).
-Exact duplicates across inputs are dropped and the output is shuffled by ``--seed``. It writes the output file and prints a summary; it builds no
-examples itself.
+Exact duplicates across inputs are dropped, and so are the edits of ``--exclude`` sets (an earlier
+mix: a run that continues another one learns from edits it has not seen); the output is shuffled by
+``--seed``. It writes the output file and prints a summary; it builds no examples itself.
 """
 
 from __future__ import annotations
@@ -24,10 +25,11 @@ import hashlib
 import json
 import random
 from collections import Counter
+from collections.abc import Collection
 from pathlib import Path
 
 from data.instructions import vary
-from data.windows import window
+from data.windows import whole_id, window
 from fastapply.tasks import dump_tasks
 from finetune.examples import read_records
 
@@ -37,12 +39,16 @@ def lines(record: dict) -> int:
 
 
 def mix(sets: list[list[dict]], max_lines: int, examples: int, real_share: float, seed: int,
-        keep_instructions: bool = False) -> tuple[list[dict], dict]:
-    """(records, summary): at most ``examples`` records of at most ``max_lines`` lines, as described above."""
+        keep_instructions: bool = False, exclude: Collection[str] = ()) -> tuple[list[dict], dict]:
+    """(records, summary): at most ``examples`` records of at most ``max_lines`` lines, as described above,
+    none of the edits whose ids are in ``exclude`` (a window counts as the edit it was cut from)."""
     seen, pool, windows = set(), [], 0
     rng = random.Random(seed)
+    excluded = {whole_id(i) for i in exclude}
     for records in sets:
         for r in records:
+            if excluded and whole_id(r["id"]) in excluded:
+                continue
             if lines(r) > max_lines and r["source"]["kind"] == "real":
                 r = window(r, max_lines, rng) or r
                 windows += "-window-" in r["id"]
@@ -84,9 +90,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--keep-instructions", action="store_true",
                         help="leave synthetic edits' templated instructions as they are")
+    parser.add_argument("--exclude", nargs="+", type=Path, default=(),
+                        help="training sets (an earlier mix) whose edits are left out: what a run already saw")
     args = parser.parse_args(argv)
+    exclude = {r["id"] for path in args.exclude for r in read_records(path)}
     records, summary = mix([read_records(p) for p in args.inputs], args.max_lines, args.examples,
-                           args.real_share, args.seed, args.keep_instructions)
+                           args.real_share, args.seed, args.keep_instructions, exclude)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     dump_tasks(args.out, records)
     args.out.with_suffix("").with_suffix(".summary.json").write_text(json.dumps(summary, indent=1) + "\n")

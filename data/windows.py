@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import difflib
 import random
+import re
 
 from data.styles import snippet_for
 from fastapply.syntax import count_errors
@@ -22,6 +23,11 @@ CONTEXT = 3  # unchanged lines wanted on each side of the change, at least
 def _starts_statement(line: str) -> bool:
     """A line at indentation 0 that opens a top-level statement (not a closing brace or a continuation)."""
     return bool(line) and not line[0].isspace() and not line.startswith((")", "]", "}", "#", "//", "/*", "*", "@"))
+
+
+def whole_id(record_id: str) -> str:
+    """The id of the edit a window was cut from (the id itself for any other record)."""
+    return re.sub(r"-window-\d+$", "", record_id)
 
 
 def window(record: dict, max_lines: int, rng: random.Random) -> dict | None:

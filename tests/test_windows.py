@@ -49,3 +49,14 @@ def test_mix_rewords_or_drops_templated_instructions_and_keeps_them_when_asked()
     assert records == mix([synthetic], 30, 200, 0.2, seed=0)[0]  # deterministic
     kept, _ = mix([synthetic], 30, 200, 0.2, seed=0, keep_instructions=True)
     assert all(r["instruction"].startswith("Add the method") for r in kept)
+
+
+def test_mix_leaves_out_the_edits_of_an_earlier_mix_windows_included():
+    expected = FUNCS.replace("    return x + 20\n", "    return -x\n")
+    long_real = record(FUNCS, expected) | {"id": "long"}
+    short_real = [record(f"y = {i}\n", f"y = {i + 1}\n") | {"id": f"r{i}"} for i in range(4)]
+    earlier, _ = mix([[long_real], short_real[:2]], 30, 3, 1.0, seed=0)
+    assert {r["id"] for r in earlier} == {"long-window-77", "r0", "r1"}
+    later, summary = mix([[long_real], short_real], 30, 10, 1.0, seed=1, exclude=[r["id"] for r in earlier])
+    assert sorted(r["id"] for r in later) == ["r2", "r2", "r2", "r3", "r3", "r3"]  # what is left, repeated
+    assert summary["distinct_real"] == 2 and summary["real_windows"] == 0
