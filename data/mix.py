@@ -14,7 +14,8 @@ the summary), then synthetic edits fill the remainder: every non-Python one firs
 languages are rarer in the inputs), then Python ones. Synthetic edits' templated instructions are
 reworded or dropped as people word them (``data.instructions``; ``--keep-instructions`` leaves them).
 Exact duplicates across inputs are dropped, and so are the edits of ``--exclude`` sets (an earlier
-mix: a run that continues another one learns from edits it has not seen); the output is shuffled by
+mix: a run that continues another one learns from edits it has not seen) and every edit of the
+packages of ``--hold-out`` sets (validation sets built with another split); the output is shuffled by
 ``--seed``. It writes the output file and prints a summary; it builds no examples itself.
 """
 
@@ -39,15 +40,17 @@ def lines(record: dict) -> int:
 
 
 def mix(sets: list[list[dict]], max_lines: int, examples: int, real_share: float, seed: int,
-        keep_instructions: bool = False, exclude: Collection[str] = ()) -> tuple[list[dict], dict]:
+        keep_instructions: bool = False, exclude: Collection[str] = (),
+        held_out: Collection[str] = ()) -> tuple[list[dict], dict]:
     """(records, summary): at most ``examples`` records of at most ``max_lines`` lines, as described above,
-    none of the edits whose ids are in ``exclude`` (a window counts as the edit it was cut from)."""
+    none of the edits whose ids are in ``exclude`` (a window counts as the edit it was cut from) and none
+    of the packages in ``held_out``."""
     seen, pool, windows = set(), [], 0
     rng = random.Random(seed)
     excluded = {whole_id(i) for i in exclude}
     for records in sets:
         for r in records:
-            if excluded and whole_id(r["id"]) in excluded:
+            if whole_id(r["id"]) in excluded or r["source"].get("package") in held_out:
                 continue
             if lines(r) > max_lines and r["source"]["kind"] == "real":
                 r = window(r, max_lines, rng) or r
@@ -92,10 +95,13 @@ def main(argv: list[str] | None = None) -> None:
                         help="leave synthetic edits' templated instructions as they are")
     parser.add_argument("--exclude", nargs="+", type=Path, default=(),
                         help="training sets (an earlier mix) whose edits are left out: what a run already saw")
+    parser.add_argument("--hold-out", nargs="+", type=Path, default=(),
+                        help="validation sets whose packages are left out, so that they stay held out")
     args = parser.parse_args(argv)
     exclude = {r["id"] for path in args.exclude for r in read_records(path)}
+    held_out = {r["source"]["package"] for path in args.hold_out for r in read_records(path)}
     records, summary = mix([read_records(p) for p in args.inputs], args.max_lines, args.examples,
-                           args.real_share, args.seed, args.keep_instructions, exclude)
+                           args.real_share, args.seed, args.keep_instructions, exclude, held_out)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     dump_tasks(args.out, records)
     args.out.with_suffix("").with_suffix(".summary.json").write_text(json.dumps(summary, indent=1) + "\n")

@@ -9,9 +9,9 @@ from data.windows import window
 FUNCS = "".join(f"def f{i}(x):\n    return x + {i}\n\n\n" for i in range(40))  # 160 lines
 
 
-def record(original, expected, kind="real"):
+def record(original, expected, kind="real", package="p"):
     return {"id": "r", "language": "python", "path": "a.py", "original": original, "update": "",
-            "instruction": "", "expected": expected, "source": {"kind": kind}}
+            "instruction": "", "expected": expected, "source": {"kind": kind, "package": package}}
 
 
 def test_window_cuts_both_files_at_the_same_top_level_boundaries():
@@ -60,3 +60,9 @@ def test_mix_leaves_out_the_edits_of_an_earlier_mix_windows_included():
     later, summary = mix([[long_real], short_real], 30, 10, 1.0, seed=1, exclude=[r["id"] for r in earlier])
     assert sorted(r["id"] for r in later) == ["r2", "r2", "r2", "r3", "r3", "r3"]  # what is left, repeated
     assert summary["distinct_real"] == 2 and summary["real_windows"] == 0
+
+
+def test_mix_leaves_out_held_out_packages():
+    records = [record(f"y = {i}\n", f"y = {i + 1}\n", package=f"p{i % 2}") | {"id": f"r{i}"} for i in range(6)]
+    kept, _ = mix([records], 30, 3, 1.0, seed=0, held_out={"p1"})
+    assert sorted(r["id"] for r in kept) == ["r0", "r2", "r4"]
