@@ -341,3 +341,20 @@ def test_an_update_without_markers_that_matches_nothing_is_the_whole_file():
     one_function = "def save(path, text):\n    with open(path, 'a') as f:\n        f.write(text)\n"
     rest_kept = ORIGINAL.replace('with open(path, "w") as f:', "with open(path, 'a') as f:")
     assert validate(ORIGINAL, rest_kept, one_function, "python") == ()
+
+
+def test_lines_written_more_often_than_original_and_update_hold_them():
+    """The suite's jiter `tests/python.rs`, as a model answered it: the snippet's new block written twice,
+    and the four tests that the marker between the block's closing brace and the next test keeps dropped.
+    No other check sees it (the brace is too common to pin the marker down); the second copy does."""
+    task = suite_task("pypi-jiter-0.18.0-crates-jiter-tests-python.rs")
+    assert validate(task.original, task.expected, task.update, task.language) == ()
+    lines = task.expected.split("\n")
+    start = lines.index("/// The string cache is process-global, so tests that parse with it on, or that read `cache_usage`,")
+    block = lines[start:lines.index("}", start) + 1]  # the doc comment, the static and cache_lock()
+    kept_from = lines.index('#[cfg(feature = "num-bigint")]')
+    test = lines.index("fn test_python_parse_default() {")
+    answer = "\n".join(lines[:kept_from] + block + [""] + lines[test - 1:])  # the tests between them gone
+    problems = validate(task.original, answer, task.update, task.language)
+    assert names(problems) == ["unasked-change"] and "more often" in problems[0].message
+    assert validate(task.original, answer, task.update, task.language, instruction="Add a cache lock.") == ()
