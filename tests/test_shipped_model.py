@@ -28,7 +28,6 @@ SIMPLE = load_tasks(ROOT / "evals" / "tasks" / "simple.jsonl") + load_tasks(ROOT
 # Edits the released adapter gets wrong (its model card says so). A better adapter that applies one must
 # move it out of here: the test then fails until it does.
 KNOWN_MISSES = {
-    "unseen-js-add-function": "leaves out writeJson, which the snippet keeps (edit-not-applied)",
     "unseen-py-method-mid-file": "writes the marker after `def make_cache():` (markers-left)",
 }
 
