@@ -27,8 +27,9 @@ Steps: real edits are the changed files of each pair that the eval's filters acc
 ``data.transforms_python``) of the files of each package's newest release, a few per file. Then:
 no-op examples dropped, exact duplicates dropped, examples of files under ``short_lines`` lines kept
 with probability ``short_keep``, at most ``per_name`` examples per file name, real and synthetic mixed
-1:4 (``--mix``; ``1:0`` keeps every real edit and no synthetic one), packages split into train and validation. Every random choice is seeded by ``--seed`` and the
-example, so the same inputs give the same files. With ``--corpus`` each corpus package is one tree
+1:4 (``--mix``; ``1:0`` keeps every real edit and no synthetic one), packages split into train and
+validation. Every random choice is seeded by ``--seed`` and the example, so the same inputs give the
+same files. With ``--corpus`` each corpus package is one tree
 (``source.package``, ``from`` = ``to`` = its version, ``license`` from the corpus), its examples are
 all synthetic and the mix step is replaced by the ``--max-examples`` cap.
 """

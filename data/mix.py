@@ -52,9 +52,8 @@ def mix(sets: list[list[dict]], max_lines: int, examples: int, real_share: float
         for r in records:
             if whole_id(r["id"]) in excluded or r["source"].get("package") in held_out:
                 continue
-            if lines(r) > max_lines and r["source"]["kind"] == "real":
-                r = window(r, max_lines, rng) or r
-                windows += "-window-" in r["id"]
+            if lines(r) > max_lines and r["source"]["kind"] == "real" and (cut := window(r, max_lines, rng)):
+                r, windows = cut, windows + 1
             key = hashlib.sha256(f"{r['original']}\0{r['expected']}".encode()).hexdigest()
             if key not in seen and lines(r) <= max_lines:
                 seen.add(key)

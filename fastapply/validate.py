@@ -74,21 +74,26 @@ def validate(original: str, output: str, update: str, language: str | None, clos
     not_applied = edit_not_applied(original, output, update, language)
     if not_applied:
         problems.append(Problem("edit-not-applied", not_applied))
-    unshown = [] if instruction.strip() else unshown_lines(original, output, update, language)
-    if unshown:
-        problems.append(Problem("unasked-change", f"the output writes {len(unshown)} line(s) the update does "
-                                                  f"not show, such as {unshown[0][:60]!r}: a change the edit "
-                                                  f"did not ask for"))
-    elif not instruction.strip() and (kept := kept_beside_whole_file(original, output, update, language, merged)):
-        problems.append(Problem("unasked-change", f"the update has no lazy markers and matches no part of the "
-                                                  f"original, so it reads as the whole new file, but the output "
-                                                  f"keeps {len(kept)} original line(s) it does not show, such as "
-                                                  f"{kept[0][:60]!r}"))
-    elif not instruction.strip() and (repeated := written_too_often(original, output, update, language)):
-        problems.append(Problem("unasked-change", f"the output writes {len(repeated)} line(s) more often than the "
-                                                  f"original and the update hold them, such as "
-                                                  f"{repeated[0][:60]!r}: a copy the edit did not ask for"))
+    unasked = None if instruction.strip() else unasked_change(original, output, update, language, merged)
+    if unasked:
+        problems.append(Problem("unasked-change", unasked))
     return tuple(problems)
+
+
+def unasked_change(original: str, output: str, update: str, language: str | None, merged: MergeResult) -> str | None:
+    """What ``output`` writes that an edit with no instruction did not ask for, or None: lines the update
+    does not show, original lines kept beside an update that is the whole new file, or lines copied."""
+    if unshown := unshown_lines(original, output, update, language):
+        return (f"the output writes {len(unshown)} line(s) the update does not show, such as {unshown[0][:60]!r}: "
+                f"a change the edit did not ask for")
+    if kept := kept_beside_whole_file(original, output, update, language, merged):
+        return (f"the update has no lazy markers and matches no part of the original, so it reads as the whole "
+                f"new file, but the output keeps {len(kept)} original line(s) it does not show, such as "
+                f"{kept[0][:60]!r}")
+    if repeated := written_too_often(original, output, update, language):
+        return (f"the output writes {len(repeated)} line(s) more often than the original and the update hold "
+                f"them, such as {repeated[0][:60]!r}: a copy the edit did not ask for")
+    return None
 
 
 def snippet_code(update: str, language: str | None) -> list[str]:
@@ -186,10 +191,10 @@ def kept_beside_whole_file(original: str, output: str, update: str, language: st
 def written_too_often(original: str, output: str, update: str, language: str | None) -> list[str]:
     """The lines of ``output``, stripped, written more times than the original and the update hold them
     together (lines too common to count, such as lone brackets, and lazy markers, markers-left's
-    problem, aside): a copy nothing asked for. An
-    edit writes each new line as often as the snippet shows it and keeps each original line at most
-    once, so no known answer of the suite, ``data/train`` or 16,270 real release edits does this (with no
-    instruction, which may ask for a line in many places). A small model does: jiter ``tests/python.rs``
+    problem, aside): a copy nothing asked for. An edit writes each new line as often as the snippet
+    shows it and keeps each original line at most once, so no known answer of the suite, ``data/train``
+    or 16,270 real release edits does this (with no instruction, which may ask for a line in many
+    places). A small model does: jiter ``tests/python.rs``
     wrote the snippet's new block twice and dropped the four tests a marker kept between the copies'
     closing brace (a line too common to pin a marker down) and the next test.
 
