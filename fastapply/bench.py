@@ -75,6 +75,9 @@ def run_bench(model, tokenizer, cases: list[BenchCase], acceptance: str = "model
         raise UsageError(f"unknown bench method {min(unknown)!r}; choose from: {', '.join(REPLAY_POLICY)}")
     if acceptance == "replay" and any(case.expected is None for case in cases):
         raise UsageError("--acceptance replay needs the expected file of every case")
+    from fastapply.target import expect_many_requests
+
+    expect_many_requests(model)  # the output layer's screen is built, and its costs measured, in the warm-up
     for method in methods:  # warm-up: first-call overheads and the one-time verify-cost calibration
         _run(model, tokenizer, cases[0], method, acceptance, preset, 16, models)
     rows: list[BenchRow] = []

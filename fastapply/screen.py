@@ -89,6 +89,14 @@ def read_in_float32(weight, positions: int) -> None:
     _seen(weight).read += positions
 
 
+def build_early(weight) -> None:
+    """Let ``weight``'s screen be built at the next request rather than after ``PAYS_AFTER`` positions: for
+    a process that will read many (a bench, an eval, a server), whose warm-up then settles the screen and
+    its verify costs before anything is timed."""
+    entry = _seen(weight)
+    entry.read = max(entry.read, PAYS_AFTER)
+
+
 def ready(weight, sample=None) -> ScreenedArgmax | None:
     """The screen of ``weight`` where it is built or has now earned its build (``PAYS_AFTER`` positions
     read in float32 by this process), else None."""

@@ -106,8 +106,11 @@ def create_app(model, tokenizer, config: ServeConfig = ServeConfig()):
     """The FastAPI application serving ``model`` (loaded by ``loading.load_model``)."""
     from fastapply.loading import stop_ids_of
 
+    from fastapply.target import expect_many_requests
+
     queue = ModelQueue(config.queue_size)
     stop_ids = stop_ids_of(model, tokenizer)
+    expect_many_requests(model)
 
     @asynccontextmanager
     async def lifespan(app):

@@ -60,6 +60,18 @@ def cache_keyword(model) -> str:
     return "cache" if "cache" in inspect.signature(decoder.forward).parameters else "past_key_values"
 
 
+def expect_many_requests(model) -> None:
+    """``model`` will serve many requests in this process (a bench, an eval, a server): its output layer's
+    int8 screen, where one is used, is built at the first request instead of mid-run (``screen.build_early``),
+    so the verify costs measured with it are too, in the first request or a warm-up, not in a timed one."""
+    from fastapply.medusa import output_head
+    from fastapply.screen import build_early
+
+    head = output_head(model)
+    if head is not None:
+        build_early(head.weight)
+
+
 class Choices(Sequence):
     """A verify's choices, turned from its hidden states into logits only when read: the decode loop
     reads them in order up to the first draft token the model rejects, and a tree's along the accepted

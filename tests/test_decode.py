@@ -525,6 +525,27 @@ def test_the_screen_is_built_once_the_process_has_read_enough_positions_in_float
     assert used == [False, False, True]
 
 
+def test_a_process_that_expects_many_requests_screens_from_the_first(monkeypatch):
+    """A bench, an eval or a server says it will read many positions (``expect_many_requests``): its first
+    request is screened, so the warm-up, not a timed request, builds the screen and measures its costs."""
+    from fastapply import screen
+    from fastapply.screen import ScreenedArgmax
+    from fastapply.target import expect_many_requests
+
+    model = new_llama(300, "tiny", seed=5).eval()
+    monkeypatch.setattr(screen, "MIN_WEIGHTS", 0)
+    monkeypatch.setattr(screen, "PAYS_AFTER", 10_000)
+    monkeypatch.setattr(screen, "_SEEN", {})
+    monkeypatch.setattr(ScreenedArgmax, "faster", property(lambda self: True))
+    other = new_llama(300, "tiny", seed=6).eval()
+    expect_many_requests(model)
+    for each, screened in ((model, True), (other, False)):  # the other model's layer waits as before
+        target = HFTarget(each)
+        target.prefill([5, 17, 3, 99, 42, 8])
+        list(target.verify([7, 14, 21]))
+        assert isinstance(target._screen, ScreenedArgmax) == screened
+
+
 @pytest.mark.filterwarnings("error::FutureWarning")  # its forward takes **kwargs: the cache keyword too
 def test_a_model_that_changes_its_logits_after_the_output_layer_gets_every_position():
     """Where the logits are not the output layer's alone (scaled here), a verify runs the whole model."""
