@@ -12,7 +12,7 @@ a draft stops before one) and at its end.
 The decode loop counts acceptance apart for the calm tokens and the risky ones, so it drafts through
 unchanged code at full length and stops at a likely edit (``decode.choose_draft_length``). Replayed on
 the 450 suite tasks with this CPU's pass costs, drafts blind to the risky lines waste 217,317 draft
-tokens and take (median) 1.52x one prefill of the answer; knowing them, 35,969 and 1.24x
+tokens and take (median) 1.52x one prefill of the answer; knowing them, 35,295 and 1.24x
 (``benchmarks/draft_length_bench.py``).
 
 Positions are token indices into a source's ids: every token of a risky line and the line break before
@@ -44,15 +44,32 @@ def line_spans(ids: Sequence[int], newline_ids: Collection[int]) -> list[tuple[i
     return spans
 
 
-def snippet_lines(update: str) -> list[str]:
-    """The snippet's lines, stripped, blank ones left out, each marker as ``EDGE``."""
-    lines = [s for s in (line.strip() for line in update.splitlines()) if s]
-    return [EDGE if is_marker_text(s) else s for s in lines]
+def snippet_lines(update: str) -> list[tuple[str, int]]:
+    """The snippet's non-blank lines, stripped, each marker as ``EDGE``, each with the number of blank
+    lines before it.
+
+    >>> snippet_lines("a\\n\\n\\n  b\\n# ... existing code ...\\n")
+    [('a', 0), ('b', 2), ('\\x00edge', 0)]
+    """
+    lines, blanks = [], 0
+    for line in update.splitlines():
+        text = line.strip()
+        if not text:
+            blanks += 1
+            continue
+        lines.append((EDGE if is_marker_text(text) else text, blanks))
+        blanks = 0
+    return lines
 
 
-def _lines(tokenizer, ids: Sequence[int], newline_ids: Collection[int]) -> list[tuple[int, int, str]]:
-    return [(start, end, tokenizer.decode(list(ids[start:end])).strip())
-            for start, end in line_spans(ids, newline_ids)]
+def _lines(tokenizer, ids: Sequence[int], newline_ids: Collection[int]) -> list[tuple[int, int, str, int]]:
+    """``(start, end, stripped text, line breaks)`` of each line of ``ids``: a token may hold several
+    breaks ("\\n\\n"), so a line may end in blank ones."""
+    lines = []
+    for start, end in line_spans(ids, newline_ids):
+        text = tokenizer.decode(list(ids[start:end]))
+        lines.append((start, end, text.strip(), text.count("\n")))
+    return lines
 
 
 def file_risk(tokenizer, ids: Sequence[int], newline_ids: Collection[int], update: str) -> frozenset[int]:
@@ -60,42 +77,62 @@ def file_risk(tokenizer, ids: Sequence[int], newline_ids: Collection[int], updat
     risky where the snippet holds the line before it but goes on with another; where the snippet puts
     new code before it, or before the line after it, with no line of the source ahead of that code
     since the snippet's start or a marker (an insertion or a replacement, it cannot tell); and the last
-    line. A line the source holds more than ``MAX_ANCHOR_COPIES`` times ("}", "pass") is told apart by
-    the line before it, or places nothing."""
+    line; and the line after a placed one where the snippet puts other blank lines between the two. A
+    line is placed by the pair of it and the line before it where the source holds that pair at most
+    ``MAX_ANCHOR_COPIES`` times, else by itself where the source holds it that seldom ("}", "pass" it
+    holds more often), else nothing places it; where both place it, the pair's snippet lines decide."""
     lines = _lines(tokenizer, ids, newline_ids)
-    texts = [text for _, _, text in lines if text]  # the non-blank lines, in order
+    texts = [text for _, _, text, _ in lines if text]  # the non-blank lines, in order
     counts = Counter(texts)
     pairs = Counter(pairwise(texts))
 
-    def anchor(previous: str | None, line: str) -> str | tuple[str, str] | None:
-        """What places ``line`` (after ``previous``) in the source: itself, the pair, or nothing."""
-        if counts[line] and counts[line] <= MAX_ANCHOR_COPIES:
-            return line
+    def anchors(previous: str | None, line: str) -> list[str | tuple[str, str]]:
+        """What places ``line`` (after ``previous``) in the source, tightest first: the pair, the line."""
+        keys: list[str | tuple[str, str]] = []
         if previous is not None and 0 < pairs[previous, line] <= MAX_ANCHOR_COPIES:
-            return previous, line
-        return None
+            keys.append((previous, line))
+        if 0 < counts[line] <= MAX_ANCHOR_COPIES:
+            keys.append(line)
+        return keys
 
-    snippet = [EDGE, *snippet_lines(update), EDGE]
+    shown = snippet_lines(update)
+    snippet = [EDGE, *(line for line, _ in shown), EDGE]
+    blanks = [0, *(count for _, count in shown), 0]  # blank lines before each
     after: dict[str | tuple[str, str], set[str]] = defaultdict(set)  # anchor -> the snippet lines after it
+    spacing: dict[str | tuple[str, str], set[tuple[str, int]]] = defaultdict(set)  # ... with the blanks between
     unanchored: set[str] = set()  # lines the snippet puts new code before, with no anchor ahead of it
     anchored = False  # whether an anchor came since the start or the last marker
-    for before, line, following in zip(snippet, snippet[1:], snippet[2:]):
-        key = anchor(before, line)
-        if key is not None:
+    for i, (before, line, following) in enumerate(zip(snippet, snippet[1:], snippet[2:])):
+        keys = anchors(before, line)
+        for key in keys:
             after[key].add(following)
-            if before not in counts and before != EDGE and not anchored:
-                unanchored.add(line)
-        anchored = key is not None or (anchored and line != EDGE)
+            if following != EDGE:
+                spacing[key].add((following, blanks[i + 2]))
+        if keys and before not in counts and before != EDGE and not anchored:
+            unanchored.add(line)
+        anchored = bool(keys) or (anchored and line != EDGE)
+    gaps = []  # blank lines after each non-blank line of the source
+    for _, _, text, breaks in lines:
+        if text:
+            gaps.append(max(breaks - 1, 0))
+        elif gaps:
+            gaps[-1] += breaks
     risky: set[int] = set()
     seen = 0  # non-blank lines before the current one
-    for i, (start, end, text) in enumerate(lines):
+    right_after = False  # whether the line before the current one is non-blank
+    for i, (start, end, text, _) in enumerate(lines):
         previous = texts[seen - 1] if seen else None
         following = texts[seen + bool(text)] if seen + bool(text) < len(texts) else None
-        key = anchor(texts[seen - 2] if seen > 1 else None, previous) if previous is not None else None
+        keys = anchors(texts[seen - 2] if seen > 1 else None, previous) if previous is not None else []
+        key = next((key for key in keys if key in after), None)  # the tightest the snippet shows
         left_after = key in after and not after[key] & {text or following, EDGE}
-        if left_after or text in unanchored or following in unanchored or i == len(lines) - 1:
+        # the snippet goes on with the same line, but with other blank lines between: they change here
+        spaced = {count for line, count in spacing.get(key, ()) if line == (text or following)}
+        respaced = right_after and bool(spaced) and gaps[seen - 1] not in spaced
+        if left_after or respaced or text in unanchored or following in unanchored or i == len(lines) - 1:
             risky.update(range(max(start - 1, 0), end))
         seen += bool(text)
+        right_after = bool(text)
     return frozenset(risky)
 
 
@@ -104,6 +141,6 @@ def snippet_risk(tokenizer, ids: Sequence[int], newline_ids: Collection[int]) ->
     line; stops, the first token of each marker line, which an answer never writes (it goes back to the
     original there), so no draft goes past it."""
     lines = _lines(tokenizer, ids, newline_ids)
-    markers = [(start, end) for start, end, text in lines if text and is_marker_text(text)]
+    markers = [(start, end) for start, end, text, _ in lines if text and is_marker_text(text)]
     risky = {start - 1 for start, _ in markers if start} | set(range(max(lines[-1][0] - 1, 0), lines[-1][1]) if lines else ())
     return frozenset(risky), frozenset(start for start, _ in markers)

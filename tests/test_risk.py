@@ -46,6 +46,30 @@ def test_a_line_the_source_repeats_places_nothing(tokenizer):
     assert risky_lines(tokenizer, text, "    pass\n    extra = 1\n") == [10]
 
 
+def test_a_repeated_line_is_placed_by_the_line_before_it_where_that_pair_is_one(tokenizer):
+    text = 'x = 1\n"""\nold doc\n"""\ny = 2\nz = 3\n'
+    # the snippet's first quotes (after "x = 1") go on with new text; its second ones with the file's
+    # own code: the first quotes of the file are told apart by the line before them
+    update = '# ... existing code ...\nx = 1\n"""\nnew doc\n"""\n# ... existing code ...\n'
+    assert risky_lines(tokenizer, text, update) == [2, 5]
+
+
+def test_blank_lines_the_snippet_adds_or_drops_between_two_lines_are_risky(tokenizer):
+    def risky(text, update):  # the risky lines' text, a blank line's break included
+        ids = encode_text(tokenizer, text)
+        newlines = newline_ids(tokenizer, ids)
+        marked = file_risk(tokenizer, ids, newlines, update)
+        lines = [(start, end, tokenizer.decode(ids[start:end]).strip()) for start, end in line_spans(ids, newlines)]
+        return [line for start, end, line in lines if marked & set(range(start, end - 1 if line else end))]
+
+    added = '"""Module."""\n\nimport os\n# ... existing code ...\n'
+    assert risky('"""Module."""\nimport os\nimport re\nx = 1\n', added) == ["import os", "x = 1"]
+    dropped = "import os\nimport re\n# ... existing code ...\n"
+    assert risky("import os\n\nimport re\nx = 1\n", dropped) == ["", "x = 1"]  # the blank line it drops
+    kept = "import os\n\nimport re\n# ... existing code ...\n"
+    assert risky("import os\n\nimport re\nx = 1\n", kept) == ["x = 1"]  # the file's last line only
+
+
 def test_snippet_drafts_stop_at_a_marker(tokenizer):
     update = "first = 1\nsecond = 2\n# ... existing code ...\nthird = 3\n"
     ids = encode_text(tokenizer, update)
