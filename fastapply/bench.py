@@ -9,6 +9,10 @@ choices are replaced by the reference answer while every forward pass still runs
 a model whose weights cannot do the task (random or untrained) as if it answered correctly, and then
 ``plain`` and ``prompt-lookup`` run in fastapply's loop with the ``none`` and ``pld`` drafters.
 
+The fastapply methods draft the merge engine's candidate first where it builds one, as ``fastapply FILE``
+does (DESIGN §4, draft source 1); the merge's own time is counted in their prefill. ``merge_draft=False``
+leaves it out.
+
 Every case also gets its limit: the time of one forward pass over the prompt and the answer written
 (plain decoding's, which every lossless method writes too), which no rewrite of that answer can beat on
 the same model; each row's ``vs_limit`` is its wall time over that. This module measures and returns rows;
@@ -19,7 +23,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from fastapply.apply import ApplyResult, EditPlan, finish, plan_edit, run_plan, token_budget
 from fastapply.decode import DecodeStats, stop_index
@@ -39,6 +43,7 @@ class BenchCase:
     update: str
     instruction: str = ""
     expected: str | None = None
+    language: str | None = None  # the file's language, for the merge engine's candidate
 
 
 @dataclass(frozen=True)
@@ -63,10 +68,11 @@ class BenchRow:
 
 def run_bench(model, tokenizer, cases: list[BenchCase], acceptance: str = "model", preset: str = "default",
               max_new_tokens: int | None = None, methods: tuple[str, ...] = METHODS,
-              models: ModelDrafters | None = None,
+              models: ModelDrafters | None = None, merge_draft: bool = True,
               on_case: Callable[[list[BenchRow]], None] | None = None) -> list[BenchRow]:
     """Every method on every case, in this order, after one untimed warm-up of each method; ``models``
-    builds the model-run drafters the methods in ``draft.MODEL_POLICIES`` need (``draft.make_drafter``).
+    builds the model-run drafters the methods in ``draft.MODEL_POLICIES`` need (``draft.make_drafter``);
+    ``merge_draft``: the fastapply methods draft the merge engine's candidate first.
     ``on_case`` gets each case's rows as soon as they are measured."""
     if acceptance not in ("model", "replay"):
         raise UsageError("--acceptance must be 'model' or 'replay'")
@@ -79,10 +85,11 @@ def run_bench(model, tokenizer, cases: list[BenchCase], acceptance: str = "model
 
     expect_many_requests(model)  # the output layer's screen is built, and its costs measured, in the warm-up
     for method in methods:  # warm-up: first-call overheads and the one-time verify-cost calibration
-        _run(model, tokenizer, cases[0], method, acceptance, preset, 16, models)
+        _run(model, tokenizer, cases[0], method, acceptance, preset, 16, models, merge_draft)
     rows: list[BenchRow] = []
     for case in cases:
-        measured = {m: _run(model, tokenizer, case, m, acceptance, preset, max_new_tokens, models) for m in methods}
+        measured = {m: _run(model, tokenizer, case, m, acceptance, preset, max_new_tokens, models, merge_draft)
+                    for m in methods}
         seconds = {m: result.stats.seconds for m, result in measured.items()}
         written = (measured.get("plain") or next(iter(measured.values()))).token_ids  # every method's, when lossless
         prompt = plan_edit(tokenizer, case.original, case.update, case.instruction, preset).prompt_ids
@@ -172,22 +179,32 @@ def limit_seconds(model, token_ids: list[int], repeats: int = 2) -> float:
 
 
 def _run(model, tokenizer, case: BenchCase, method: str, acceptance: str, preset: str,
-         max_new_tokens: int | None, models: ModelDrafters | None = None) -> ApplyResult:
-    """One method on one case."""
+         max_new_tokens: int | None, models: ModelDrafters | None = None, merge_draft: bool = False) -> ApplyResult:
+    """One method on one case; a fastapply method with ``merge_draft`` drafts the merge's candidate, the
+    merge timed into its prefill."""
     from fastapply.loading import stop_ids_of
     from fastapply.replay import ReplayedHFTarget
     from fastapply.target import HFTarget
 
-    plan = plan_edit(tokenizer, case.original, case.update, case.instruction, preset)
+    merged, merge_s = None, 0.0
+    if merge_draft and REPLAY_POLICY[method].startswith("fastapply"):
+        from fastapply.merge import merge
+
+        start = time.perf_counter()
+        merged = merge(case.original, case.update, case.language).text
+        merge_s = time.perf_counter() - start
+    plan = plan_edit(tokenizer, case.original, case.update, case.instruction, preset, merged)
     budget = token_budget(model, plan, max_new_tokens)
     stops = stop_ids_of(model, tokenizer)
     if acceptance == "replay":
         reference = answer_ids(tokenizer, plan.preset, case.expected)
         target = ReplayedHFTarget(model, reference, tokenizer.eos_token_id)
-        return run_plan(target, tokenizer, plan, REPLAY_POLICY[method], budget, stops, models=models)
-    if method in ("ngram", "fastapply", *MODEL_POLICIES):
-        return run_plan(HFTarget(model), tokenizer, plan, method, budget, stops, models=models)
-    return generate_baseline(model, tokenizer, plan, budget, stops, prompt_lookup=method == "prompt-lookup")
+        result = run_plan(target, tokenizer, plan, REPLAY_POLICY[method], budget, stops, models=models)
+    elif method in ("ngram", "fastapply", *MODEL_POLICIES):
+        result = run_plan(HFTarget(model), tokenizer, plan, method, budget, stops, models=models)
+    else:
+        return generate_baseline(model, tokenizer, plan, budget, stops, prompt_lookup=method == "prompt-lookup")
+    return replace(result, stats=replace(result.stats, prefill_s=result.stats.prefill_s + merge_s))
 
 
 def generate_baseline(model, tokenizer, plan: EditPlan, budget: int, stops: set[int],

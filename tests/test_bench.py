@@ -124,3 +124,27 @@ def test_the_cpu_is_named_where_python_names_none(monkeypatch, tmp_path):
     info.write_text("processor\t: 0\nvendor_id\t: GenuineIntel\nmodel name\t: Example CPU 9000\n\n")
     assert cpu_model(str(info)) == "Example CPU 9000"
     assert cpu_model(str(tmp_path / "absent")) == platform.machine()
+
+
+def test_fastapply_drafts_the_merge_candidate_first_unless_told_not_to(sample_model, tmp_path):
+    """As ``fastapply FILE`` does, the bench's fastapply drafts the merge engine's candidate (here right:
+    the answer is drafted whole, with its edit); ``--no-merge-draft`` drafts the original and the snippet."""
+    _, _, checkpoint = sample_model
+    update = '    """Read a key=value config file."""\n    config = {}  # parsed values\n    with open(path) as handle:\n'
+    (tmp_path / "a.py").write_text(SMALL_PY)
+    (tmp_path / "a.edit").write_text(f"# ... existing code ...\n{update}# ... existing code ...\n")
+    (tmp_path / "a.expected").write_text(EDITED)
+    passes = {}
+    for flag in ("--merge-draft", "--no-merge-draft"):
+        out = tmp_path / f"{flag}.json"
+        result = CliRunner().invoke(app, [
+            "bench", "--model", str(checkpoint), "--device", "cpu", "--file", str(tmp_path / "a.py"),
+            "--edit-file", str(tmp_path / "a.edit"), "--expected", str(tmp_path / "a.expected"),
+            "--acceptance", "replay", "--methods", "plain,fastapply", flag, "--out", str(out)])
+        assert result.exit_code == 0, result.output
+        data = json.loads(out.read_text())
+        assert data["merge_draft"] == (flag == "--merge-draft")
+        rows = {row["method"]: row for row in data["rows"]}
+        assert rows["fastapply"]["same_as_plain"]
+        passes[flag] = rows["fastapply"]["passes"]
+    assert passes["--merge-draft"] < passes["--no-merge-draft"]

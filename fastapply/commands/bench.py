@@ -34,6 +34,8 @@ def bench_command(
     dtype: DtypeOpt = "auto",
     preset: PresetOpt = "default",
     max_new_tokens: MaxTokensOpt = None,
+    merge_draft: Annotated[bool, typer.Option(help="Let the fastapply methods draft the merge engine's candidate "
+                                                   "first, as `fastapply FILE` does (its time counted).")] = True,
     out: Annotated[Optional[Path], typer.Option("--out", help="Write the rows as JSON here, after every case.")] = None,
     resume: Annotated[bool, typer.Option("--resume", help="Keep the cases already in --out; run the rest.")] = False,
     plot: Annotated[Optional[Path], typer.Option("--plot", help="Draw each method's speedup over plain decoding "
@@ -58,7 +60,7 @@ def bench_command(
         chosen = tuple(m.strip() for m in methods.split(",") if m.strip())
         rows = _done_rows(out, chosen) if resume else []
         done = {row["case"] for row in rows}
-        header = _header(model, draft_model, medusa, acceptance, lm)
+        header = {**_header(model, draft_model, medusa, acceptance, lm), "merge_draft": merge_draft}
 
         def save(new_rows) -> None:
             rows.extend(row.as_dict() for row in new_rows)
@@ -67,7 +69,8 @@ def bench_command(
 
         remaining = [case for case in cases if case.name not in done]
         if remaining:
-            run_bench(lm, tokenizer, remaining, acceptance, preset, max_new_tokens, chosen, models, on_case=save)
+            run_bench(lm, tokenizer, remaining, acceptance, preset, max_new_tokens, chosen, models, merge_draft,
+                      on_case=save)
         _print_bench(rows, model, acceptance)
         if out is not None:
             _write(out, header, rows, complete=True)
@@ -124,12 +127,15 @@ def _bench_cases(file, edit_file, expected, tasks, limit):
     if tasks is not None:
         from fastapply.tasks import load_tasks
 
-        cases = [BenchCase(t.id, t.original, t.update, t.instruction, t.expected) for t in load_tasks(tasks)]
+        cases = [BenchCase(t.id, t.original, t.update, t.instruction, t.expected, t.language)
+                 for t in load_tasks(tasks)]
         return cases[:limit] if limit else cases
     if file is None or edit_file is None:
         raise UsageError("give a case with --file and --edit-file (and --expected), or --tasks FILE.jsonl")
+    from fastapply.syntax import language_for_path
+
     return [BenchCase(file.name, fileio.read_text(str(file))[0], fileio.read_text(str(edit_file))[0], "",
-                      fileio.read_text(str(expected))[0] if expected else None)]
+                      fileio.read_text(str(expected))[0] if expected else None, language_for_path(str(file)))]
 
 
 def _print_bench(rows: list[dict], model: str, acceptance: str) -> None:
