@@ -30,6 +30,7 @@ from fastapply.draftvocab import (
     write_draft_vocab,
 )
 from fastapply.errors import FastapplyError
+from fastapply.target import output_head
 
 WEIGHTS_FILE = "medusa_heads.safetensors"
 CONFIG_FILE = "medusa_config.json"
@@ -122,10 +123,6 @@ class MedusaHeads(torch.nn.Module):
         return self.lm_head(states.to(self.lm_head.weight.dtype))
 
 
-def output_head(model) -> torch.nn.Linear:
-    """The ``lm_head`` of a transformers causal LM, or of the model under a peft adapter."""
-    core = model.get_base_model() if hasattr(model, "get_base_model") else model
-    return core.get_output_embeddings()
 
 
 class MedusaDrafter:

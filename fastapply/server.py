@@ -105,7 +105,6 @@ class ModelQueue:
 def create_app(model, tokenizer, config: ServeConfig = ServeConfig()):
     """The FastAPI application serving ``model`` (loaded by ``loading.load_model``)."""
     from fastapply.loading import stop_ids_of
-
     from fastapply.target import expect_many_requests
 
     queue = ModelQueue(config.queue_size)

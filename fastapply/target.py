@@ -60,11 +60,16 @@ def cache_keyword(model) -> str:
     return "cache" if "cache" in inspect.signature(decoder.forward).parameters else "past_key_values"
 
 
+def output_head(model):
+    """The ``lm_head`` of a transformers causal LM, or of the model under a peft adapter."""
+    core = model.get_base_model() if hasattr(model, "get_base_model") else model
+    return core.get_output_embeddings()
+
+
 def expect_many_requests(model) -> None:
     """``model`` will serve many requests in this process (a bench, an eval, a server): its output layer's
     int8 screen, where one is used, is built at the first request instead of mid-run (``screen.build_early``),
     so the verify costs measured with it are too, in the first request or a warm-up, not in a timed one."""
-    from fastapply.medusa import output_head
     from fastapply.screen import build_early
 
     head = output_head(model)
@@ -166,7 +171,7 @@ class HFTarget:
         self._hidden = None  # [S, H] of the last forward pass
         self._decoder = None
         core = model.get_base_model() if hasattr(model, "get_base_model") else model
-        self._body, self._head = core.get_decoder(), core.get_output_embeddings()
+        self._body, self._head = core.get_decoder(), output_head(model)
         self._cache_keyword = cache_keyword(core)
         if keep_hidden:
             self.track_hidden()
