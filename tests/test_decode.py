@@ -1,11 +1,16 @@
 """The speculative loop is lossless: token for token what plain greedy decoding gives, and for
 sampling the model's own distribution."""
 
+import contextlib
 import dataclasses
 import itertools
 import json
 import math
+import os
+import subprocess
+import sys
 import sysconfig
+import time
 from pathlib import Path
 
 import pytest
@@ -414,7 +419,8 @@ def test_verify_costs_are_measured_once_and_again_when_the_sizes_change(tiny_mod
 
     fresh_target().cost(1)
     table = json.loads(path.read_text())
-    (key, points), = table.items()
+    (key, entry), = table.items()
+    points = entry["points"]
     assert [k for k, _ in points] == list(CALIBRATION_SIZES)
     assert all(later >= earlier > 0 for (_, earlier), (_, later) in itertools.pairwise(points))
     assert [p.name for p in path.parent.iterdir() if p.name.endswith(".fastapply-tmp")] == []  # replaced whole
@@ -423,10 +429,10 @@ def test_verify_costs_are_measured_once_and_again_when_the_sizes_change(tiny_mod
     real_measure = HFTarget._measure
     monkeypatch.setattr(HFTarget, "_measure", lambda self, k: measured.append(k) or real_measure(self, k))
     assert fresh_target().cost(4) == pytest.approx(dict(points)[4]) and measured == []
-    path.write_text(json.dumps({key: [p for p in points if p[0] not in (1, 2, 4)]}))
+    path.write_text(json.dumps({key: {**entry, "points": [p for p in points if p[0] not in (1, 2, 4)]}}))
     fresh_target().cost(4)
     assert measured == list(CALIBRATION_SIZES) * 4  # a sweep that warms up, then three timed sweeps
-    assert [k for k, _ in json.loads(path.read_text())[key]] == list(CALIBRATION_SIZES)
+    assert [k for k, _ in json.loads(path.read_text())[key]["points"]] == list(CALIBRATION_SIZES)
 
     measured.clear()  # costs timed another way (an older fastapply's) are timed again
     monkeypatch.setattr(costs, "COST_TIMING", costs.COST_TIMING + 1)
@@ -448,8 +454,58 @@ def test_verify_costs_keep_each_size_fastest_timed_sweep_not_the_warm_up(tiny_mo
     target.prefill([1, 2, 3, 4, 5])
     expected = [min(0.5 if i < 2 else 0.02 * (i + 1), 0.03 * (i + 1)) for i in range(len(CALIBRATION_SIZES))]
     assert target.cost(0) == pytest.approx(expected[0])
-    (_, points), = json.loads(verify_costs_path().read_text()).items()
-    assert [s for _, s in points] == pytest.approx(expected)
+    (entry,) = json.loads(verify_costs_path().read_text()).values()
+    assert [s for _, s in entry["points"]] == pytest.approx(expected)
+
+
+@contextlib.contextmanager
+def busy_cores(per_core: int = 3):
+    """Processes that spin on every core this process may use, ``per_core`` to a core, while the block runs."""
+    spinners = [subprocess.Popen([sys.executable, "-c", "while True: pass"])
+                for _ in range(per_core * len(os.sched_getaffinity(0)))]
+    try:
+        time.sleep(0.5)  # started and spinning
+        yield
+    finally:
+        for spinner in spinners:
+            spinner.kill()
+            spinner.wait()
+
+
+def test_verify_costs_timed_beside_other_work_are_timed_again_by_a_request_with_the_cpu_to_itself(monkeypatch):
+    """Costs timed while other processes share the cores are stored with the small share of the CPU their
+    timing had; a request that meets the cores still shared reads them, and the first whose prefill has
+    the CPU to itself times them again and stores its own, which later requests read."""
+    model = new_llama(300, "tiny", seed=4).eval()
+    path = verify_costs_path()
+    measured = []
+    real_measure = HFTarget._measure
+    monkeypatch.setattr(HFTarget, "_measure", lambda self, k: measured.append(k) or real_measure(self, k))
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # a tiny model's operations run on one thread: its share of one core is measured
+
+    def cost_of_a_request() -> float:
+        target = HFTarget(model, model_key="tiny-shared")
+        target.prefill([i % 299 + 1 for i in range(6000)])  # a prefill long enough to read its share
+        return target.cost(8)
+
+    try:
+        with busy_cores():
+            cost_of_a_request()
+            (shared,) = json.loads(path.read_text()).values()
+            assert shared["cpu_share"] < costs.SHARED_BELOW
+            measured.clear()
+            cost_of_a_request()
+            assert measured == []  # still shared: the stored costs are as good as any timed now
+        cost_of_a_request()
+        assert measured == list(CALIBRATION_SIZES) * 4
+        (alone,) = json.loads(path.read_text()).values()
+        assert alone["cpu_share"] >= costs.SHARED_BELOW
+        measured.clear()
+        cost_of_a_request()
+        assert measured == []
+    finally:
+        torch.set_num_threads(threads)
 
 
 def test_a_verify_computes_logits_only_up_to_the_first_rejected_draft_token():
