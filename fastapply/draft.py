@@ -176,8 +176,9 @@ def _nearer(end: int, other: int, pointer: int) -> bool:
 
 class SpecEditsDrafter:
     """fastapply's policy: pointer sources (merged prediction, original prediction, snippet), the one with
-    the longest current matched run proposing (ties in that order); where none is live, the fallback: the
-    output's own history, or a model-run drafter (``fastapply+draft-model``, ``fastapply+medusa``)."""
+    the longest current matched run proposing (ties in that order); where none is live, the output's own
+    history (DESIGN §4, source 4), and where that has no match either, a model-run fallback if given
+    (``fastapply+draft-model``, ``fastapply+medusa``)."""
 
     def __init__(self, context: DraftContext, fallback: Drafter | None = None):
         def source(name: str, tokens: Sequence[int], stops: Collection[int] = ()) -> PointerSource:
@@ -194,13 +195,16 @@ class SpecEditsDrafter:
         self.history = HistoryLookup()
         self.fallback = fallback if fallback is not None else self.history
         self.source = ""
+        self._history_hit = False  # whether the history had a match for the output at the last update
         self.calm: list[bool] | None = None
         self._seen = 0
 
     @property
     def costly(self) -> bool:
-        """Whether the next proposal would run the fallback's model: it is costly and no source is live."""
-        return getattr(self.fallback, "costly", False) and not any(s.live() for s in self.sources)
+        """Whether the next proposal would run the fallback's model: it is costly, no source is live and
+        the history has no match."""
+        return (getattr(self.fallback, "costly", False) and not self._history_hit
+                and not any(s.live() for s in self.sources))
 
     def propose(self, out: Sequence[int], k: int) -> list[int]:
         live = [s for s in self.sources if s.live()]
@@ -212,9 +216,13 @@ class SpecEditsDrafter:
                 return self.history.propose(out, k)
             self.source, self.calm = best.name, best.calm(k)
             return self._chain(out, best.propose(k), k)
+        self.calm = None
+        draft = self.history.propose(out, k)
+        if draft or self.fallback is self.history:
+            self.source = self.history.source if draft else ""
+            return draft
         draft = self.fallback.propose(out, k)
         self.source = self.fallback.source if draft else ""
-        self.calm = None
         return draft
 
     def _chain(self, out: Sequence[int], draft: list[int], k: int) -> list[int]:
@@ -236,9 +244,9 @@ class SpecEditsDrafter:
     def candidates(self, out: Sequence[int], k: int) -> list[list[int]]:
         """``propose``'s draft first, then the alternatives a tree verifies beside it: the other live
         sources' drafts and every source's next best re-sync points; where no source is live, the
-        fallback's own candidates (draft heads' top-k) if it has them."""
+        fallback's own candidates (draft heads' top-k) if it has them and the history has no match."""
         live = [s for s in self.sources if s.live()]
-        if not live and hasattr(self.fallback, "candidates"):
+        if not live and hasattr(self.fallback, "candidates") and not self.history.propose(out, 1):
             chains = self.fallback.candidates(out, k)
             self.source = self.fallback.source if chains and chains[0] else ""
             self.calm = None
@@ -255,6 +263,7 @@ class SpecEditsDrafter:
         self._seen = len(out)
         for source in self.sources:
             source.follow(new, out)
+        self._history_hit = bool(self.history.propose(out, 1))
         self.fallback.update(out, n_accepted)
 
 

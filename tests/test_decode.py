@@ -403,6 +403,8 @@ def test_fastapply_with_a_costly_fallback_is_costly_only_where_no_pointer_is_liv
     assert not drafter.costly  # the prediction's pointer proposes: the model is not run
     drafter.update([9], 0)
     assert drafter.costly
+    drafter.update([9, 4, 3, 8, 9, 4, 3], 0)
+    assert not drafter.costly  # the output repeats itself: its history drafts, not the model
     assert not SpecEditsDrafter(DraftContext(prompt_ids=[1], prediction_ids=[5, 2])).costly  # history fallback
 
 

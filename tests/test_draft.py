@@ -147,7 +147,9 @@ def test_a_model_policy_without_its_model_says_which_option_it_needs():
         make_drafter("fastapply+medusa", DraftContext(prompt_ids=[], prediction_ids=[]))
 
 
-def test_fastapply_with_a_model_fallback_drafts_from_it_only_where_no_pointer_is_live():
+def test_fastapply_with_a_model_fallback_drafts_from_it_only_where_no_pointer_or_history_predicts():
+    """The model-run drafter comes after fastapply's own sources (DESIGN §4), the output's history
+    included: an answer that loops is drafted from its history with a fallback given as without one."""
     class Nines:  # a model-run drafter that always proposes 9s
         source = "draft-model"
 
@@ -161,8 +163,10 @@ def test_fastapply_with_a_model_fallback_drafts_from_it_only_where_no_pointer_is
     context = DraftContext(prompt_ids=[], prediction_ids=[1, 2, 3])
     drafter = make_drafter("fastapply+draft-model", context, {"draft-model": lambda ctx, target: fallback})
     assert drafter.propose([], 2) == [1, 2] and drafter.source == "prediction"
-    drafter.update([7, 7, 7, 7], 0)  # off the prediction, no re-sync point
-    assert drafter.propose([7, 7, 7, 7], 2) == [9, 9] and drafter.source == "draft-model"
+    drafter.update([7, 8, 4, 6], 0)  # off the prediction, no re-sync point, nothing repeated
+    assert drafter.propose([7, 8, 4, 6], 2) == [9, 9] and drafter.source == "draft-model"
+    drafter.update([7, 8, 4, 6, 7, 8, 4], 0)  # the answer repeats itself
+    assert drafter.propose([7, 8, 4, 6, 7, 8, 4], 2) == [6, 7] and drafter.source == "history"
 
 
 BLOCK = list(range(100, 140))  # 40 tokens the answer repeats
