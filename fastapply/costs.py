@@ -96,9 +96,9 @@ class CpuShare:
 
     def share(self) -> float | None:
         """The share so far; None where under ``MIN_SECONDS`` passed on a CPU device: too short to tell."""
-        wall = time.perf_counter() - self.wall
         if not self.threads:
             return 1.0
+        wall = time.perf_counter() - self.wall
         if wall < self.MIN_SECONDS:
             return None
         return (time.process_time() - self.cpu) / (wall * self.threads)

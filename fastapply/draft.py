@@ -246,7 +246,7 @@ class SpecEditsDrafter:
         sources' drafts and every source's next best re-sync points; where no source is live, the
         fallback's own candidates (draft heads' top-k) if it has them and the history has no match."""
         live = [s for s in self.sources if s.live()]
-        if not live and hasattr(self.fallback, "candidates") and not self.history.propose(out, 1):
+        if not live and hasattr(self.fallback, "candidates") and not self._history_hit:
             chains = self.fallback.candidates(out, k)
             self.source = self.fallback.source if chains and chains[0] else ""
             self.calm = None
