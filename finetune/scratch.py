@@ -3,9 +3,12 @@
 The tests and the benchmarks start here: a byte-level BPE tokenizer trained with
 ``tokenizers`` on source files, and a randomly initialised ``LlamaForCausalLM`` of a chosen shape,
 both saved with ``save_pretrained`` so that fastapply loads them through the same path as a user's
-checkpoint. Nothing here trains the model; see ``echo.py`` for that.
+checkpoint. Nothing here trains the model; see ``echo.py`` for that. ``--tokenizer`` gives the random model an
+existing tokenizer instead (fastapply-small's, say: a bigger shape that reads the same prompts and
+answers token for token, for replayed benchmarks).
 
     python -m finetune.scratch --out runs/llama-100m --shape 100m
+    python -m finetune.scratch --out runs/llama-1b --shape 1b --tokenizer fastapply/models/fastapply-small --dtype bfloat16
 """
 
 from __future__ import annotations
@@ -55,8 +58,10 @@ def train_tokenizer(texts: Iterable[str], vocab_size: int = 1024):
     )
 
 
-def new_llama(vocab_size: int, shape: str = "tiny", max_positions: int = 8192, seed: int = 0):
-    """A randomly initialised float32 ``LlamaForCausalLM`` of the named shape (see ``SHAPES``)."""
+def new_llama(vocab_size: int, shape: str = "tiny", max_positions: int = 8192, seed: int = 0,
+              special_ids: tuple[int, int, int] = (0, 1, 2)):
+    """A randomly initialised float32 ``LlamaForCausalLM`` of the named shape (see ``SHAPES``);
+    ``special_ids`` are its BOS, EOS and padding ids (those of ``train_tokenizer``'s by default)."""
     import torch
     from transformers import LlamaConfig, LlamaForCausalLM
 
@@ -69,9 +74,9 @@ def new_llama(vocab_size: int, shape: str = "tiny", max_positions: int = 8192, s
         num_key_value_heads=kv_heads,
         intermediate_size=intermediate,
         max_position_embeddings=max_positions,
-        bos_token_id=0,
-        eos_token_id=1,
-        pad_token_id=2,
+        bos_token_id=special_ids[0],
+        eos_token_id=special_ids[1],
+        pad_token_id=special_ids[2],
         tie_word_embeddings=True,
     )
     torch.manual_seed(seed)
@@ -92,10 +97,25 @@ def main() -> None:
     parser.add_argument("--out", required=True, help="checkpoint directory to write")
     parser.add_argument("--shape", default="tiny", choices=sorted(SHAPES))
     parser.add_argument("--vocab-size", type=int, default=4096)
+    parser.add_argument("--tokenizer", help="an existing tokenizer's directory to use instead of training one "
+                        "(--vocab-size is then its own)")
+    parser.add_argument("--dtype", default="float32", choices=["float32", "bfloat16"], help="weights as saved")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
-    tokenizer = train_tokenizer(stdlib_corpus(), args.vocab_size)
-    model = new_llama(len(tokenizer), args.shape, seed=args.seed)
+    import torch
+
+    if args.tokenizer:
+        from transformers import AutoTokenizer
+
+        tokenizer = AutoTokenizer.from_pretrained(args.tokenizer)
+        eos = tokenizer.eos_token_id
+        special = (tokenizer.bos_token_id if tokenizer.bos_token_id is not None else eos, eos,
+                   tokenizer.pad_token_id if tokenizer.pad_token_id is not None else eos)
+    else:
+        tokenizer = train_tokenizer(stdlib_corpus(), args.vocab_size)
+        special = (0, 1, 2)
+    model = new_llama(len(tokenizer), args.shape, seed=args.seed, special_ids=special)
+    model.to(getattr(torch, args.dtype))
     path = save_checkpoint(model, tokenizer, args.out)
     params = sum(p.numel() for p in model.parameters())
     print(f"wrote {path}: {params / 1e6:.1f}M parameters, vocabulary {len(tokenizer)}")

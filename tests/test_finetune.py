@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+from pathlib import Path
 
 import pytest
 
@@ -612,3 +613,26 @@ def test_unseen_leaves_out_what_a_run_trained_on_and_what_never_fit(apply_model,
     assert unseen(tmp_path / "epoch") == []
     with pytest.raises(UsageError, match="not a training run"):
         unseen(tmp_path)
+
+
+def test_a_random_shape_takes_an_existing_tokenizer_and_saves_in_bfloat16(tmp_path, monkeypatch):
+    """``finetune.scratch --tokenizer`` gives a random model fastapply-small's tokenizer (its vocabulary and
+    special ids), so a bigger shape reads the shipped model's prompts and answers token for token."""
+    import sys
+
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from finetune.scratch import main as scratch_main
+
+    shipped = Path(__file__).resolve().parents[1] / "fastapply" / "models" / "fastapply-small"  # its tokenizer files
+    monkeypatch.setattr(sys, "argv", ["scratch", "--out", str(tmp_path / "m"), "--shape", "tiny",
+                                      "--tokenizer", str(shipped), "--dtype", "bfloat16"])
+    scratch_main()
+    tokenizer = AutoTokenizer.from_pretrained(tmp_path / "m")
+    model = AutoModelForCausalLM.from_pretrained(tmp_path / "m", dtype="auto")
+    shipped_tokenizer = AutoTokenizer.from_pretrained(shipped)
+    assert tokenizer.get_vocab() == shipped_tokenizer.get_vocab()
+    assert model.config.vocab_size == len(shipped_tokenizer)
+    assert model.config.eos_token_id == shipped_tokenizer.eos_token_id
+    assert model.dtype == torch.bfloat16
