@@ -3,9 +3,9 @@
 The tests and the benchmarks start here: a byte-level BPE tokenizer trained with
 ``tokenizers`` on source files, and a randomly initialised ``LlamaForCausalLM`` of a chosen shape,
 both saved with ``save_pretrained`` so that fastapply loads them through the same path as a user's
-checkpoint. Nothing here trains the model; see ``echo.py`` for that. ``--tokenizer`` gives the random model an
-existing tokenizer instead (fastapply-small's, say: a bigger shape that reads the same prompts and
-answers token for token, for replayed benchmarks).
+checkpoint. Nothing here trains the model; see ``echo.py`` for that. ``--tokenizer`` gives the random
+model an existing tokenizer instead (fastapply-small's, say: a bigger shape that reads the same prompts
+and answers token for token, for replayed benchmarks).
 
     python -m finetune.scratch --out runs/llama-100m --shape 100m
     python -m finetune.scratch --out runs/llama-1b --shape 1b --tokenizer fastapply/models/fastapply-small --dtype bfloat16
@@ -108,12 +108,11 @@ def main() -> None:
         from transformers import AutoTokenizer
 
         tokenizer = AutoTokenizer.from_pretrained(args.tokenizer)
-        eos = tokenizer.eos_token_id
-        special = (tokenizer.bos_token_id if tokenizer.bos_token_id is not None else eos, eos,
-                   tokenizer.pad_token_id if tokenizer.pad_token_id is not None else eos)
     else:
         tokenizer = train_tokenizer(stdlib_corpus(), args.vocab_size)
-        special = (0, 1, 2)
+    eos = tokenizer.eos_token_id
+    special = (eos if tokenizer.bos_token_id is None else tokenizer.bos_token_id, eos,
+               eos if tokenizer.pad_token_id is None else tokenizer.pad_token_id)
     model = new_llama(len(tokenizer), args.shape, seed=args.seed, special_ids=special)
     model.to(getattr(torch, args.dtype))
     path = save_checkpoint(model, tokenizer, args.out)
