@@ -116,6 +116,33 @@ def test_resume_needs_out(sample_model, tmp_path):
     assert result.exit_code == 2 and "--out" in result.stderr
 
 
+def test_resume_refuses_a_run_of_other_settings_and_names_both_machines(sample_model, tmp_path):
+    """A bench cut short on one machine goes on on another (a lent GPU comes back as a fresh machine),
+    but never with other weights or arithmetic: its rows would not compare with the earlier ones."""
+    _, _, checkpoint = sample_model
+    (tmp_path / "a.py").write_text(SMALL_PY)
+    (tmp_path / "a.edit").write_text(UPDATE)
+    out = tmp_path / "bench.json"
+    command = ["bench", "--model", str(checkpoint), "--file", str(tmp_path / "a.py"), "--edit-file",
+               str(tmp_path / "a.edit"), "--device", "cpu", "--methods", "plain,fastapply", "--out", str(out)]
+    result = CliRunner().invoke(app, command)
+    assert result.exit_code == 0, result.output
+    data = json.loads(out.read_text())
+    assert data["adapter"] is None  # a checkpoint directory; fastapply-small's runs name its adapter's hash
+
+    out.write_text(json.dumps({**data, "dtype": "torch.bfloat16", "rows": []}))
+    result = CliRunner().invoke(app, [*command, "--resume"])
+    assert result.exit_code != 0 and "dtype 'torch.bfloat16'" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+
+    out.write_text(json.dumps({**data, "machine": "x86_64, Another CPU, 16 threads, Linux", "rows": []}))
+    result = CliRunner().invoke(app, [*command, "--resume"])
+    assert result.exit_code == 0, result.output
+    resumed = json.loads(out.read_text())
+    assert resumed["machine"] == f"x86_64, Another CPU, 16 threads, Linux; resumed on {data['machine']}"
+    assert [r["method"] for r in resumed["rows"]] == ["plain", "fastapply"]
+
+
 def test_the_cpu_is_named_where_python_names_none(monkeypatch, tmp_path):
     import platform
 

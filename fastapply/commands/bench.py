@@ -58,9 +58,9 @@ def bench_command(
         if methods is None:
             methods = ",".join([*METHODS, *(m for name in models for m in (name, f"fastapply+{name}"))])
         chosen = tuple(m.strip() for m in methods.split(",") if m.strip())
-        rows = _done_rows(out, chosen) if resume else []
-        done = {row["case"] for row in rows}
         header = {**_header(model, draft_model, medusa, acceptance, lm), "merge_draft": merge_draft}
+        rows = _done_rows(out, chosen, header) if resume else []
+        done = {row["case"] for row in rows}
 
         def save(new_rows) -> None:
             rows.extend(row.as_dict() for row in new_rows)
@@ -83,14 +83,21 @@ def bench_command(
                          "speedup over plain decoding (seconds)", {"model": model, "device": str(lm.device)})
 
 
+# What a resumed run must share with the run it goes on with: the same weights, methods' inputs and
+# arithmetic (the machine may differ: it is recorded, below).
+SAME_RUN = ("model", "adapter", "draft_model", "medusa", "acceptance", "device", "dtype", "parameters", "merge_draft")
+
+
 def _header(model, draft_model, medusa, acceptance, lm) -> dict:
     import platform
 
     import torch
 
+    from fastapply import bundled
     from fastapply.bench import cpu_model
 
-    return {"model": model, "draft_model": draft_model, "medusa": medusa, "acceptance": acceptance,
+    return {"model": model, "adapter": bundled.adapter_sha256()[:12] if model == bundled.NAME else None,
+            "draft_model": draft_model, "medusa": medusa, "acceptance": acceptance,
             "device": str(lm.device), "dtype": str(lm.dtype),
             "machine": f"{platform.machine()}, {cpu_model()}, {torch.get_num_threads()} threads, {platform.system()}",
             "parameters": sum(p.numel() for p in lm.parameters())}
@@ -106,14 +113,25 @@ def _write(out: Path, header: dict, rows: list[dict], complete: bool) -> None:
                                  indent=1).encode())
 
 
-def _done_rows(out: Path, methods: tuple[str, ...]) -> list[dict]:
-    """The rows of ``out``'s cases that have every one of ``methods`` (a case cut short runs again)."""
+def _done_rows(out: Path, methods: tuple[str, ...], header: dict) -> list[dict]:
+    """The rows of ``out``'s cases that have every one of ``methods`` (a case cut short runs again). A run
+    of other weights or settings (``SAME_RUN``) is refused; one on another machine names both in
+    ``header["machine"]``, since each case's methods still run back to back on one of them."""
     try:
-        rows = json.loads(out.read_text())["rows"]
+        earlier = json.loads(out.read_text())
+        rows = earlier["rows"]
     except FileNotFoundError:
         return []
     except (OSError, ValueError, KeyError) as exc:
         raise UsageError(f"cannot resume from {out}: {exc}") from None
+    for key in SAME_RUN:
+        if earlier.get(key) != header[key]:
+            raise UsageError(f"cannot resume from {out}: it ran with {key} {earlier.get(key)!r}, this run has "
+                             f"{header[key]!r}")
+    if header["machine"] not in earlier.get("machine", ""):
+        header["machine"] = f"{earlier.get('machine')}; resumed on {header['machine']}"
+    elif earlier.get("machine"):
+        header["machine"] = earlier["machine"]
     by_case: dict[str, dict[str, dict]] = {}
     for row in rows:
         by_case.setdefault(row["case"], {})[row["method"]] = row
