@@ -128,10 +128,9 @@ def _done_rows(out: Path, methods: tuple[str, ...], header: dict) -> list[dict]:
         if earlier.get(key) != header[key]:
             raise UsageError(f"cannot resume from {out}: it ran with {key} {earlier.get(key)!r}, this run has "
                              f"{header[key]!r}")
-    if header["machine"] not in earlier.get("machine", ""):
-        header["machine"] = f"{earlier.get('machine')}; resumed on {header['machine']}"
-    elif earlier.get("machine"):
-        header["machine"] = earlier["machine"]
+    before = earlier.get("machine") or ""
+    if before:
+        header["machine"] = before if header["machine"] in before else f"{before}; resumed on {header['machine']}"
     by_case: dict[str, dict[str, dict]] = {}
     for row in rows:
         by_case.setdefault(row["case"], {})[row["method"]] = row
