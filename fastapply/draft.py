@@ -195,7 +195,7 @@ class SpecEditsDrafter:
         self.history = HistoryLookup()
         self.fallback = fallback if fallback is not None else self.history
         self.source = ""
-        self._history_hit = False  # whether the history had a match for the output at the last update
+        self._history_hit = False  # whether the history had a match at the last update, ahead of a model fallback
         self.calm: list[bool] | None = None
         self._seen = 0
 
@@ -263,7 +263,8 @@ class SpecEditsDrafter:
         self._seen = len(out)
         for source in self.sources:
             source.follow(new, out)
-        self._history_hit = bool(self.history.propose(out, 1))
+        # only a model-run fallback waits on the history (with none, the history is the fallback itself)
+        self._history_hit = self.fallback is not self.history and bool(self.history.propose(out, 1))
         self.fallback.update(out, n_accepted)
 
 
