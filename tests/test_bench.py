@@ -118,7 +118,8 @@ def test_resume_needs_out(sample_model, tmp_path):
 
 def test_resume_refuses_a_run_of_other_settings_and_names_both_machines(sample_model, tmp_path):
     """A bench cut short on one machine goes on on another (a lent GPU comes back as a fresh machine),
-    but never with other weights or arithmetic: its rows would not compare with the earlier ones."""
+    but never with other weights or arithmetic (its rows would not compare with the earlier ones) nor with
+    fewer methods (the others' rows would be lost)."""
     _, _, checkpoint = sample_model
     (tmp_path / "a.py").write_text(SMALL_PY)
     (tmp_path / "a.edit").write_text(UPDATE)
@@ -134,6 +135,11 @@ def test_resume_refuses_a_run_of_other_settings_and_names_both_machines(sample_m
     result = CliRunner().invoke(app, [*command, "--resume"])
     assert result.exit_code != 0 and "dtype 'torch.bfloat16'" in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
+
+    out.write_text(json.dumps(data))
+    result = CliRunner().invoke(app, [*command[:-4], "--methods", "fastapply", "--out", str(out), "--resume"])
+    assert result.exit_code != 0 and "it also ran plain, whose rows this run would drop" in result.stderr
+    assert json.loads(out.read_text()) == data  # refused before anything was written
 
     out.write_text(json.dumps({**data, "machine": "x86_64, Another CPU, 16 threads, Linux", "rows": []}))
     result = CliRunner().invoke(app, [*command, "--resume"])

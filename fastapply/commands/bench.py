@@ -115,8 +115,9 @@ def _write(out: Path, header: dict, rows: list[dict], complete: bool) -> None:
 
 def _done_rows(out: Path, methods: tuple[str, ...], header: dict) -> list[dict]:
     """The rows of ``out``'s cases that have every one of ``methods`` (a case cut short runs again). A run
-    of other weights or settings (``SAME_RUN``) is refused; one on another machine names both in
-    ``header["machine"]``, since each case's methods still run back to back on one of them."""
+    of other weights or settings (``SAME_RUN``), or of a method ``methods`` leaves out (its rows would be
+    lost), is refused; one on another machine names both in ``header["machine"]``, since each case's
+    methods still run back to back on one of them."""
     try:
         earlier = json.loads(out.read_text())
         rows = earlier["rows"]
@@ -128,6 +129,10 @@ def _done_rows(out: Path, methods: tuple[str, ...], header: dict) -> list[dict]:
         if earlier.get(key) != header[key]:
             raise UsageError(f"cannot resume from {out}: it ran with {key} {earlier.get(key)!r}, this run has "
                              f"{header[key]!r}")
+    left_out = sorted({row["method"] for row in rows} - set(methods))
+    if left_out:
+        raise UsageError(f"cannot resume from {out}: it also ran {', '.join(left_out)}, whose rows this run "
+                         f"would drop; resume with --methods naming them too")
     before = earlier.get("machine") or ""
     if before:
         header["machine"] = before if header["machine"] in before else f"{before}; resumed on {header['machine']}"
