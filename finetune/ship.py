@@ -6,7 +6,9 @@ so that a wheel or a non-editable install carries it.
 
 The adapter's weights are rounded once to bfloat16 (merging casts them back to float32); a release
 over ``--max-mb`` is refused. ``adapter_config.json`` names the base as ``smollm2-135m-instruct``, the
-name fastapply fetches it by (``fastapply.basemodel``). ``training.json`` keeps the run's config and
+name fastapply fetches it by (``fastapply.basemodel``), and its target modules in sorted order; the
+tokenizer's config leaves out how the cached base was loaded (``local_files_only``), so shipping the same
+adapter again writes the same files, whatever the machine. ``training.json`` keeps the run's config and
 metrics (a soup's parts, for one made by ``finetune.soup``; in the metrics, the training record of the
 adapter a run continued). The model card (``README.md`` there) is
 written by hand from the eval results and is left as it is; this module does not merge or evaluate.
@@ -23,7 +25,8 @@ from pathlib import Path
 from fastapply.errors import FastapplyError, UsageError
 
 MAX_MB = 25.0
-TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "chat_template.jinja")
+TOKENIZER_FILES = ("tokenizer.json", "chat_template.jinja")
+LOADING_OPTIONS = ("local_files_only",)  # recorded by the load that filled the cache, not the tokenizer's own
 
 
 def ship(run: str | Path, out: str | Path | None = None, max_mb: float = MAX_MB) -> float:
@@ -47,10 +50,16 @@ def ship(run: str | Path, out: str | Path | None = None, max_mb: float = MAX_MB)
     save_file(tensors, out / "adapter_model.safetensors", metadata={"format": "pt"})
     config = json.loads((run / "adapter_config.json").read_text())
     config["base_model_name_or_path"] = basemodel.BASE.name
+    if isinstance(config.get("target_modules"), list):  # peft writes a set, in no fixed order
+        config["target_modules"] = sorted(config["target_modules"])
     (out / "adapter_config.json").write_text(json.dumps(config, indent=1, sort_keys=True) + "\n")
     tokenizer_dir = basemodel.checkpoint()
     for name in TOKENIZER_FILES:
         shutil.copyfile(tokenizer_dir / name, out / name)
+    tokenizer_config = json.loads((tokenizer_dir / "tokenizer_config.json").read_text())
+    for option in LOADING_OPTIONS:
+        tokenizer_config.pop(option, None)
+    (out / "tokenizer_config.json").write_text(json.dumps(tokenizer_config, indent=2, ensure_ascii=False) + "\n")
     (out / "training.json").write_text(json.dumps(training_record(run), indent=1) + "\n")
     return size_mb
 

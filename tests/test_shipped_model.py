@@ -132,3 +132,28 @@ def test_finetune_merge_writes_the_shipped_adapter_as_the_default_models_weights
     reference = dict(model.named_parameters())
     for name, param in merged.named_parameters():
         assert torch.equal(param, reference[name]), name
+
+
+def test_shipping_the_release_again_writes_its_files_unchanged(tmp_path, monkeypatch):
+    """`finetune.ship` on the release gives back its bytes, even from a run whose peft listed the target
+    modules in another order and a base cache whose load recorded `local_files_only`: nothing of the
+    machine that shipped it gets into a release."""
+    import json
+
+    from finetune.ship import TOKENIZER_FILES, ship
+
+    run, base, out = tmp_path / "run", tmp_path / "base", tmp_path / "out"
+    shutil.copytree(ADAPTER, run)
+    config = json.loads((run / "adapter_config.json").read_text())
+    config["target_modules"] = sorted(config["target_modules"], reverse=True)
+    (run / "adapter_config.json").write_text(json.dumps(config))
+    base.mkdir()
+    for name in TOKENIZER_FILES:
+        shutil.copyfile(ADAPTER / name, base / name)
+    tokenizer_config = json.loads((ADAPTER / "tokenizer_config.json").read_text())
+    (base / "tokenizer_config.json").write_text(json.dumps({**tokenizer_config, "local_files_only": True}))
+    monkeypatch.setattr(basemodel, "checkpoint", lambda: base)
+    ship(run, out)
+    for name in ("adapter_model.safetensors", "adapter_config.json", "tokenizer_config.json", "training.json",
+                 *TOKENIZER_FILES):
+        assert (out / name).read_bytes() == (ADAPTER / name).read_bytes(), name
