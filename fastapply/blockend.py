@@ -13,7 +13,8 @@ def place_at_block_end(seg: Segment, index: int, orig: Original, lo: int, hi: in
                        scope: int | None) -> Placement | None:
     """Place a segment that anchors nowhere by the end of its block: its closing lines (``}``, ``end``)
     are the block's own; with none, it goes last in the block that the marker after it closes (or last
-    in the file, doubtfully, when the snippet ends with it)."""
+    in the file, doubtfully, when the snippet ends with it: in place of what follows the file's last
+    copy of the closing lines it opens with, when it does)."""
     if scope is not None:
         limit = hi
     elif seg.marker_after is None:
@@ -38,6 +39,16 @@ def place_at_block_end(seg: Segment, index: int, orig: Original, lo: int, hi: in
             doubts = (f"segment {index + 1} only repeats closing lines",)
         return Placement(own[0], limit, seg.lines, doubts)
     if scope is None:
+        own = last_closers(orig.lines, body, lo, limit)
+        if own is not None:
+            # the snippet's last segment opens with closing lines and goes on with new code (eventemitter3
+            # ``index.d.ts``: `}` then `module.exports = ...`): the file's last such lines are those, and
+            # the code after them is the new end of the file
+            after = sum(1 for line in orig.lines[own:limit] if line.strip()) - _leading_closers(body)
+            doubt = (f"segment {index + 1} anchors only on closing lines, the file's last copy of them; it "
+                     f"replaces the {after} line(s) after them" if after else
+                     f"segment {index + 1} anchors only on the file's last closing lines; it was added after them")
+            return Placement(own, limit, seg.lines, (doubt,))
         return Placement(limit, limit, seg.lines, (f"segment {index + 1} anchors nowhere; it was added at the end",))
     if seg.marker_after is not None and seg.marker_after > indent_width(orig.lines[scope]):
         return None  # the marker after it is still inside the block: its place there is unknown
@@ -46,6 +57,27 @@ def place_at_block_end(seg: Segment, index: int, orig: Original, lo: int, hi: in
         limit -= 1  # before the block's own closing line
     return Placement(limit, limit, seg.lines, (f"segment {index + 1} anchors nowhere; it was added at the end of "
                                                f"the block {orig.lines[scope].strip()!r}",))
+
+
+def last_closers(lines: list[str], body: list[str], lo: int, limit: int) -> int | None:
+    """Where the last copy in ``lines[lo:limit]`` of the closing lines that open ``body`` (the non-blank
+    lines of a segment that ends the snippet) starts, when new code follows them in ``body``; None when
+    ``body`` does not open with closing lines or the original has them nowhere there."""
+    opening = _leading_closers(body)
+    if not opening:
+        return None
+    keys = [exact_key(line) for line in body[:opening]]
+    rows = [i for i in range(lo, limit) if lines[i].strip()]
+    for start in range(len(rows) - opening, -1, -1):
+        if [exact_key(lines[i]) for i in rows[start:start + opening]] == keys:
+            return rows[start]
+    return None
+
+
+def _leading_closers(body: list[str]) -> int:
+    """How many of the segment's first lines only close blocks, when code that is not a closer follows."""
+    count = next((i for i, line in enumerate(body) if not is_closer(line)), len(body))
+    return count if count < len(body) else 0
 
 
 def _unclosed(lines: list[str]) -> int:

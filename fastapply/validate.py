@@ -19,6 +19,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 
+from fastapply.blockend import last_closers
 from fastapply.defs import definitions
 from fastapply.markers import count_markers, has_inline_marker, marker_lines
 from fastapply.merge import MergeResult, merge
@@ -300,7 +301,9 @@ def kept_by_markers(original: str, update: str, language: str | None) -> set[int
     (after) a marker that opens (closes) the snippet, up to the segment's first (last) line that occurs
     once in the original, when the segment's lines shown before (after) it are the original's own lines
     there as they stand; failing that, such a marker keeps at least the file's first (last) non-blank
-    line, unless the snippet shows it. Elsewhere a marker's reach is left open.
+    line, unless the snippet shows it. A marker that opens a snippet whose one segment opens with closing
+    lines and goes on with new code keeps what comes before the file's last copy of those closing lines
+    (the merge engine's reading, ``blockend.last_closers``). Elsewhere a marker's reach is left open.
 
     >>> sorted(kept_by_markers("import os\\n\\ndef f():\\n    return 1\\n", "# ...\\ndef f():\\n    return 2\\n", "python"))
     [0]
@@ -317,6 +320,10 @@ def kept_by_markers(original: str, update: str, language: str | None) -> set[int
         if before is not None and after is not None:
             if marks[before + 1:after].count(True) == 1:
                 kept.update(_inner_marker_reach(old, counts, index, code[before], code[after]))
+        elif before is None and after is not None and not any(marks[m + 1:]) and (
+                own := last_closers(original.split("\n"), [line for line in lines[m + 1:] if line.strip()], 0,
+                                    len(old))) is not None:
+            kept.update(range(own))  # the snippet's only segment opens with closing lines: see last_closers
         elif before is not None or after is not None:
             kept.update(_edge_marker_reach(old, counts, index, code, marks, m, 1 if before is None else -1))
     return {i for i in kept if old[i]}

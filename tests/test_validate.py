@@ -291,6 +291,21 @@ def test_a_closing_marker_keeps_the_files_end_when_no_line_of_its_segment_anchor
     assert kept_by_markers(MATH, shown, "javascript") == set()
 
 
+def test_a_marker_before_closing_lines_and_new_code_keeps_what_comes_before_the_files_last_copy():
+    """The suite's eventemitter3 `index.d.ts`: the update is a marker, `}`, then `module.exports = ...` in
+    place of the two `export` lines after the file's last `}`. A model read the `}` as the class's and
+    dropped the `declare namespace` block after it: those lines come before the file's last `}`, which
+    the marker keeps. The expected answer passes."""
+    task = suite_task("npm-eventemitter3-5.0.2-index.d.ts")
+    assert validate(task.original, task.expected, task.update, task.language) == ()
+    start = task.expected.index("declare namespace EventEmitter {")
+    end = task.expected.index("module.exports")
+    wrong = task.expected[:start] + task.expected[end:]
+    problems = validate(task.original, wrong, task.update, task.language)
+    assert names(problems) == ["unrelated-deletion"]
+    assert "that a lazy marker of the update keeps" in problems[0].message
+
+
 def test_an_answer_equal_to_a_likely_merge_is_checked_like_any_other():
     """Only a certain merge vouches for the deletions of an answer that equals it. The suite's celery
     `couchdb.py`: the update's segment opens with a line found three times in the file and a new
