@@ -35,6 +35,10 @@ class ReplayTarget:
         self.choices = [self._at(self.position + 1 + i) for i in range(len(draft) + 1)]
         return self.choices
 
+    def prefill_draft(self, ids: list[int], draft: list[int]) -> list[int]:
+        self.position = -1  # the prompt's last token is pending: choice 0 is the reference's first token
+        return self.verify(draft)
+
     def accept(self, n: int) -> None:
         self.position += n + 1
 
@@ -74,6 +78,13 @@ class ReplayedHFTarget(HFTarget):
         choices = self.replay.verify(draft)
         agreed = next((i for i, token in enumerate(draft) if token != choices[i]), len(draft))
         super().verify(draft)[agreed]  # the logits a model choosing the reference would compute
+        self.choices = choices
+        return self.choices
+
+    def prefill_draft(self, ids: list[int], draft: list[int]) -> list[int]:
+        choices = self.replay.prefill_draft(ids, draft)
+        agreed = next((i for i, token in enumerate(draft) if token != choices[i]), len(draft))
+        super().prefill_draft(ids, draft)[agreed]  # the logits a model choosing the reference would compute
         self.choices = choices
         return self.choices
 

@@ -31,13 +31,21 @@ class Target(Protocol):
     def accept(self, n: int) -> None:
         """Keep the first ``n`` draft tokens of the last ``verify``; drop the rest from the cache."""
 
+    # A target may also offer ``prefill_draft(ids, draft) -> choices``: ``prefill`` and a ``verify`` of a
+    # guess at the answer's first tokens in one pass (choice 0: the model's first token), then ``accept``.
+
     def cost(self, k: int) -> float:
         """Seconds (or relative units) that verifying a draft of ``k`` tokens costs."""
 
 
-# A verify turns hidden states into logits this many positions at a time at first, then twice as many
-# each time: the positions after the first draft token the model rejects need none.
+# A verify turns hidden states into logits this many positions at a time at first (unless its reader
+# expects more), then twice as many each time: the positions after the first draft token the model
+# rejects need none.
 LOGIT_CHUNK = 16
+# The largest first chunk a reader's expectation sets. Modelled on the 20 bench tasks' 135 passes with
+# this CPU's output layer (25 ms a chunk + 0.7 ms a position): 16 doubling 21.6 s, expected reads
+# uncapped 17.6 s, capped at 64 17.7 s, at 128 17.0 s, at 256 17.3 s.
+EXPECT_AT_MOST = 128
 
 
 def synchronize(device) -> None:
@@ -81,23 +89,36 @@ def expect_many_requests(model) -> None:
 class Choices(Sequence):
     """A verify's choices, turned from its hidden states into logits only when read: the decode loop
     reads them in order up to the first draft token the model rejects, and a tree's along the accepted
-    branch only, so the output layer never runs for the positions no one reads. Computed in chunks of
-    ``LOGIT_CHUNK`` positions, then twice as many each chunk, each chunk when one of its positions is read.
+    branch only, so the output layer never runs for the positions no one reads. Computed in chunks, each
+    when one of its positions is read: ``LOGIT_CHUNK`` positions first (or as many as the caller says
+    it expects to read, ``expect``), then twice as many each chunk; a chunk whose rest would be shorter than itself
+    takes the rest too, since each chunk reads the whole output layer once (on a CPU a 16-position chunk
+    costs as much as a hundred positions in one).
 
     >>> import torch
     >>> choices = Choices(torch.zeros(60, 2), lambda hidden: [len(hidden)] * len(hidden))
     >>> len(choices), choices[0], choices[17], choices.computed
-    (60, 16, 32, 48)
-    >>> choices[-1], choices.computed, choices == [16] * 16 + [32] * 32 + [12] * 12
-    (12, 60, True)
+    (60, 16, 44, 60)
     >>> tree = Choices(torch.zeros(60, 2), lambda hidden: [len(hidden)] * len(hidden))
-    >>> tree[0], tree[50], tree.computed   # the positions between are never computed
-    (16, 12, 28)
+    >>> tree[0], tree.computed   # the positions after the first chunk are never computed
+    (16, 16)
+    >>> expected = Choices(torch.zeros(60, 2), lambda hidden: [len(hidden)] * len(hidden))
+    >>> expected.expect(40)   # a draft the caller expects to keep nearly whole: one chunk
+    >>> expected[0], expected.computed, expected == [60] * 60
+    (60, 60, True)
     """
 
     def __init__(self, hidden, choose: Callable[[object], list[int]]):
         self._hidden, self._choose = hidden, choose  # [S, H]; hidden states [N, H] -> token ids
-        self._chunks: dict[int, list[int]] = {}  # chunk number -> its choices
+        self._first = LOGIT_CHUNK  # the first chunk's size
+        self._starts: list[int] = []  # where each chunk begins, as far as they have been laid out
+        self._chunks: dict[int, list[int]] = {}  # chunk start -> its choices
+
+    def expect(self, reads: int) -> None:
+        """The caller expects to read about ``reads`` positions in order: the first chunk covers them, up
+        to ``EXPECT_AT_MOST`` (a draft rejected early wastes no more). Only before the first read."""
+        if not self._starts:
+            self._first = min(max(LOGIT_CHUNK, reads), EXPECT_AT_MOST)
 
     @property
     def computed(self) -> int:
@@ -115,6 +136,19 @@ class Choices(Sequence):
     def __repr__(self) -> str:
         return f"Choices({len(self)} positions, {self.computed} computed)"
 
+    def _chunk(self, i: int) -> tuple[int, int]:
+        """The bounds [start, end) of the chunk that holds position ``i``."""
+        n = len(self)
+        if not self._starts:
+            self._starts = [0]
+        while True:
+            start = self._starts[-1]
+            size = self._first << (len(self._starts) - 1)
+            end = n if n - (start + size) < size else start + size
+            if i < end:
+                return next((s, e) for s, e in zip(self._starts, [*self._starts[1:], end]) if s <= i < e)
+            self._starts.append(end)
+
     def __getitem__(self, i):
         import torch
 
@@ -124,12 +158,11 @@ class Choices(Sequence):
             i += len(self)
         if not 0 <= i < len(self):
             raise IndexError(i)
-        number = (i // LOGIT_CHUNK + 1).bit_length() - 1  # chunk n holds LOGIT_CHUNK * (2^n - 1) onwards
-        start = LOGIT_CHUNK * ((1 << number) - 1)
-        if number not in self._chunks:
+        start, end = self._chunk(i)
+        if start not in self._chunks:
             with torch.inference_mode():
-                self._chunks[number] = self._choose(self._hidden[start:start + (LOGIT_CHUNK << number)])
-        return self._chunks[number][i - start]
+                self._chunks[start] = self._choose(self._hidden[start:end])
+        return self._chunks[start][i - start]
 
 
 class HFTarget:
@@ -238,6 +271,48 @@ class HFTarget:
         self.pending = self._choose(logits[0])[0]
         if self._hidden is not None:
             self.last_hidden = self._hidden[-1]
+
+    def prefill_draft(self, ids: list[int], draft: list[int]) -> Sequence[int]:
+        """``prefill(ids)`` and ``verify(draft)`` in one forward pass, the prompt's last chunk and the draft
+        together: ``draft`` guesses the answer's first tokens, so choice 0 is the model's first token and
+        ``accept(n)`` follows as after a verify. Where the answer begins as drafted, its first pass costs
+        what the limit's does for the same tokens, plus their rows of the output layer."""
+        import torch
+
+        if not ids:
+            raise FastapplyError("the prompt is empty")
+        if not draft:
+            return [self.prefill(ids)]
+        tail = (len(ids) - 1) % self.prefill_chunk + 1  # the prompt's last chunk: fed with the draft
+        self.cache = self._new_cache()
+        watch = CpuShare(self.device)
+        if len(ids) > tail:
+            self.extend(ids[:-tail])
+        tracked = self._decoder is not None
+        self._decoder = self._body  # this pass's hidden states: the draft's choices are read from them
+        try:
+            with torch.inference_mode():
+                x = torch.tensor([[*ids[-tail:], *draft]], device=self.device)  # [1, tail + k]
+                logits = self._forward(input_ids=x, **self._cached(), logits_to_keep=1).logits  # [1, 1, V]
+                hidden = self._hidden  # [tail + k, H]
+                if self._head_apart is None:
+                    self._head_apart = self._head is not None and torch.equal(self._head(hidden[-1:]), logits[0])
+                if not self._head_apart:  # logits changed past the output layer: the verified positions again
+                    self.cache.crop(-(len(draft) + 1))
+                    x = torch.tensor([[ids[-1], *draft]], device=self.device)
+                    logits = self._forward(input_ids=x, **self._cached(), logits_to_keep=len(draft) + 1).logits
+                    hidden = torch.cat([hidden[:tail - 1], self._hidden])
+        finally:
+            if not tracked:
+                self._decoder = None
+        if self._screen is None:
+            self._sample = hidden[:tail]  # what the output layer's screen picks its channels from
+        self._cpu_share = watch.share()
+        self._text = ids[-CALIBRATION_SIZES[-1]:]
+        self._verified = len(draft) + 1  # the prompt's last token and the draft: what accept() crops
+        self._hidden = hidden[tail - 1:] if tracked else None
+        self.choices = Choices(hidden[tail - 1:], self._choose_hidden) if self._head_apart else self._choose(logits[0])
+        return self.choices
 
     def rollback(self, n: int) -> None:
         """Forget the last ``n`` positions of the cache."""
@@ -410,7 +485,10 @@ class HFTarget:
         saved_choices, saved_pending = self.choices, self.pending
         synchronize(self.device)
         start = time.perf_counter()
-        self.verify(draft)[:k + 1]  # every position's logits, in order: what a draft the model keeps costs
+        choices = self.verify(draft)
+        if isinstance(choices, Choices):
+            choices.expect(k + 1)  # a draft the model keeps is read whole, as the decode loop expects it to be
+        choices[:k + 1]  # every position's logits, in order: what a draft the model keeps costs
         synchronize(self.device)
         seconds = time.perf_counter() - start
         self.cache.crop(-(k + 1))

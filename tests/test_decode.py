@@ -392,9 +392,10 @@ def test_a_costly_drafter_whose_drafts_are_declined_is_asked_only_to_probe(compo
         drafter = SpecEditsDrafter(DraftContext(prompt_ids=[1], prediction_ids=[500, 501, 502, 2]), model)
     out, stats = speculative_generate(_Steep(reference, 2), drafter, [1], 200, stop_ids={2})
     assert out == reference
-    assert stats.passes == len(reference) - 1 and sum(stats.accepted) == 0
-    probes = sum(1 for proposed in stats.proposed if proposed)
-    assert probes == stats.passes // PROBE_EVERY
+    opening = 1 if composite else 0  # the pointer sources' guess at the opening, in the prompt's pass
+    assert stats.passes == len(reference) - 1 + opening and sum(stats.accepted) == 0
+    probes = sum(1 for proposed in stats.proposed[opening:] if proposed)
+    assert probes == (stats.passes - opening) // PROBE_EVERY
     assert model.asked <= 2 * probes + 1
 
 
@@ -629,3 +630,55 @@ def test_a_model_that_changes_its_logits_after_the_output_layer_gets_every_posit
     assert target._head_apart is False
     choices = target.verify([0] * 10)
     assert isinstance(choices, list) and len(choices) == 11
+
+
+@pytest.mark.parametrize("chunk", [1024, 4])
+def test_the_prompts_own_pass_verifies_the_answers_opening_as_a_pass_after_it_would(chunk):
+    """``prefill_draft`` feeds the prompt (its last chunk, where it is chunked) and a guess at the
+    answer's first tokens in one pass: its choices are the prefill's token and a verify's after it, and
+    after ``accept`` the cache and the next choices are those of the two passes apart. A model whose
+    logits are scaled after the output layer gets the same through a verify of its own."""
+    from transformers import LlamaForCausalLM
+
+    class Scaled(LlamaForCausalLM):
+        def forward(self, *args, **kwargs):
+            out = super().forward(*args, **kwargs)
+            out.logits = out.logits * 2.0
+            return out
+
+    prompt = [5, 17, 3, 99, 42, 8, 250, 11, 60, 61, 7]
+    for scaled in (False, True):
+        model = new_llama(300, "tiny", seed=3).eval()
+        if scaled:
+            model.__class__ = Scaled
+        plain = HFTarget(model, prefill_chunk=chunk)
+        greedy = [plain.prefill(prompt)]
+        for _ in range(5):
+            greedy.append(plain.verify([])[0])
+            plain.accept(0)
+        draft = [*greedy[:3], (greedy[3] + 1) % 300, *range(20)]
+
+        fused = HFTarget(model, prefill_chunk=chunk)
+        choices = fused.prefill_draft(prompt, draft)
+        assert len(choices) == len(draft) + 1 and list(choices)[:4] == greedy[:4]
+        fused.accept(3)
+        assert fused.cache.get_seq_length() == len(prompt) + 3 and fused.pending == greedy[3]
+        assert list(fused.verify(greedy[4:6])) == greedy[4:6] + [fused.choices[2]]
+        apart = HFTarget(model, prefill_chunk=chunk)
+        apart.prefill(prompt)
+        apart.verify(greedy[:3])
+        apart.accept(3)
+        assert list(apart.verify(greedy[4:6])) == list(fused.choices)
+
+
+def test_a_draft_right_from_the_answers_first_token_is_verified_in_the_prompts_pass():
+    """The fastapply drafter's calm opening is verified with the prompt: a rewrite whose draft is the
+    answer takes one pass in all, from the prompt to the end of a short answer (the replay target's
+    choices are the reference's, so the opening's choice 0 is the answer's first token)."""
+    context = DraftContext(prompt_ids=[1, 2], prediction_ids=[10, 11, 12, 13, 14, 99])
+    target = ReplayTarget([10, 11, 12, 13, 14, 99], stop_id=99)
+    out, stats = speculative_generate(target, SpecEditsDrafter(context), [1, 2], 100, {99})
+    assert out == [10, 11, 12, 13, 14, 99] and stats.passes == 1 and stats.accepted == (6,)
+    wrong = ReplayTarget([10, 11, 20, 21, 22, 99], stop_id=99)
+    out, stats = speculative_generate(wrong, SpecEditsDrafter(context), [1, 2], 100, {99})
+    assert out == [10, 11, 20, 21, 22, 99] and stats.accepted[0] == 2

@@ -101,9 +101,13 @@ def test_greedy_with_a_draft_model_equals_generate(target, drafts, tokenizer, po
     models = {"draft-model": draft_model_factory(drafts[draft], min_confidence=0.0)}
     result = run_plan(HFTarget(target), tokenizer, plan, policy, 96, {tokenizer.eos_token_id}, models=models)
     assert result.token_ids == expected
-    if draft == "itself":  # the model drafting for itself: every drafted token is right
-        assert result.stats.acceptance > 0.95
-        assert result.stats.sources.get("draft-model", 0) > 0
+    if draft == "itself":  # the model drafting for itself: every token it drafts is right
+        stats = result.stats
+        # fastapply's pointer sources guess the answer's opening in the prompt's pass (this untrained
+        # model writes something else): the passes after it are the draft model's
+        later = slice(1 if policy.startswith("fastapply") else 0, None)
+        assert sum(stats.accepted[later]) / sum(stats.proposed[later]) > 0.95
+        assert stats.sources.get("draft-model", 0) > 0
 
 
 def test_a_scored_subset_of_the_vocabulary_stays_lossless(target, tokenizer):
