@@ -257,8 +257,8 @@ def speculative_generate(
     by_source: Counter[str] = Counter()
     start = time.perf_counter()
     # prefill: the first token, or with a target that can, the answer's first tokens too where the drafter
-    # already guesses them (its calm run from the start, and the token after it): they are verified in the
-    # prompt's own pass, as the limit (one pass over prompt and answer) would
+    # already guesses them (``opening_draft``): they are verified in the prompt's own pass, as the limit
+    # (one pass over prompt and answer) would read them
     draft = opening_draft(drafter, min(MAX_DRAFT, max_new_tokens - 1)) if hasattr(target, "prefill_draft") else []
     if draft:
         choices = target.prefill_draft(prompt_ids, draft)
