@@ -90,10 +90,10 @@ class Choices(Sequence):
     """A verify's choices, turned from its hidden states into logits only when read: the decode loop
     reads them in order up to the first draft token the model rejects, and a tree's along the accepted
     branch only, so the output layer never runs for the positions no one reads. Computed in chunks, each
-    when one of its positions is read: ``LOGIT_CHUNK`` positions first (or as many as the caller says
-    it expects to read, ``expect``), then twice as many each chunk; a chunk whose rest would be shorter than itself
-    takes the rest too, since each chunk reads the whole output layer once (on a CPU a 16-position chunk
-    costs as much as a hundred positions in one).
+    when one of its positions is read: ``LOGIT_CHUNK`` positions first (or as many as the caller says it
+    expects to read, ``expect``), then twice as many each chunk; a chunk whose rest would be shorter
+    than itself takes the rest too, since each chunk reads the whole output layer once (on a CPU a
+    16-position chunk costs as much as a hundred positions in one).
 
     >>> import torch
     >>> choices = Choices(torch.zeros(60, 2), lambda hidden: [len(hidden)] * len(hidden))
