@@ -264,9 +264,7 @@ def speculative_generate(
         choices = target.prefill_draft(prompt_ids, draft)
         if hasattr(choices, "expect"):
             choices.expect(len(draft) + 1)
-        n = 0
-        while n < len(draft) and draft[n] == choices[n]:
-            n += 1
+        n = common_prefix(draft, choices)
         target.accept(n)
         out = [*draft[:n], choices[n]]
         tracker.observe(drafter.source, len(draft), n, drafter.calm)
@@ -325,9 +323,7 @@ def speculative_generate(
                 rate, calm_rate = tracker.rate(drafter.source), tracker.rate(calm_key(drafter.source))
                 choices.expect(round(sum(survival_curve(rate, len(draft), calm, calm_rate))))
             # accept: the longest prefix of the draft the target agrees with, plus the target's next token
-            n = 0
-            while n < len(draft) and draft[n] == choices[n]:
-                n += 1
+            n = common_prefix(draft, choices)
             # roll back: the target forgets the rejected draft tokens
             target.accept(n)
             accepted, proposed = draft[:n], len(draft)
@@ -357,6 +353,16 @@ def speculative_generate(
     if done is not None:
         del out[done:]
     return out, stats()
+
+
+def common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
+    """How many leading tokens ``a`` and ``b`` share, read in order: a draft's tokens the target agrees
+    with, given its choices. E.g. [1, 2, 3], [1, 2, 4, 5] -> 2."""
+    n = min(len(a), len(b))
+    for i in range(n):
+        if a[i] != b[i]:
+            return i
+    return n
 
 
 def opening_draft(drafter: Drafter, limit: int) -> list[int]:

@@ -28,6 +28,7 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Sequence
 from types import SimpleNamespace
 
+from fastapply.decode import common_prefix
 from fastapply.draft import DraftContext, Drafter
 from fastapply.draftvocab import ScoredRows, read_draft_vocab, with_prompt
 from fastapply.errors import UsageError
@@ -122,15 +123,6 @@ class DraftEngine(HFTarget):
         top = torch.softmax(logits.float(), dim=-1).max(dim=-1)
         self.confidence = float(top.values[-1])
         return (top.indices if self.rows is None else self.rows.tokens(top.indices)).tolist()
-
-
-def common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
-    """How many leading tokens ``a`` and ``b`` share. E.g. [1, 2, 3], [1, 2, 4, 5] -> 2."""
-    n = min(len(a), len(b))
-    for i in range(n):
-        if a[i] != b[i]:
-            return i
-    return n
 
 
 def draft_model_factory(model, vocab: Collection[int] | None = None, max_tokens: int = MAX_TOKENS,

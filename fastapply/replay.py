@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from fastapply.decode import common_prefix
 from fastapply.target import HFTarget
 
 
@@ -76,14 +77,14 @@ class ReplayedHFTarget(HFTarget):
 
     def verify(self, draft: list[int]) -> list[int]:
         choices = self.replay.verify(draft)
-        agreed = next((i for i, token in enumerate(draft) if token != choices[i]), len(draft))
+        agreed = common_prefix(draft, choices)
         super().verify(draft)[agreed]  # the logits a model choosing the reference would compute
         self.choices = choices
         return self.choices
 
     def prefill_draft(self, ids: list[int], draft: list[int]) -> list[int]:
         choices = self.replay.prefill_draft(ids, draft)
-        agreed = next((i for i, token in enumerate(draft) if token != choices[i]), len(draft))
+        agreed = common_prefix(draft, choices)
         super().prefill_draft(ids, draft)[agreed]  # the logits a model choosing the reference would compute
         self.choices = choices
         return self.choices

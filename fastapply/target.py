@@ -111,13 +111,13 @@ class Choices(Sequence):
     def __init__(self, hidden, choose: Callable[[object], list[int]]):
         self._hidden, self._choose = hidden, choose  # [S, H]; hidden states [N, H] -> token ids
         self._first = LOGIT_CHUNK  # the first chunk's size
-        self._starts: list[int] = []  # where each chunk begins, as far as they have been laid out
+        self._bounds: list[tuple[int, int]] = []  # each chunk's [start, end), as far as they are laid out
         self._chunks: dict[int, list[int]] = {}  # chunk start -> its choices
 
     def expect(self, reads: int) -> None:
         """The caller expects to read about ``reads`` positions in order: the first chunk covers them, up
         to ``EXPECT_AT_MOST`` (a draft rejected early wastes no more). Only before the first read."""
-        if not self._starts:
+        if not self._bounds:
             self._first = min(max(LOGIT_CHUNK, reads), EXPECT_AT_MOST)
 
     @property
@@ -138,16 +138,11 @@ class Choices(Sequence):
 
     def _chunk(self, i: int) -> tuple[int, int]:
         """The bounds [start, end) of the chunk that holds position ``i``."""
-        n = len(self)
-        if not self._starts:
-            self._starts = [0]
-        while True:
-            start = self._starts[-1]
-            size = self._first << (len(self._starts) - 1)
-            end = n if n - (start + size) < size else start + size
-            if i < end:
-                return next((s, e) for s, e in zip(self._starts, [*self._starts[1:], end]) if s <= i < e)
-            self._starts.append(end)
+        while not self._bounds or self._bounds[-1][1] <= i:
+            start = self._bounds[-1][1] if self._bounds else 0
+            size = self._first << len(self._bounds)
+            self._bounds.append((start, len(self) if len(self) - (start + size) < size else start + size))
+        return next(bounds for bounds in self._bounds if i < bounds[1])
 
     def __getitem__(self, i):
         import torch

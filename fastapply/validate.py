@@ -320,13 +320,22 @@ def kept_by_markers(original: str, update: str, language: str | None) -> set[int
         if before is not None and after is not None:
             if marks[before + 1:after].count(True) == 1:
                 kept.update(_inner_marker_reach(old, counts, index, code[before], code[after]))
-        elif before is None and after is not None and not any(marks[m + 1:]) and (
-                own := last_closers(original.split("\n"), [line for line in lines[m + 1:] if line.strip()], 0,
-                                    len(old))) is not None:
-            kept.update(range(own))  # the snippet's only segment opens with closing lines: see last_closers
+        elif before is None and after is not None and (
+                own := _last_closers_kept(original, lines, marks, m)) is not None:
+            kept.update(range(own))
         elif before is not None or after is not None:
             kept.update(_edge_marker_reach(old, counts, index, code, marks, m, 1 if before is None else -1))
     return {i for i in kept if old[i]}
+
+
+def _last_closers_kept(original: str, lines: list[str], marks: list[bool], m: int) -> int | None:
+    """How many original lines the marker ``m`` that opens the snippet keeps when the snippet's only
+    segment, after it, opens with closing lines and goes on with new code: those before the file's last
+    copy of the closing lines (``blockend.last_closers``, the merge engine's reading); else None."""
+    if any(marks[m + 1:]):
+        return None
+    old = original.split("\n")
+    return last_closers(old, [line for line in lines[m + 1:] if line.strip()], 0, len(old))
 
 
 def _inner_marker_reach(old: list[str], counts: Counter, index: dict[str, int], before: str, after: str) -> range:
