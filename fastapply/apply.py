@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 from fastapply.decode import DecodeStats, speculative_generate
 from fastapply.draft import DraftContext, ModelDrafters, make_drafter
@@ -22,6 +23,9 @@ from fastapply.prompt import (
     prompt_ids,
 )
 from fastapply.risk import file_risk, snippet_risk
+
+if TYPE_CHECKING:
+    from fastapply.validate import Problem, RefusalWatch
 
 log = logging.getLogger(__name__)
 
@@ -49,6 +53,7 @@ class ApplyResult:
     answer: str  # the model's whole answer
     token_ids: list[int]
     stats: DecodeStats
+    refusal: Problem | None = None  # what a ``RefusalWatch`` found, for which decoding stopped early
 
 
 def plan_edit(tokenizer, original: str, update: str, instruction: str = "", preset: str | Preset = "default",
@@ -96,21 +101,62 @@ def _closing_tokens(tokenizer, prediction: Sequence[int], close_tag: str) -> tup
 
 def run_plan(target, tokenizer, plan: EditPlan, policy: str = "fastapply", max_new_tokens: int | None = None,
              stop_ids: Collection[int] = (), on_pass: Callable | None = None,
-             models: ModelDrafters | None = None, trees: bool = True) -> ApplyResult:
+             models: ModelDrafters | None = None, trees: bool = True,
+             watch: RefusalWatch | None = None) -> ApplyResult:
     """Decode one planned request on ``target`` with the draft ``policy`` and parse the answer;
     ``models`` builds the model-run drafters the policy may name (``draft.make_drafter``); ``trees``
-    as ``decode.speculative_generate``'s."""
+    as ``decode.speculative_generate``'s; ``watch`` reads the answer's lines as they are written and
+    stops decoding once it finds a problem that the finished answer is sure to have."""
     budget = max_new_tokens or plan.default_max_new_tokens
     drafter = make_drafter(policy, plan.context, models, target)
     stops = set(stop_ids) | ({tokenizer.eos_token_id} if tokenizer.eos_token_id is not None else set())
     log.info("prompt %d tokens, prediction %d, snippet %d, merged candidate %s; budget %d, draft %s",
              len(plan.prompt_ids), len(plan.context.prediction_ids), len(plan.context.snippet_ids),
              "yes" if plan.context.merged_ids is not None else "no", budget, policy)
+    lines = AnswerLines(tokenizer, plan.preset, watch) if watch is not None else None
     tokens, stats = speculative_generate(target, drafter, plan.prompt_ids, budget, stops, plan.stop_sequences,
-                                         on_pass, trees)
+                                         on_pass, trees, lines)
     log.info("%d tokens in %d passes (%.1f per pass), %.2f s", stats.tokens, stats.passes, stats.tokens_per_pass,
              stats.seconds)
-    return finish(tokenizer, plan, tokens, stats, stops)
+    result = finish(tokenizer, plan, tokens, stats, stops)
+    if watch is not None and watch.problem is not None:
+        log.info("stopped early: %s", watch.problem.message)
+        return replace(result, refusal=watch.problem)
+    return result
+
+
+class AnswerLines:
+    """The decode loop's ``give_up`` test for a ``RefusalWatch``: decodes the answer's new tokens up to
+    their last line break and passes the file's complete lines (those after the opening tag's line) to
+    the watch; true once it has found a problem. An answer that does not open with the tag on a line of
+    its own is not watched (``parse_answer`` may then read the file from elsewhere in it)."""
+
+    def __init__(self, tokenizer, preset: Preset, watch: RefusalWatch):
+        self.tokenizer, self.watch = tokenizer, watch
+        self.open_tag = preset.answer_open.strip()
+        self.read = 0  # answer tokens decoded so far, up to and with the last one holding a line break
+        self.carry = ""  # their text after that line break: the start of the next line
+        self.opened: bool | None = None  # the first line was the opening tag (None: not read yet)
+        self.breaks: dict[int, bool] = {}  # token id -> its text holds a line break
+
+    def __call__(self, out: list[int]) -> bool:
+        if self.opened is False:
+            return False
+        last = next((i for i in range(len(out) - 1, self.read - 1, -1) if self._breaks(out[i])), None)
+        if last is None:
+            return False
+        text = self.carry + self.tokenizer.decode(out[self.read:last + 1], skip_special_tokens=False)
+        self.read = last + 1
+        *lines, self.carry = text.split("\n")
+        if self.opened is None:
+            self.opened = lines[0].strip() == self.open_tag
+            lines = lines[1:] if self.opened else []
+        return self.watch.lines(lines) is not None
+
+    def _breaks(self, token: int) -> bool:
+        if token not in self.breaks:
+            self.breaks[token] = "\n" in self.tokenizer.decode([token])
+        return self.breaks[token]
 
 
 def finish(tokenizer, plan: EditPlan, tokens: list[int], stats: DecodeStats, stops: Collection[int]) -> ApplyResult:
@@ -127,16 +173,19 @@ def finish(tokenizer, plan: EditPlan, tokens: list[int], stats: DecodeStats, sto
 def apply_edit(model, tokenizer, original: str, update: str, instruction: str = "", *,
                preset: str = "default", policy: str = "fastapply", merged: str | None = None,
                max_new_tokens: int | None = None, temperature: float = 0.0, seed: int | None = None,
-               on_pass: Callable | None = None, models: ModelDrafters | None = None) -> ApplyResult:
+               on_pass: Callable | None = None, models: ModelDrafters | None = None,
+               watch: RefusalWatch | None = None) -> ApplyResult:
     """Apply ``update`` to ``original`` with a loaded transformers model (see ``loading.load_model``);
-    ``models`` builds the model-run drafters ``policy`` may name (``draft.make_drafter``)."""
+    ``models`` builds the model-run drafters ``policy`` may name (``draft.make_drafter``); ``watch``
+    as ``run_plan``'s."""
     from fastapply.loading import stop_ids_of
     from fastapply.target import HFTarget
 
     plan = plan_edit(tokenizer, original, update, instruction, preset, merged)
     budget = token_budget(model, plan, max_new_tokens)
     target = HFTarget(model, temperature=temperature, seed=seed)
-    return run_plan(target, tokenizer, plan, policy, budget, stop_ids_of(model, tokenizer), on_pass, models)
+    return run_plan(target, tokenizer, plan, policy, budget, stop_ids_of(model, tokenizer), on_pass, models,
+                    watch=watch)
 
 
 def load_model_drafters(model, tokenizer, draft_model: str | None = None,

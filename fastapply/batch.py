@@ -23,10 +23,12 @@ from fastapply import fileio
 from fastapply.engine import ModelRun, resolve_edit
 from fastapply.errors import FastapplyError, RefusedError, UsageError
 from fastapply.syntax import language_for_path
+from fastapply.validate import RefusalWatch
 
-# run_model(original, update, instruction, merged) -> ModelRun: a local model or a server; ``merged`` is
-# the merge engine's candidate for the new file (the first draft), or None
-ModelRunner = Callable[[str, str, str, str | None], ModelRun]
+# run_model(original, update, instruction, merged, watch) -> ModelRun: a local model or a server; ``merged``
+# is the merge engine's candidate for the new file (the first draft), or None; ``watch`` a RefusalWatch
+# that may stop the answer early, or None
+ModelRunner = Callable[[str, str, str, str | None, RefusalWatch | None], ModelRun]
 
 
 @dataclass(frozen=True)
@@ -69,7 +71,8 @@ def apply_item(item: BatchItem, run_model: ModelRunner | None, in_place: bool, e
         if not item.edit.strip():
             raise UsageError("the edit is empty")
         original, fmt = fileio.read_text(item.file)
-        model = None if run_model is None else lambda merged: run_model(original, item.edit, item.instruction, merged)
+        model = None if run_model is None else lambda merged, watch: run_model(original, item.edit, item.instruction,
+                                                                                merged, watch)
         outcome = resolve_edit(original, item.edit, language_for_path(item.file), engine, model, force,
                                item.instruction, merge_first)
         changed = outcome.text != original
@@ -112,14 +115,18 @@ def local_runner(model: str, device: str = "auto", dtype: str = "auto", adapter:
     lm, tokenizer = load_model(model, device, dtype, adapter)
     models = load_model_drafters(lm, tokenizer, draft_model, medusa)
 
-    def run_model(original: str, update: str, instruction: str, merged: str | None) -> ModelRun:
+    def run_model(original: str, update: str, instruction: str, merged: str | None,
+                  watch: RefusalWatch | None = None) -> ModelRun:
         result = apply_edit(lm, tokenizer, original, update, instruction, preset=preset, policy=policy, merged=merged,
-                            max_new_tokens=max_new_tokens, temperature=temperature, seed=seed, models=models)
-        return ModelRun(result.text, result.closed, result.stats.as_dict())
+                            max_new_tokens=max_new_tokens, temperature=temperature, seed=seed, models=models,
+                            watch=watch)
+        return ModelRun(result.text, result.closed, result.stats.as_dict(), result.refusal)
 
     return run_model
 
 
 def remote_runner(backend) -> ModelRunner:
-    """A model runner over a ``client.RemoteBackend`` (one server, shared by every worker thread)."""
-    return lambda original, update, instruction, merged: ModelRun(*backend(original, update, instruction, merged))
+    """A model runner over a ``client.RemoteBackend`` (one server, shared by every worker thread); the server
+    writes each answer whole, so a watch is not used."""
+    return lambda original, update, instruction, merged, watch=None: ModelRun(*backend(original, update, instruction,
+                                                                                       merged))

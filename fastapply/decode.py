@@ -247,9 +247,11 @@ def speculative_generate(
     stop_sequences: Sequence[Sequence[int]] = (),
     on_pass: Callable[[list[int], DecodeStats], None] | None = None,
     trees: bool = True,
+    give_up: Callable[[list[int]], bool] | None = None,
 ) -> tuple[list[int], DecodeStats]:
     """Generate up to ``max_new_tokens`` tokens after ``prompt_ids``; stop after a stop id or a stop
-    sequence (which stays in the output). Returns the tokens and the stats. With ``trees`` (where the
+    sequence (which stays in the output), or after a pass where ``give_up(tokens so far)`` is true (an
+    answer that is sure to be refused). Returns the tokens and the stats. With ``trees`` (where the
     target and the drafter both can) a drafter's alternatives are verified beside its draft as a tree."""
     tracker = AcceptanceTracker()
     accepted_per_pass: list[int] = []
@@ -350,6 +352,8 @@ def speculative_generate(
         drafter.update(out, n)
         if on_pass is not None:
             on_pass(out, stats())
+        if done is None and give_up is not None and give_up(out):
+            break
     if done is not None:
         del out[done:]
     return out, stats()

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from fastapply.errors import RefusedError, UsageError
 from fastapply.merge import MergeResult, merge
-from fastapply.validate import Problem, validate
+from fastapply.validate import Problem, RefusalWatch, validate
 
 ENGINES = ("auto", "merge", "model")
 
@@ -30,6 +30,7 @@ class ModelRun:
     text: str
     closed: bool
     stats: dict  # DecodeStats.as_dict(), or a server's usage figures
+    stopped: Problem | None = None  # the problem its RefusalWatch found, for which it stopped early
 
 
 @dataclass(frozen=True)
@@ -54,17 +55,18 @@ class EditRefused(RefusedError):
 
 
 def resolve_edit(original: str, update: str, language: str | None, engine: str = "auto",
-                 run_model: Callable[[str | None], ModelRun] | None = None, force: bool = False,
+                 run_model: Callable[[str | None, RefusalWatch | None], ModelRun] | None = None, force: bool = False,
                  instruction: str = "", merge_first: bool = False) -> EditOutcome:
-    """Apply ``update`` to ``original`` with ``engine``; ``run_model(merged)`` runs the model with an
-    optional merged candidate as its draft (None when no model is configured). With ``merge_first``,
-    ``auto`` returns a certain merge without running the model."""
+    """Apply ``update`` to ``original`` with ``engine``; ``run_model(merged, watch)`` runs the model with
+    an optional merged candidate as its draft and an optional ``RefusalWatch`` (None when no model is
+    configured). With ``merge_first``, ``auto`` returns a certain merge without running the model."""
     if engine not in ENGINES:
         raise UsageError(f"unknown engine {engine!r}; choose one of: {', '.join(ENGINES)}")
+    watch = None if force else RefusalWatch(original, update, language, instruction)  # force writes what it finds
     if engine == "model":
         if run_model is None:
             raise UsageError("no model for --engine model: pass --model PATH_OR_HUB_ID or set FASTAPPLY_MODEL")
-        return _checked(original, update, language, run_model(None), None, force, instruction)
+        return _checked(original, update, language, run_model(None, watch), None, force, instruction)
     if engine == "merge" and instruction:
         raise UsageError("the merge engine applies update snippets; an --instruction needs a model")
     merged = merge(original, update, language)
@@ -74,11 +76,14 @@ def resolve_edit(original: str, update: str, language: str | None, engine: str =
             raise EditRefused(f"the merge is not certain{hint}: {'; '.join(merged.reasons)}; nothing was written",
                               ("uncertain-merge",), merged)
         return EditOutcome(merged.text, "merge", merged)
-    return _checked(original, update, language, run_model(merged.text), merged, force, instruction)
+    return _checked(original, update, language, run_model(merged.text, watch), merged, force, instruction)
 
 
 def _checked(original: str, update: str, language: str | None, result: ModelRun, merged: MergeResult | None,
              force: bool, instruction: str = "") -> EditOutcome:
+    if result.stopped is not None:
+        raise EditRefused(f"{result.stopped.message}; the model was stopped there and nothing was written "
+                          f"(--force writes its whole answer)", (result.stopped.name,), merged, (result.stopped,), result)
     problems = validate(original, result.text, update, language, result.closed, instruction, merged)
     if problems and not force:
         raise EditRefused("; ".join(p.message for p in problems) + "; nothing was written (--force writes it)",

@@ -193,11 +193,11 @@ def create_app(model, tokenizer, config: ServeConfig = ServeConfig()):
             _planned(lambda: get_language(body.language))
         ticket = None
 
-        def run_model(merged: str | None) -> ModelRun:
+        def run_model(merged: str | None, watch) -> ModelRun:
             result = apply_edit(model, tokenizer, body.original, body.update, body.instruction, preset=body.preset,
                                 merged=merged, max_new_tokens=body.max_tokens, temperature=body.temperature,
-                                seed=body.seed, on_pass=lambda out, stats: ticket.check())
-            return ModelRun(result.text, result.closed, result.stats.as_dict())
+                                seed=body.seed, on_pass=lambda out, stats: ticket.check(), watch=watch)
+            return ModelRun(result.text, result.closed, result.stats.as_dict(), result.refusal)
 
         def work():
             try:

@@ -151,7 +151,9 @@ def write_tasks(path: Path) -> Path:
     return path
 
 
+SUITE = Path(__file__).resolve().parent.parent / "evals" / "tasks" / "suite.jsonl.gz"
+
+
 def suite_task(task_id: str) -> Task:
     """The committed suite's task ``task_id``."""
-    suite = Path(__file__).resolve().parent.parent / "evals" / "tasks" / "suite.jsonl.gz"
-    return next(t for t in load_tasks(suite) if t.id == task_id)
+    return next(t for t in load_tasks(SUITE) if t.id == task_id)

@@ -109,7 +109,7 @@ def test_merge_engine_cli_does_not_import_torch(tmp_path):
 def test_merge_first_returns_a_certain_merge_without_running_the_model():
     from fastapply.engine import resolve_edit
 
-    def model_must_not_run(merged):
+    def model_must_not_run(merged, watch):
         raise AssertionError("the model ran")
 
     outcome = resolve_edit(SAMPLE_PY, SAMPLE_UPDATE, "python", "auto", model_must_not_run, merge_first=True)
@@ -124,7 +124,7 @@ def test_a_deletion_the_instruction_asks_for_is_validated_as_asked():
     output = "def a():\n    return 1\n\n\ndef c():\n    return 4\n"
     update = "# ... existing code ...\ndef c():\n    return 4\n"
 
-    def run_model(merged):
+    def run_model(merged, watch):
         return ModelRun(output, True, {})
 
     with pytest.raises(EditRefused) as refused:
@@ -132,3 +132,29 @@ def test_a_deletion_the_instruction_asks_for_is_validated_as_asked():
     assert refused.value.reasons == ("unrelated-deletion",)
     outcome = resolve_edit(original, update, "python", "model", run_model, instruction="Remove the function b.")
     assert outcome.engine == "model" and outcome.text == output
+
+
+def test_a_model_run_is_watched_unless_forced_and_a_run_it_stopped_is_refused_with_its_problem():
+    from fastapply.engine import EditRefused, ModelRun, resolve_edit
+
+    loop = "        print(key, config[key])\n" * 3
+    given = []
+
+    def run_model(merged, watch):  # a model that loops: its runner feeds the answer's lines to the watch
+        given.append(watch)
+        text = SAMPLE_EXPECTED + loop
+        if watch is None:
+            return ModelRun(text, False, {})
+        for i, line in enumerate(text.split("\n")):
+            if watch.lines([line]) is not None:
+                return ModelRun("\n".join(text.split("\n")[:i + 1]), False, {}, watch.problem)
+        raise AssertionError("the watch let a loop through")
+
+    for engine in ("auto", "model"):
+        with pytest.raises(EditRefused) as refused:
+            resolve_edit(SAMPLE_PY, SAMPLE_UPDATE, "python", engine, run_model)
+        assert refused.value.reasons == ("unasked-change",) and "stopped" in str(refused.value)
+        assert refused.value.model_run.stopped is given[-1].problem
+    forced = resolve_edit(SAMPLE_PY, SAMPLE_UPDATE, "python", "model", run_model, force=True)
+    assert given[-1] is None and forced.text == SAMPLE_EXPECTED + loop
+    assert [p.name for p in forced.problems] == ["truncated", "unasked-change"]

@@ -32,6 +32,7 @@ from fastapply.prompt import answer_ids
 from fastapply.replay import ReplayTarget
 from fastapply.snippet import make_snippet
 from fastapply.target import LOGIT_CHUNK, HFTarget
+from fastapply.validate import RefusalWatch, validate
 from finetune.scratch import new_llama
 from tests.samples import SAMPLE_EXPECTED, SAMPLE_PY, SAMPLE_UPDATE, SMALL_PY
 
@@ -311,6 +312,31 @@ def test_stop_sequence_ends_the_answer(tokenizer):
     result = run_plan(ReplayTarget(reference, tokenizer.eos_token_id), tokenizer, plan, "fastapply")
     assert result.closed and result.text == SAMPLE_EXPECTED
     assert tuple(result.token_ids[-len(plan.stop_sequences[0]):]) == plan.stop_sequences[0]
+
+
+def test_an_answer_sure_to_be_refused_stops_once_it_is_and_a_good_one_runs_unchanged(tokenizer):
+    # the model writes the edit, then loops on one of its new lines until its budget ends
+    plan = plan_edit(tokenizer, SAMPLE_PY, SAMPLE_UPDATE)
+    loop_from = SAMPLE_EXPECTED.index("        print(key, config[key])\n")
+    looping = SAMPLE_EXPECTED[:loop_from] + '            print("reading", key)\n' * 150
+    reference = answer_ids(tokenizer, plan.preset, looping)[:-2]  # no closing tag, no EOS
+    whole = run_plan(ReplayTarget(reference, tokenizer.eos_token_id), tokenizer, plan, "fastapply", len(reference))
+    watch = RefusalWatch(SAMPLE_PY, SAMPLE_UPDATE, "python")
+    stopped = run_plan(ReplayTarget(reference, tokenizer.eos_token_id), tokenizer, plan, "fastapply", len(reference),
+                       watch=watch)
+    assert whole.refusal is None and whole.text.count('print("reading", key)') == 151 and not whole.closed
+    assert stopped.refusal is watch.problem and stopped.refusal.name == "unasked-change"
+    assert 'print("reading", key)' in stopped.refusal.message and not stopped.closed
+    assert stopped.token_ids == whole.token_ids[:len(stopped.token_ids)]
+    assert stopped.text.count('print("reading", key)') <= 20 and stopped.stats.tokens < whole.stats.tokens / 4
+    assert "unasked-change" in [p.name for p in validate(SAMPLE_PY, whole.text, SAMPLE_UPDATE, "python")]
+    # the right answer: nothing found, the same tokens and passes as without a watch
+    reference = answer_ids(tokenizer, plan.preset, SAMPLE_EXPECTED)
+    plain = run_plan(ReplayTarget(reference, tokenizer.eos_token_id), tokenizer, plan, "fastapply")
+    watch = RefusalWatch(SAMPLE_PY, SAMPLE_UPDATE, "python")
+    watched = run_plan(ReplayTarget(reference, tokenizer.eos_token_id), tokenizer, plan, "fastapply", watch=watch)
+    assert watched.refusal is None and watch.problem is None and watched.closed
+    assert watched.token_ids == plain.token_ids and watched.stats.accepted == plain.stats.accepted
 
 
 def test_closing_tag_inside_the_file_does_not_stop_decoding(tokenizer):

@@ -2,8 +2,11 @@
 
 import textwrap
 
-from fastapply.validate import kept_by_markers, marker_deletions, validate
-from tests.evaltasks import suite_task
+from fastapply.markers import is_marker_text
+from fastapply.segments import is_trivial
+from fastapply.tasks import load_tasks
+from fastapply.validate import RefusalWatch, kept_by_markers, marker_deletions, validate
+from tests.evaltasks import SUITE, suite_task
 
 ORIGINAL = textwrap.dedent('''\
     import os
@@ -373,3 +376,40 @@ def test_lines_written_more_often_than_original_and_update_hold_them():
     problems = validate(task.original, answer, task.update, task.language)
     assert names(problems) == ["unasked-change"] and "more often" in problems[0].message
     assert validate(task.original, answer, task.update, task.language, instruction="Add a cache lock.") == ()
+
+
+def test_a_watch_names_a_problem_only_where_the_whole_output_is_refused_for_it():
+    """RefusalWatch, fed an output's lines in order, finds nothing in any of the suite's 450 expected
+    answers; given an answer with three more copies of a line of the update (a model that loops), it
+    names a problem at those copies or later only where validate() refuses the whole answer for a change
+    not asked for, and so it does for most of them."""
+    watched = 0
+    for task in load_tasks(SUITE):
+        lines = task.expected.split("\n")
+        assert RefusalWatch(task.original, task.update, task.language, task.instruction).lines(lines) is None, task.id
+        copy = next((line for line in task.update.split("\n")
+                     if line in lines and not is_trivial(line) and not is_marker_text(line.strip())), None)
+        if copy is None:
+            continue
+        at = lines.index(copy) + 1
+        looping = lines[:at] + [copy] * 3 + lines[at:]
+        watch = RefusalWatch(task.original, task.update, task.language, task.instruction)
+        found = next((i for i in range(len(looping)) if watch.lines([looping[i]]) is not None), None)
+        if found is not None:
+            assert found >= at, task.id
+            assert "unasked-change" in names(validate(task.original, "\n".join(looping), task.update, task.language,
+                                                      instruction=task.instruction)), task.id
+            watched += 1
+    assert watched > 200
+
+
+def test_a_watch_waits_for_an_update_that_may_be_prose_and_ignores_an_instruction():
+    # no marker and no line of the original: prose, unless the output writes one of its lines
+    watch = RefusalWatch("if x:\n    a = 1\n", "if y:\n", "python")
+    assert watch.lines(["        a = 1"]) is None  # an original line moved: unshown, if the update is code
+    assert watch.lines(["if y:"]).name == "unasked-change" and "'a = 1'" in watch.problem.message
+    assert "unasked-change" in names(validate("if x:\n    a = 1\n", "        a = 1\nif y:\n", "if y:\n", "python"))
+    assert RefusalWatch("a = 1\n", "Rename a to b.\n", "python").lines(["b = 1"]).name == "unasked-change"
+    told = RefusalWatch("a = 1\n", "# ...\nb = 1\n", "python", instruction="Add b and c.")
+    assert told.lines(["a = 1", "b = 1", "c = 2", "b = 1", "b = 1"]) is None
+    assert validate("a = 1\n", "a = 1\nb = 1\nc = 2\n", "# ...\nb = 1\n", "python", instruction="Add b and c.") == ()

@@ -80,13 +80,13 @@ def apply_command(
         else:
             language = language_for_path(file) if file != fileio.STDIN else None
 
-        def run_model(merged: str | None) -> ModelRun:
-            if remote is not None:
+        def run_model(merged: str | None, watch) -> ModelRun:
+            if remote is not None:  # the server writes its answer whole: no watch
                 return ModelRun(*apply_remote(remote, api_key, model, original, update, instruction, preset,
                                               prediction, max_new_tokens, merged))
             result = _run_model(original, update, instruction, model, adapter, device, dtype, policy, draft_model,
-                                medusa, preset, max_new_tokens, temperature, seed, merged)
-            return ModelRun(result.text, result.closed, result.stats.as_dict())
+                                medusa, preset, max_new_tokens, temperature, seed, merged, watch)
+            return ModelRun(result.text, result.closed, result.stats.as_dict(), result.refusal)
 
         outcome = resolve_edit(original, update, language, engine.value,
                                run_model if model or remote is not None else None, force, instruction,
@@ -144,7 +144,7 @@ def _read_edit(edit: str | None, edit_file: Path | None, file: str) -> str:
 
 
 def _run_model(original, update, instruction, model, adapter, device, dtype, policy, draft_model, medusa, preset,
-               max_new_tokens, temperature, seed, merged=None):
+               max_new_tokens, temperature, seed, merged=None, watch=None):
     from fastapply.apply import apply_edit, load_model_drafters
     from fastapply.loading import load_model
 
@@ -154,7 +154,7 @@ def _run_model(original, update, instruction, model, adapter, device, dtype, pol
         models = load_model_drafters(lm, tokenizer, draft_model and ready_model(draft_model), medusa)
         return apply_edit(lm, tokenizer, original, update, instruction, preset=preset, policy=policy,
                           merged=merged, max_new_tokens=max_new_tokens, temperature=temperature, seed=seed,
-                          on_pass=on_pass, models=models)
+                          on_pass=on_pass, models=models, watch=watch)
 
 
 class _progress:
