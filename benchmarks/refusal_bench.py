@@ -5,6 +5,11 @@ at the first line that stays a change not asked for in any answer going on from 
 
     python benchmarks/refusal_bench.py                   # three suite files the shipped model loops on
     python benchmarks/refusal_bench.py --tasks evals/tasks/stratified.jsonl.gz --all
+    python benchmarks/refusal_bench.py --stored runs/eval-auto   # where the watch stops an eval run's answers
+
+``--stored`` runs no model: it feeds the outputs a ``fastapply eval --out DIR`` run kept, line by line,
+to the watch, and counts where it would have stopped them, checking that it stops none that was written
+or refused without the problem it names.
 
 The watched run must write a prefix of the whole run's tokens, and the whole answer must be refused for
 the problem the watch named (the benchmark fails otherwise). Prints a table; writes
@@ -53,6 +58,32 @@ def run_task(model, tokenizer, task) -> dict:
             "stopped_by": watched.refusal.message if watched.refusal is not None else None}
 
 
+def stored(run_dir: Path, tasks: dict) -> dict:
+    """Where the watch stops the answers an eval run stored: how many, after what share of their lines,
+    and the decode time of the refused ones (all and, scaled by the lines not written, about saved)."""
+    shares, refused_s, saved_s, answers = [], 0.0, 0.0, 0
+    for path in sorted((run_dir / "results").glob("*/*.json")):
+        row = json.loads(path.read_text())
+        if row.get("output") is None or "tokens" not in (row.get("speed") or {}):
+            continue  # no model output (a certain merge, or an error)
+        answers += 1
+        task = tasks[row["task"]]
+        lines = row["output"].split("\n")
+        watch = RefusalWatch(task.original, task.update, task.language, task.instruction)
+        at = next((i for i, line in enumerate(lines) if watch.lines([line]) is not None), None)
+        refused_s += row["speed"]["seconds"] if row.get("refused") else 0.0
+        if at is None:
+            continue
+        if not row.get("refused") or watch.problem.name not in (row.get("validation") or []):
+            raise SystemExit(f"{path}: the watch stops an answer not refused for {watch.problem.name}")
+        shares.append((at + 1) / len(lines))
+        saved_s += row["speed"]["seconds"] * (1 - shares[-1])
+    shares.sort()
+    return {"run": str(run_dir), "answers": answers, "stopped": len(shares),
+            "median_share_written": round(shares[len(shares) // 2], 3) if shares else None,
+            "refused_s": round(refused_s, 1), "about_saved_s": round(saved_s, 1)}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--model", default="fastapply-small")
@@ -61,9 +92,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tasks", default=str(default_tasks_path()), help="a task file (default: the suite)")
     parser.add_argument("--ids", nargs="+", default=list(LOOPING), help="the tasks to run (default: three that loop)")
     parser.add_argument("--all", action="store_true", help="every task of --tasks instead of --ids")
+    parser.add_argument("--stored", nargs="+", type=Path, help="eval run directories: their stored answers")
     parser.add_argument("--out", default=str(RESULTS))
     args = parser.parse_args(argv)
     tasks = load_tasks(args.tasks)
+    if args.stored:
+        by_id = {task.id: task for task in tasks}
+        for run_dir in args.stored:
+            print(json.dumps(stored(run_dir, by_id)))
+        return 0
     if not args.all:
         tasks = [task for task in tasks if task.id in set(args.ids)]
         if len(tasks) != len(set(args.ids)):
