@@ -49,13 +49,13 @@ def run_task(model, tokenizer, task) -> dict:
         raise SystemExit(f"{task.id}: the watched run wrote other tokens than the whole one")
     problems = [p.name for p in validate(task.original, whole.text, task.update, task.language, whole.closed,
                                          task.instruction, merged)]
-    if watched.refusal is not None and watched.refusal.name not in problems:
-        raise SystemExit(f"{task.id}: the watch named {watched.refusal.name}, the whole answer has {problems}")
+    if watched.stopped is not None and watched.stopped.name not in problems:
+        raise SystemExit(f"{task.id}: the watch named {watched.stopped.name}, the whole answer has {problems}")
     return {"task": task.id, "lines": task.original.count("\n"), "merge": merged.confidence,
             "whole_tokens": whole.stats.tokens, "whole_s": round(whole.stats.seconds, 2),
             "whole_problems": problems, "watched_tokens": watched.stats.tokens,
             "watched_s": round(watched.stats.seconds, 2),
-            "stopped_by": watched.refusal.message if watched.refusal is not None else None}
+            "stopped_by": watched.stopped.message if watched.stopped is not None else None}
 
 
 def stored(run_dir: Path, tasks: dict) -> dict:

@@ -53,7 +53,7 @@ class ApplyResult:
     answer: str  # the model's whole answer
     token_ids: list[int]
     stats: DecodeStats
-    refusal: Problem | None = None  # what a ``RefusalWatch`` found, for which decoding stopped early
+    stopped: Problem | None = None  # what a ``RefusalWatch`` found, for which decoding stopped early
 
 
 def plan_edit(tokenizer, original: str, update: str, instruction: str = "", preset: str | Preset = "default",
@@ -121,7 +121,7 @@ def run_plan(target, tokenizer, plan: EditPlan, policy: str = "fastapply", max_n
     result = finish(tokenizer, plan, tokens, stats, stops)
     if watch is not None and watch.problem is not None:
         log.info("stopped early: %s", watch.problem.message)
-        return replace(result, refusal=watch.problem)
+        return replace(result, stopped=watch.problem)
     return result
 
 
@@ -129,7 +129,8 @@ class AnswerLines:
     """The decode loop's ``give_up`` test for a ``RefusalWatch``: decodes the answer's new tokens up to
     their last line break and passes the file's complete lines (those after the opening tag's line) to
     the watch; true once it has found a problem. An answer that does not open with the tag on a line of
-    its own is not watched (``parse_answer`` may then read the file from elsewhere in it)."""
+    its own is not watched (``parse_answer`` may then read the file from elsewhere in it), nor is one
+    whose tokens' text changes with what comes before them beyond the few tokens read with them."""
 
     def __init__(self, tokenizer, preset: Preset, watch: RefusalWatch):
         self.tokenizer, self.watch = tokenizer, watch
@@ -145,9 +146,16 @@ class AnswerLines:
         last = next((i for i in range(len(out) - 1, self.read - 1, -1) if self._breaks(out[i])), None)
         if last is None:
             return False
-        text = self.carry + self.tokenizer.decode(out[self.read:last + 1], skip_special_tokens=False)
+        # decoded with a few tokens before them, whose text is then cut off: a span decoded alone may lose
+        # the space that opens it (SentencePiece's "▁" decoders drop it), and with it a line's indentation
+        start = max(self.read - 4, 0)
+        known = self.tokenizer.decode(out[start:self.read], skip_special_tokens=False)
+        text = self.tokenizer.decode(out[start:last + 1], skip_special_tokens=False)
+        if not text.startswith(known):
+            self.opened = False  # a decoder whose spans do not add up: no reading it line by line
+            return False
         self.read = last + 1
-        *lines, self.carry = text.split("\n")
+        *lines, self.carry = (self.carry + text[len(known):]).split("\n")
         if self.opened is None:
             self.opened = lines[0].strip() == self.open_tag
             lines = lines[1:] if self.opened else []

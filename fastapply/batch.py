@@ -120,7 +120,7 @@ def local_runner(model: str, device: str = "auto", dtype: str = "auto", adapter:
         result = apply_edit(lm, tokenizer, original, update, instruction, preset=preset, policy=policy, merged=merged,
                             max_new_tokens=max_new_tokens, temperature=temperature, seed=seed, models=models,
                             watch=watch)
-        return ModelRun(result.text, result.closed, result.stats.as_dict(), result.refusal)
+        return ModelRun(result.text, result.closed, result.stats.as_dict(), result.stopped)
 
     return run_model
 

@@ -322,21 +322,59 @@ def test_an_answer_sure_to_be_refused_stops_once_it_is_and_a_good_one_runs_uncha
     reference = answer_ids(tokenizer, plan.preset, looping)[:-2]  # no closing tag, no EOS
     whole = run_plan(ReplayTarget(reference, tokenizer.eos_token_id), tokenizer, plan, "fastapply", len(reference))
     watch = RefusalWatch(SAMPLE_PY, SAMPLE_UPDATE, "python")
-    stopped = run_plan(ReplayTarget(reference, tokenizer.eos_token_id), tokenizer, plan, "fastapply", len(reference),
-                       watch=watch)
-    assert whole.refusal is None and whole.text.count('print("reading", key)') == 151 and not whole.closed
-    assert stopped.refusal is watch.problem and stopped.refusal.name == "unasked-change"
-    assert 'print("reading", key)' in stopped.refusal.message and not stopped.closed
-    assert stopped.token_ids == whole.token_ids[:len(stopped.token_ids)]
-    assert stopped.text.count('print("reading", key)') <= 20 and stopped.stats.tokens < whole.stats.tokens / 4
+    cut = run_plan(ReplayTarget(reference, tokenizer.eos_token_id), tokenizer, plan, "fastapply", len(reference),
+                   watch=watch)
+    assert whole.stopped is None and whole.text.count('print("reading", key)') == 151 and not whole.closed
+    assert cut.stopped is watch.problem and cut.stopped.name == "unasked-change"
+    assert 'print("reading", key)' in cut.stopped.message and not cut.closed
+    assert cut.token_ids == whole.token_ids[:len(cut.token_ids)]
+    assert cut.text.count('print("reading", key)') <= 20 and cut.stats.tokens < whole.stats.tokens / 4
     assert "unasked-change" in [p.name for p in validate(SAMPLE_PY, whole.text, SAMPLE_UPDATE, "python")]
     # the right answer: nothing found, the same tokens and passes as without a watch
     reference = answer_ids(tokenizer, plan.preset, SAMPLE_EXPECTED)
     plain = run_plan(ReplayTarget(reference, tokenizer.eos_token_id), tokenizer, plan, "fastapply")
     watch = RefusalWatch(SAMPLE_PY, SAMPLE_UPDATE, "python")
     watched = run_plan(ReplayTarget(reference, tokenizer.eos_token_id), tokenizer, plan, "fastapply", watch=watch)
-    assert watched.refusal is None and watch.problem is None and watched.closed
+    assert watched.stopped is None and watch.problem is None and watched.closed
     assert watched.token_ids == plain.token_ids and watched.stats.accepted == plain.stats.accepted
+
+
+def test_the_watch_reads_the_answers_lines_whole_with_a_tokenizer_that_drops_a_spans_opening_space():
+    """SentencePiece-style decoders drop the space that opens a decoded span ("▁▁▁▁return" alone reads
+    "   return"): AnswerLines must still hand the watch each line as the whole answer has it, however
+    the tokens arrive."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    from fastapply.apply import AnswerLines
+    from fastapply.prompt import get_preset
+
+    spm = Tokenizer(models.BPE(unk_token="<unk>"))
+    spm.pre_tokenizer = pre_tokenizers.Metaspace(replacement="\u2581", prepend_scheme="first")
+    spm.decoder = decoders.Metaspace(replacement="\u2581", prepend_scheme="first")
+    preset = get_preset("default")
+    answer = preset.answer_open + SAMPLE_PY
+    spm.train_from_iterator([answer] * 20, trainers.BpeTrainer(vocab_size=400, special_tokens=["<unk>", "</s>"]))
+    tokenizer = PreTrainedTokenizerFast(tokenizer_object=spm, eos_token="</s>")
+    ids = tokenizer.encode(answer)
+    assert tokenizer.decode(ids) == answer
+    assert any(tokenizer.decode(ids[:i]) + tokenizer.decode(ids[i:]) != answer for i in range(1, len(ids)))
+
+    class Reader:
+        problem = None
+
+        def __init__(self):
+            self.seen = []
+
+        def lines(self, lines):
+            self.seen += lines
+
+    for step in (1, 3, 7):
+        reader = Reader()
+        answer = AnswerLines(tokenizer, preset, reader)
+        for end in range(step, len(ids) + step, step):
+            assert not answer(ids[:end])
+        assert reader.seen == SAMPLE_PY.split("\n")[:-1], step
 
 
 def test_closing_tag_inside_the_file_does_not_stop_decoding(tokenizer):

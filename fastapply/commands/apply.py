@@ -86,7 +86,7 @@ def apply_command(
                                               prediction, max_new_tokens, merged))
             result = _run_model(original, update, instruction, model, adapter, device, dtype, policy, draft_model,
                                 medusa, preset, max_new_tokens, temperature, seed, merged, watch)
-            return ModelRun(result.text, result.closed, result.stats.as_dict(), result.refusal)
+            return ModelRun(result.text, result.closed, result.stats.as_dict(), result.stopped)
 
         outcome = resolve_edit(original, update, language, engine.value,
                                run_model if model or remote is not None else None, force, instruction,
