@@ -274,6 +274,7 @@ def speculative_generate(
         proposed_per_pass.append(len(draft))
         if n:
             by_source[drafter.source] += n
+        source = drafter.source
     else:
         out = [target.prefill(prompt_ids)]
     prefill_s = time.perf_counter() - start
@@ -284,7 +285,7 @@ def speculative_generate(
         return DecodeStats(
             passes=len(accepted_per_pass), tokens=len(out), accepted=tuple(accepted_per_pass),
             proposed=tuple(proposed_per_pass), prefill_s=prefill_s,
-            decode_s=time.perf_counter() - start - prefill_s, sources=dict(by_source),
+            decode_s=time.perf_counter() - start - prefill_s, sources={k: v for k, v in by_source.items() if v},
         )
 
     trees = trees and getattr(target, "verifies_trees", False) and hasattr(drafter, "candidates")
@@ -345,6 +346,7 @@ def speculative_generate(
         proposed_per_pass.append(proposed)
         if n:
             by_source[drafter.source] += n
+        source = drafter.source
         before = len(out)
         out.extend(accepted)
         out.append(following)
@@ -355,6 +357,12 @@ def speculative_generate(
         if done is None and give_up is not None and give_up(out):
             break
     if done is not None:
+        # the last pass may have accepted draft tokens past the stop (the EOS after a closing tag): they
+        # are not written, so they are not counted either; its own token comes last
+        past = min(len(out) - done - 1, accepted_per_pass[-1]) if accepted_per_pass else 0
+        if past > 0:
+            accepted_per_pass[-1] -= past
+            by_source[source] -= past
         del out[done:]
     return out, stats()
 

@@ -377,6 +377,19 @@ def test_the_watch_reads_the_answers_lines_whole_with_a_tokenizer_that_drops_a_s
         assert reader.seen == SAMPLE_PY.split("\n")[:-1], step
 
 
+def test_draft_tokens_accepted_past_the_stop_are_not_counted(tokenizer):
+    # the merged prediction ends with the closing tag and EOS: the last pass accepts the answer's end, EOS
+    # included, but decoding stops at the tag, so EOS is neither written nor counted (nor the pass's own
+    # token after it)
+    plan = plan_edit(tokenizer, SAMPLE_PY, SAMPLE_UPDATE, merged=SAMPLE_EXPECTED)
+    reference = answer_ids(tokenizer, plan.preset, SAMPLE_EXPECTED)
+    result = run_plan(ReplayTarget(reference, tokenizer.eos_token_id), tokenizer, plan, "fastapply")
+    assert result.closed and result.text == SAMPLE_EXPECTED
+    assert result.token_ids == reference[:-1]  # up to the closing tag
+    stats = result.stats
+    assert sum(stats.accepted) == sum(stats.sources.values()) == stats.tokens - stats.passes + 1
+
+
 def test_closing_tag_inside_the_file_does_not_stop_decoding(tokenizer):
     original = 'TEMPLATE = "</updated-code>"\nx = 1\n'
     edited = original.replace("x = 1", "x = 2")
