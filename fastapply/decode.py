@@ -257,6 +257,16 @@ def speculative_generate(
     accepted_per_pass: list[int] = []
     proposed_per_pass: list[int] = []
     by_source: Counter[str] = Counter()
+    source = ""  # the drafter's source in the last pass
+
+    def count(proposed: int, n: int) -> None:
+        """A pass's draft tokens, proposed and accepted, the accepted ones under the drafter's source."""
+        nonlocal source
+        accepted_per_pass.append(n)
+        proposed_per_pass.append(proposed)
+        source = drafter.source
+        by_source[source] += n
+
     start = time.perf_counter()
     # prefill: the first token, or with a target that can, the answer's first tokens too where the drafter
     # already guesses them (``opening_draft``): they are verified in the prompt's own pass, as the limit
@@ -270,11 +280,7 @@ def speculative_generate(
         target.accept(n)
         out = [*draft[:n], choices[n]]
         tracker.observe(drafter.source, len(draft), n, drafter.calm)
-        accepted_per_pass.append(n)
-        proposed_per_pass.append(len(draft))
-        if n:
-            by_source[drafter.source] += n
-        source = drafter.source
+        count(len(draft), n)
     else:
         out = [target.prefill(prompt_ids)]
     prefill_s = time.perf_counter() - start
@@ -342,11 +348,7 @@ def speculative_generate(
             tracker.observe(BRANCH, 1, int(off_draft))
         n = len(accepted)
         tracker.observe(drafter.source, len(draft), min(n, len(draft)), calm)
-        accepted_per_pass.append(n)
-        proposed_per_pass.append(proposed)
-        if n:
-            by_source[drafter.source] += n
-        source = drafter.source
+        count(proposed, n)
         before = len(out)
         out.extend(accepted)
         out.append(following)

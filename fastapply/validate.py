@@ -202,11 +202,17 @@ def written_too_often(original: str, output: str, update: str, language: str | N
     >>> written_too_often("a = 1\\nb = 2\\n", "a = 1\\nc = 3\\nc = 3\\nb = 2\\n", "a = 1\\nc = 3\\n# ...\\n", "python")
     ['c = 3']
     """
-    held = Counter(line.strip() for line in original.split("\n"))
-    held.update(line.strip() for line in update.split("\n"))
+    held = held_lines(original, update)
     new = output.split("\n")
     written = Counter(line.strip() for line, marker in zip(new, marker_lines(new, language)) if not marker)
     return [line for line, n in written.items() if n > held[line] and not is_trivial(line)]
+
+
+def held_lines(original: str, update: str) -> Counter[str]:
+    """How many times the original and the update together hold each line, stripped."""
+    held = Counter(line.strip() for line in original.split("\n"))
+    held.update(line.strip() for line in update.split("\n"))
+    return held
 
 
 class RefusalWatch:
@@ -237,8 +243,7 @@ class RefusalWatch:
         self._old = set(old)
         shown = {line.strip() for line in update.split("\n")}
         self._shown = shown | {""}
-        self._held = Counter(line.strip() for line in old)
-        self._held.update(line.strip() for line in update.split("\n"))
+        self._held = held_lines(original, update)
         self._written: Counter[str] = Counter()
         # the update reads as prose when it has no marker and shares no line with the original or the output
         self._code = bool(count_markers(update, language)) or bool((shown - {""}) & {line.strip() for line in old})
