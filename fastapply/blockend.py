@@ -6,7 +6,7 @@ closes. ``anchor.py`` turns to it when a segment's lines repeat no original line
 from __future__ import annotations
 
 from fastapply.markers import indent_width
-from fastapply.segments import Original, Placement, Segment, exact_key, is_closer
+from fastapply.segments import Original, Placement, Segment, absorb_blank_edges, exact_key, is_closer
 
 
 def place_at_block_end(seg: Segment, index: int, orig: Original, lo: int, hi: int,
@@ -32,12 +32,14 @@ def place_at_block_end(seg: Segment, index: int, orig: Original, lo: int, hi: in
         own = [i for i in range(lo, limit) if orig.lines[i].strip()][-closers:]
         if [exact_key(orig.lines[i]) for i in own] != [exact_key(line) for line in body[-closers:]]:
             return None
-        doubts = ()
+        # blank lines the segment shows beside them are the original's own there, or a doubt
+        start, end, doubts = absorb_blank_edges(orig, seg, (own[0], limit), (False, False), (lo, len(orig.lines)),
+                                                f"segment {index + 1}")
         if closers == len(body) and (seg.marker_before or 0) <= indent_width(body[0]):
             # only closing lines, after a marker that is not inside their block: they fit after any block,
             # and the snippet may as well mean that the code before them is deleted
-            doubts = (f"segment {index + 1} only repeats closing lines",)
-        return Placement(own[0], limit, seg.lines, doubts)
+            doubts.append(f"segment {index + 1} only repeats closing lines")
+        return Placement(start, end, seg.lines, tuple(doubts))
     if scope is None:
         own = last_closers(orig.lines, body, lo, limit)
         if own is not None:

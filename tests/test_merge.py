@@ -985,6 +985,41 @@ def test_fewer_blank_lines_before_a_marker_keep_the_originals_when_the_segment_d
     assert result.reasons == ("segment 1: the original has 0 blank lines where the snippet shows 1",)
 
 
+def test_closing_lines_a_segment_shows_keep_the_originals_blank_lines_after_them():
+    """A segment of closing lines and a blank line before a marker (`};` then a blank line): the blank
+    line is the original's own after the closer, not a second one. Where the original goes on with code
+    there instead, the snippet may mean that code deleted (the line was moved up) or a blank line added:
+    a doubt (tree-sitter's `binding/module.c` came out certain, keeping the moved line twice)."""
+    original = d('''
+        int setup(void) {
+            state = make();
+            if (state == NULL ||
+                add(state) < 0) {
+                goto cleanup;
+            };
+
+            done();
+        }
+        ''')
+    update = d('''
+        // ... rest of code ...
+            state = make();
+            log(state);
+            if (state == NULL ||
+                // ... rest of code ...
+            };
+
+            // ... rest of code ...
+        ''')
+    result = merge(original, update, "c")
+    assert (result.confidence, result.reasons) == ("certain", ())
+    assert result.text == original.replace("    state = make();\n", "    state = make();\n    log(state);\n")
+    moved = original.replace("    };\n\n", "    };\n    release(state);\n\n")
+    result = merge(moved, update.replace("log(state)", "release(state)"), "c")
+    assert result.confidence == "likely"
+    assert result.reasons == ("segment 2: the original has 0 blank lines where the snippet shows 1",)
+
+
 def test_new_lines_above_an_anchor_rewrite_the_definitions_start_when_they_keep_its_name():
     """New lines at a function's indentation above an anchor in its body: a header that keeps its name
     (its parameters changed) rewrites its start, certain. A header with another name may as well be a
