@@ -106,9 +106,9 @@ def run_batch(items: list[BatchItem], run_model: ModelRunner | None, in_place: b
 def local_runner(model: str, device: str = "auto", dtype: str = "auto", adapter: str | None = None,
                  preset: str = "default", policy: str = "fastapply", max_new_tokens: int | None = None,
                  temperature: float = 0.0, seed: int | None = None, draft_model: str | None = None,
-                 medusa: str | None = None) -> ModelRunner:
+                 medusa: str | None = None, on_pass=None) -> ModelRunner:
     """A model runner over one model (and its draft model or Medusa heads) loaded now and reused for
-    every item."""
+    every item; ``on_pass(output, stats)`` is called after each forward pass."""
     from fastapply.apply import apply_edit, load_model_drafters
     from fastapply.loading import load_model
 
@@ -119,8 +119,8 @@ def local_runner(model: str, device: str = "auto", dtype: str = "auto", adapter:
                   watch: RefusalWatch | None = None) -> ModelRun:
         result = apply_edit(lm, tokenizer, original, update, instruction, preset=preset, policy=policy, merged=merged,
                             max_new_tokens=max_new_tokens, temperature=temperature, seed=seed, models=models,
-                            watch=watch)
-        return ModelRun(result.text, result.closed, result.stats.as_dict(), result.stopped)
+                            on_pass=on_pass, watch=watch)
+        return ModelRun.of(result)
 
     return run_model
 

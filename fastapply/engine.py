@@ -32,6 +32,11 @@ class ModelRun:
     stats: dict  # DecodeStats.as_dict(), or a server's usage figures
     stopped: Problem | None = None  # the problem its RefusalWatch found, for which it stopped early
 
+    @classmethod
+    def of(cls, result) -> ModelRun:
+        """The run of a local model: ``apply.apply_edit``'s ApplyResult."""
+        return cls(result.text, result.closed, result.stats.as_dict(), result.stopped)
+
 
 @dataclass(frozen=True)
 class EditOutcome:

@@ -197,7 +197,7 @@ def create_app(model, tokenizer, config: ServeConfig = ServeConfig()):
             result = apply_edit(model, tokenizer, body.original, body.update, body.instruction, preset=body.preset,
                                 merged=merged, max_new_tokens=body.max_tokens, temperature=body.temperature,
                                 seed=body.seed, on_pass=lambda out, stats: ticket.check(), watch=watch)
-            return ModelRun(result.text, result.closed, result.stats.as_dict(), result.stopped)
+            return ModelRun.of(result)
 
         def work():
             try:

@@ -84,9 +84,8 @@ def apply_command(
             if remote is not None:  # the server writes its answer whole: no watch
                 return ModelRun(*apply_remote(remote, api_key, model, original, update, instruction, preset,
                                               prediction, max_new_tokens, merged))
-            result = _run_model(original, update, instruction, model, adapter, device, dtype, policy, draft_model,
-                                medusa, preset, max_new_tokens, temperature, seed, merged, watch)
-            return ModelRun(result.text, result.closed, result.stats.as_dict(), result.stopped)
+            return _run_model(original, update, instruction, model, adapter, device, dtype, policy, draft_model,
+                              medusa, preset, max_new_tokens, temperature, seed, merged, watch)
 
         outcome = resolve_edit(original, update, language, engine.value,
                                run_model if model or remote is not None else None, force, instruction,
@@ -144,17 +143,14 @@ def _read_edit(edit: str | None, edit_file: Path | None, file: str) -> str:
 
 
 def _run_model(original, update, instruction, model, adapter, device, dtype, policy, draft_model, medusa, preset,
-               max_new_tokens, temperature, seed, merged=None, watch=None):
-    from fastapply.apply import apply_edit, load_model_drafters
-    from fastapply.loading import load_model
+               max_new_tokens, temperature, seed, merged, watch):
+    from fastapply.batch import local_runner
 
     model = ready_model(model)
     with _progress() as on_pass:
-        lm, tokenizer = load_model(model, device, dtype, adapter)
-        models = load_model_drafters(lm, tokenizer, draft_model and ready_model(draft_model), medusa)
-        return apply_edit(lm, tokenizer, original, update, instruction, preset=preset, policy=policy,
-                          merged=merged, max_new_tokens=max_new_tokens, temperature=temperature, seed=seed,
-                          on_pass=on_pass, models=models, watch=watch)
+        run = local_runner(model, device, dtype, adapter, preset, policy, max_new_tokens, temperature, seed,
+                           draft_model and ready_model(draft_model), medusa, on_pass)
+        return run(original, update, instruction, merged, watch)
 
 
 class _progress:
