@@ -13,6 +13,9 @@ kept, repeated up to ``--real-share`` of the output when real edits are scarce (
 the summary), then synthetic edits fill the remainder: every non-Python one first (the suite's other
 languages are rarer in the inputs), then Python ones. Synthetic edits' templated instructions are
 reworded or dropped as people word them (``data.instructions``; ``--keep-instructions`` leaves them).
+With ``--marker-indent-share``, that share of the edits has its update's lazy markers written at column
+0 or at the indentation of the code line above them (``data.styles.reindent_markers``), as people
+write them: the model learns to take the indentation of elided code from the original, not the marker.
 Exact duplicates across inputs are dropped, and so are the edits of ``--exclude`` sets (an earlier
 mix: a run that continues another one learns from edits it has not seen) and every edit of the
 packages of ``--hold-out`` sets (validation sets built with another split); the output is shuffled by
@@ -30,6 +33,7 @@ from collections.abc import Collection
 from pathlib import Path
 
 from data.instructions import vary
+from data.styles import MARKER_INDENTS, reindent_markers
 from data.windows import whole_id, window
 from fastapply.tasks import dump_tasks
 from finetune.examples import read_records
@@ -41,10 +45,10 @@ def lines(record: dict) -> int:
 
 def mix(sets: list[list[dict]], max_lines: int, examples: int, real_share: float, seed: int,
         keep_instructions: bool = False, exclude: Collection[str] = (),
-        held_out: Collection[str] = ()) -> tuple[list[dict], dict]:
+        held_out: Collection[str] = (), marker_indent_share: float = 0.0) -> tuple[list[dict], dict]:
     """(records, summary): at most ``examples`` records of at most ``max_lines`` lines, as described above,
     none of the edits whose ids are in ``exclude`` (a window counts as the edit it was cut from) and none
-    of the packages in ``held_out``."""
+    of the packages in ``held_out``; ``marker_indent_share`` of them with their markers reindented."""
     seen, pool, windows = set(), [], 0
     rng = random.Random(seed)
     excluded = {whole_id(i) for i in exclude}
@@ -68,6 +72,13 @@ def mix(sets: list[list[dict]], max_lines: int, examples: int, real_share: float
     rng.shuffle(chosen)
     if not keep_instructions:
         chosen = [{**r, "instruction": vary(r["instruction"], random.Random(f"{seed}/{r['id']}"))} for r in chosen]
+    reindented = 0
+    for i, r in enumerate(chosen):
+        draw = random.Random(f"{seed}/{r['id']}/markers")
+        if marker_indent_share and draw.random() < marker_indent_share:
+            update = reindent_markers(r["update"], r["language"], draw.choice(MARKER_INDENTS))
+            if update != r["update"]:
+                chosen[i], reindented = {**r, "update": update}, reindented + 1
     summary = {
         "examples": len(chosen),
         "distinct_real": len({r["id"] for r in chosen_real}),
@@ -77,6 +88,7 @@ def mix(sets: list[list[dict]], max_lines: int, examples: int, real_share: float
         "by_language": dict(Counter(r["language"] for r in chosen).most_common()),
         "by_transform": dict(Counter(r["source"].get("transform", "") for r in chosen).most_common()),
         "with_instruction": sum(bool(r["instruction"].strip()) for r in chosen),
+        "markers_reindented": reindented,
         "max_lines": max_lines,
     }
     return chosen, summary
@@ -96,11 +108,14 @@ def main(argv: list[str] | None = None) -> None:
                         help="training sets (an earlier mix) whose edits are left out: what a run already saw")
     parser.add_argument("--hold-out", nargs="+", type=Path, default=(),
                         help="validation sets whose packages are left out, so that they stay held out")
+    parser.add_argument("--marker-indent-share", type=float, default=0.0,
+                        help="share of edits whose update has its markers at column 0 or the line above's indentation")
     args = parser.parse_args(argv)
     exclude = {r["id"] for path in args.exclude for r in read_records(path)}
     held_out = {r["source"]["package"] for path in args.hold_out for r in read_records(path)}
     records, summary = mix([read_records(p) for p in args.inputs], args.max_lines, args.examples,
-                           args.real_share, args.seed, args.keep_instructions, exclude, held_out)
+                           args.real_share, args.seed, args.keep_instructions, exclude, held_out,
+                           args.marker_indent_share)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     dump_tasks(args.out, records)
     args.out.with_suffix("").with_suffix(".summary.json").write_text(json.dumps(summary, indent=1) + "\n")

@@ -66,3 +66,32 @@ def test_mix_leaves_out_held_out_packages():
     records = [record(f"y = {i}\n", f"y = {i + 1}\n", package=f"p{i % 2}") | {"id": f"r{i}"} for i in range(6)]
     kept, _ = mix([records], 30, 3, 1.0, seed=0, held_out={"p1"})
     assert sorted(r["id"] for r in kept) == ["r0", "r2", "r4"]
+
+
+
+def test_mix_reindents_the_markers_of_a_share_of_the_edits_and_leaves_the_answers():
+    update = "class C:\n    # ... existing code ...\n    def g(self):\n        return 3\n"
+    records = []
+    for i in range(200):
+        original = f"class C:\n    def f(self):\n        return {i}\n\n    def g(self):\n        return 2\n"
+        records.append(record(original, original.replace("return 2", "return 3"), "synthetic")
+                       | {"id": f"s{i}", "update": update})
+    mixed, summary = mix([records], 30, 200, 0.2, seed=0, marker_indent_share=0.25)
+    updates = Counter(r["update"] for r in mixed)
+    flush = update.replace("    # ...", "# ...")  # the line above, `class C:`, is at column 0 too
+    assert set(updates) == {update, flush} and 30 < updates[flush] < 70
+    assert summary["markers_reindented"] == updates[flush]
+    assert all(r["expected"] == r["original"].replace("return 2", "return 3") for r in mixed)
+    assert mixed == mix([records], 30, 200, 0.2, seed=0, marker_indent_share=0.25)[0]  # deterministic
+    assert mix([records], 30, 200, 0.2, seed=0)[1]["markers_reindented"] == 0
+
+
+def test_reindent_markers_flush_or_at_the_code_line_above():
+    from data.styles import reindent_markers
+
+    js = "function f() {\n  if (a) {\n    // ... existing code ...\n  }\n}\n"
+    assert reindent_markers(js, "javascript", "flush") == js.replace("    // ...", "// ...")
+    assert reindent_markers(js, "javascript", "previous") == js.replace("    // ...", "  // ...")
+    python = "def f():\n    x = 1\n\n    # ...\n    return x\n"
+    assert reindent_markers(python, "python", "previous") == python  # the line above is at its indentation
+    assert reindent_markers("# ...\nx = 1\n", "python", "previous") == "# ...\nx = 1\n"  # nothing above: column 0
