@@ -2,6 +2,8 @@
 
     python benchmarks/merge_bench.py                 # 1,200 edits, seed 0
     python benchmarks/merge_bench.py --edits 300 --seed 1
+    python benchmarks/merge_bench.py --known evals/tasks/suite.jsonl.gz data/train/train.jsonl.gz \
+        data/train/valid.jsonl.gz        # known answers instead of generated edits
 
 Each edit is a random change of a real file (``benchmarks/edits.py``: this Python's standard library
 and the JavaScript of the node installation), turned into an update snippet by
@@ -12,6 +14,11 @@ edits resolved as ``certain``, and the median merge time on files of 350-450 lin
 ``--replay`` edits, the forward passes speculative edits need on a ``ReplayTarget`` (a target that
 answers the edited file, so passes measure the draft alone) drafting from the original file vs from
 the merged candidate first. Prints tables and writes ``benchmarks/results/merge.json``.
+
+With ``--known``, the edits are tasks in the eval suite's schema (the suite, the training set): each
+update is merged into its original and compared with the task's expected file; the same figures by
+file, and the ids of the certain merges that are wrong, go to ``benchmarks/results/merge-known.json``.
+Instruction-only tasks (no update to merge) are left out.
 """
 
 from __future__ import annotations
@@ -38,6 +45,7 @@ from fastapply.snippet import make_snippet  # noqa: E402
 from fastapply.syntax import count_errors  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results" / "merge.json"
+KNOWN_RESULTS = RESULTS.with_name("merge-known.json")
 
 
 def run(n_edits: int, seed: int, js_share: float, replay: int) -> dict:
@@ -109,21 +117,57 @@ def _tokenizer():
     return _TOKENIZERS[0]
 
 
-def summarise(rows: list[dict], redrawn: int, seed: int, js_share: float) -> dict:
-    def figures(subset: list[dict]) -> dict:
-        certain = [r for r in subset if r["confidence"] == "certain"]
-        correct = sum(r["exact"] for r in certain)
-        return {
-            "edits": len(subset),
-            "certain": len(certain),
-            "certain_correct": correct,
-            "precision_certain": correct / len(certain) if certain else None,
-            "share_certain": len(certain) / len(subset) if subset else None,
-            "likely": sum(r["confidence"] == "likely" for r in subset),
-            "likely_exact": sum(r["confidence"] == "likely" and r["exact"] for r in subset),
-            "none": sum(r["confidence"] == "none" for r in subset),
-        }
+def figures(rows: list[dict]) -> dict:
+    """Precision and share of certain merges, and the likely and failed ones, over merge rows."""
+    certain = [r for r in rows if r["confidence"] == "certain"]
+    correct = sum(r["exact"] for r in certain)
+    return {
+        "edits": len(rows),
+        "certain": len(certain),
+        "certain_correct": correct,
+        "precision_certain": correct / len(certain) if certain else None,
+        "share_certain": len(certain) / len(rows) if rows else None,
+        "likely": sum(r["confidence"] == "likely" for r in rows),
+        "likely_exact": sum(r["confidence"] == "likely" and r["exact"] for r in rows),
+        "none": sum(r["confidence"] == "none" for r in rows),
+    }
 
+
+def run_known(paths: list[Path]) -> dict:
+    """Merge every task of ``paths`` (eval-suite schema) and compare with its expected file."""
+    import gzip
+
+    from fastapply.errors import FastapplyError
+
+    rows = []
+    for path in paths:
+        with (gzip.open(path, "rt", encoding="utf-8") if path.suffix == ".gz" else path.open(encoding="utf-8")) as f:
+            for line in f:
+                task = json.loads(line)
+                if not task["update"].strip():
+                    continue
+                start = time.perf_counter()
+                try:
+                    result = merge(task["original"], task["update"], task["language"])
+                    confidence, exact = result.confidence, result.text == task["expected"]
+                except FastapplyError:  # a language the merge engine does not know
+                    confidence, exact = "none", False
+                rows.append({"file": str(path), "id": task["id"], "language": task["language"],
+                             "confidence": confidence, "exact": exact, "seconds": time.perf_counter() - start})
+    return {
+        "command": "python benchmarks/merge_bench.py --known " + " ".join(str(p) for p in paths),
+        "machine": f"{platform.machine()} {cpu_model()} {os.cpu_count()} cpus, Python "
+                   f"{platform.python_version()}".replace("  ", " "),
+        "all": figures(rows),
+        "by_file": {str(p): figures([r for r in rows if r["file"] == str(p)]) for p in paths},
+        "by_language": {lang: figures([r for r in rows if r["language"] == lang])
+                        for lang in sorted({r["language"] for r in rows})},
+        "median_ms_all": 1000 * statistics.median(r["seconds"] for r in rows) if rows else None,
+        "wrong_certain": [f"{r['file']}:{r['id']}" for r in rows if r["confidence"] == "certain" and not r["exact"]],
+    }
+
+
+def summarise(rows: list[dict], redrawn: int, seed: int, js_share: float) -> dict:
     around_400 = [r["seconds"] for r in rows if 350 <= r["lines"] <= 450]
     replayed = [r for r in rows if "passes" in r]
 
@@ -191,6 +235,24 @@ def show(report: dict) -> None:
                   f"350-450-line files")
 
 
+def show_known(report: dict) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=f"merge engine on {report['all']['edits']} known answers ({report['machine']})")
+    for column in ("slice", "edits", "certain", "certain and exact", "precision of certain", "likely (exact)",
+                   "none"):
+        table.add_column(column, justify="right" if column != "slice" else "left")
+    for name, f in [("all", report["all"]), *report["by_file"].items(), *report["by_language"].items()]:
+        precision = f"{100 * f['precision_certain']:.2f}%" if f["precision_certain"] is not None else "-"
+        table.add_row(name, str(f["edits"]), str(f["certain"]), str(f["certain_correct"]), precision,
+                      f"{f['likely']} ({f['likely_exact']})", str(f["none"]))
+    console = Console(width=150)
+    console.print(table)
+    for task in report["wrong_certain"]:
+        console.print(f"certain and wrong: {task}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--edits", type=int, default=1200)
@@ -198,12 +260,21 @@ def main() -> None:
     parser.add_argument("--js-share", type=float, default=0.3, help="share of edits of JavaScript files")
     parser.add_argument("--replay", type=int, default=200,
                         help="also count decoding passes (ReplayTarget) with each draft on the first N edits")
-    parser.add_argument("--out", type=Path, default=RESULTS)
+    parser.add_argument("--known", type=Path, nargs="+", metavar="TASKS",
+                        help="merge these task files (eval-suite schema, .jsonl or .jsonl.gz) instead of "
+                             "generated edits")
+    parser.add_argument("--out", type=Path, help=f"JSON written (default {RESULTS.name}, or "
+                                                 f"{KNOWN_RESULTS.name} with --known, in benchmarks/results)")
     args = parser.parse_args()
-    report = run(args.edits, args.seed, args.js_share, args.replay)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(report, indent=2) + "\n")
-    show(report)
+    if args.known:
+        report = run_known(args.known)
+        out = args.out or KNOWN_RESULTS
+    else:
+        report = run(args.edits, args.seed, args.js_share, args.replay)
+        out = args.out or RESULTS
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(report, indent=2) + "\n")
+    (show_known if args.known else show)(report)
 
 
 if __name__ == "__main__":
