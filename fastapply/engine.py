@@ -2,8 +2,9 @@
 
 ``resolve_edit`` picks by engine name (DESIGN.md §6): ``merge`` returns only a certain merge;
 ``auto`` returns a certain merge when no model is configured, or when ``merge_first`` (the default
-model, fastapply-small, is less exact than a certain merge), and otherwise runs the model with the
-merge (certain or likely) as its first draft source; ``model`` runs the model drafting from the
+model, fastapply-small, is less exact than a certain merge), unless an instruction asks for more than
+the merge changes (``merge_settles``), and otherwise runs the model with the merge (certain or likely)
+as its first draft source; ``model`` runs the model drafting from the
 original file. Model output is validated (``validate.py``) and refused unless ``force``; a refusal is an
 ``EditRefused`` that carries what was refused (the merge's answer, the model's run, the problems), so a
 server or a batch can report it. It reads and writes no files and prints nothing; the model run is
@@ -75,13 +76,30 @@ def resolve_edit(original: str, update: str, language: str | None, engine: str =
     if engine == "merge" and instruction:
         raise UsageError("the merge engine applies update snippets; an --instruction needs a model")
     merged = merge(original, update, language)
-    if engine == "merge" or run_model is None or (merge_first and merged.confidence == "certain"):
-        if merged.confidence != "certain":
+    settled = merge_settles(merged, original, instruction)
+    if engine == "merge" or run_model is None or (merge_first and settled):
+        if not settled:
             hint = "" if engine == "merge" else " and no model is configured (--model)"
-            raise EditRefused(f"the merge is not certain{hint}: {'; '.join(merged.reasons)}; nothing was written",
+            reasons = merged.reasons if merged.confidence != "certain" else (
+                "the update changes nothing in the file, and the instruction asks for a change",)
+            raise EditRefused(f"the merge is not certain{hint}: {'; '.join(reasons)}; nothing was written",
                               ("uncertain-merge",), merged)
         return EditOutcome(merged.text, "merge", merged)
     return _checked(original, update, language, run_model(merged.text, watch), merged, force, instruction)
+
+
+def merge_settles(merged: MergeResult, original: str, instruction: str = "") -> bool:
+    """Whether the merge alone settles the edit: it is certain, and it changes the file or no instruction
+    came with the update. A snippet merged into a file that already holds it gives the file unchanged,
+    and rightly; an instruction beside it asks for a change the snippet does not show ("Delete the
+    function `sequence`." with a snippet of markers and context), which only a model can make.
+
+    >>> from fastapply.merge import merge
+    >>> merged = merge("a = 1\\nb = 2\\n", "# ...\\nb = 2\\n", "python")
+    >>> merged.confidence, merge_settles(merged, "a = 1\\nb = 2\\n"), merge_settles(merged, "a = 1\\nb = 2\\n", "Drop a.")
+    ('certain', True, False)
+    """
+    return merged.confidence == "certain" and not (instruction.strip() and merged.text == original)
 
 
 def _checked(original: str, update: str, language: str | None, result: ModelRun, merged: MergeResult | None,

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 
 from fastapply import __version__
+from fastapply.engine import merge_settles
 from fastapply.errors import FastapplyError, UsageError
 from fastapply.evalconfig import GENERATE_METHODS, REMOTE_POLICY, EvalConfig, git_commit, merge_engine_available, now
 from fastapply.metrics import score
@@ -109,7 +110,8 @@ def _run_task(task: Task, policies: Sequence[str]) -> list[dict]:
                 result, extra = _merge(task)
                 output, closed, speed = result.text, True, None
                 extra = {"merge": extra, "refused": result.confidence != "certain"}
-            elif config.engine == "auto" and merge_record is not None and merge_record["confidence"] == "certain":
+            elif config.engine == "auto" and merge_result is not None and merge_settles(merge_result, task.original,
+                                                                                         task.instruction):
                 output, closed, speed = merged, True, None
                 extra = {"merge": merge_record, "decided_by": "merge", "refused": False}
             else:
