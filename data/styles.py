@@ -63,7 +63,6 @@ def snippet_for(original: str, expected: str, language: str, rng: random.Random)
     return None
 
 
-
 def reindent_markers(update: str, language: str, style: str) -> str:
     """``update`` with its lazy-marker lines indented by ``style`` (``MARKER_INDENTS``); other lines kept.
 
