@@ -117,6 +117,11 @@ def _tokenizer():
     return _TOKENIZERS[0]
 
 
+def machine() -> str:
+    return f"{platform.machine()} {cpu_model()} {os.cpu_count()} cpus, Python {platform.python_version()}".replace(
+        "  ", " ")
+
+
 def figures(rows: list[dict]) -> dict:
     """Precision and share of certain merges, and the likely and failed ones, over merge rows."""
     certain = [r for r in rows if r["confidence"] == "certain"]
@@ -135,29 +140,25 @@ def figures(rows: list[dict]) -> dict:
 
 def run_known(paths: list[Path]) -> dict:
     """Merge every task of ``paths`` (eval-suite schema) and compare with its expected file."""
-    import gzip
-
     from fastapply.errors import FastapplyError
+    from fastapply.tasks import load_tasks
 
     rows = []
     for path in paths:
-        with (gzip.open(path, "rt", encoding="utf-8") if path.suffix == ".gz" else path.open(encoding="utf-8")) as f:
-            for line in f:
-                task = json.loads(line)
-                if not task["update"].strip():
-                    continue
-                start = time.perf_counter()
-                try:
-                    result = merge(task["original"], task["update"], task["language"])
-                    confidence, exact = result.confidence, result.text == task["expected"]
-                except FastapplyError:  # a language the merge engine does not know
-                    confidence, exact = "none", False
-                rows.append({"file": str(path), "id": task["id"], "language": task["language"],
-                             "confidence": confidence, "exact": exact, "seconds": time.perf_counter() - start})
+        for task in load_tasks(path):
+            if not task.update.strip():
+                continue
+            start = time.perf_counter()
+            try:
+                result = merge(task.original, task.update, task.language)
+                confidence, exact = result.confidence, result.text == task.expected
+            except FastapplyError:  # a language the merge engine does not know
+                confidence, exact = "none", False
+            rows.append({"file": str(path), "id": task.id, "language": task.language,
+                         "confidence": confidence, "exact": exact, "seconds": time.perf_counter() - start})
     return {
         "command": "python benchmarks/merge_bench.py --known " + " ".join(str(p) for p in paths),
-        "machine": f"{platform.machine()} {cpu_model()} {os.cpu_count()} cpus, Python "
-                   f"{platform.python_version()}".replace("  ", " "),
+        "machine": machine(),
         "all": figures(rows),
         "by_file": {str(p): figures([r for r in rows if r["file"] == str(p)]) for p in paths},
         "by_language": {lang: figures([r for r in rows if r["language"] == lang])
@@ -183,8 +184,7 @@ def summarise(rows: list[dict], redrawn: int, seed: int, js_share: float) -> dic
     return {
         "command": f"python benchmarks/merge_bench.py --edits {len(rows)} --seed {seed} --js-share {js_share} "
                    f"--replay {len(replayed)}",
-        "machine": f"{platform.machine()} {cpu_model()} {os.cpu_count()} cpus, Python "
-                   f"{platform.python_version()}".replace("  ", " "),
+        "machine": machine(),
         "redrawn_edits": redrawn,
         "all": figures(rows),
         "by_language": {lang: figures([r for r in rows if r["language"] == lang])

@@ -73,9 +73,9 @@ def mix(sets: list[list[dict]], max_lines: int, examples: int, real_share: float
     if not keep_instructions:
         chosen = [{**r, "instruction": vary(r["instruction"], random.Random(f"{seed}/{r['id']}"))} for r in chosen]
     reindented = 0
-    for i, r in enumerate(chosen):
+    for i, r in enumerate(chosen if marker_indent_share else ()):
         draw = random.Random(f"{seed}/{r['id']}/markers")
-        if marker_indent_share and draw.random() < marker_indent_share:
+        if draw.random() < marker_indent_share:
             update = reindent_markers(r["update"], r["language"], draw.choice(MARKER_INDENTS))
             if update != r["update"]:
                 chosen[i], reindented = {**r, "update": update}, reindented + 1
