@@ -1146,3 +1146,59 @@ def test_merge_does_not_import_torch(tmp_path):
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=".")
     assert out.stdout.strip() == "[]"
+
+
+def test_a_segment_across_two_lookalike_functions_is_not_certain():
+    """The segment's first lines are ``encode_table``'s, its last line only ``encode_array`` has: the
+    placement deletes the end of one function and the header of the next, keeping the second body under
+    the first header. The file still parses; the deleted header alone gives it away."""
+    original = d('''
+        function encodeTable(buffer, val, offset) {
+          const start = offset;
+          checkSpace(buffer, offset, 4);
+          offset += 4; // leave room for the length
+          for (const key in val) {
+            offset += encodeField(buffer, key, val[key], offset);
+          }
+          return offset - start;
+        }
+
+        function encodeArray(buffer, val, offset) {
+          const start = offset;
+          offset += 4;
+          for (const item of val) {
+            offset += encodeValue(buffer, item, offset);
+          }
+          return offset - start;
+        }
+    ''')
+    update = d('''
+        // ... existing code ...
+          const start = offset;
+          checkSpace(buffer, offset, 4);
+          offset += 4;
+          // ... existing code ...
+    ''')
+    result = merge(original, update, "javascript")
+    assert result.confidence == "likely"
+    assert result.reasons == ("the merge deletes the line 'function encodeArray(buffer, val, offset) {' but keeps "
+                              "the rest of its block",)
+
+
+def test_a_renamed_header_is_no_deleted_header():
+    original = d('''
+        def load(path):
+            with open(path) as handle:
+                return handle.read()
+
+
+        def save(path, text):
+            with open(path, "w") as handle:
+                handle.write(text)
+    ''')
+    renamed = merge(original, d('''
+        def read_text(path):
+            with open(path) as handle:
+        # ... existing code ...
+    '''), "python")
+    assert renamed.confidence == "certain" and renamed.text == original.replace("def load", "def read_text")
