@@ -1149,7 +1149,7 @@ def test_merge_does_not_import_torch(tmp_path):
 
 
 def test_a_segment_across_two_lookalike_functions_is_not_certain():
-    """The segment's first lines are ``encode_table``'s, its last line only ``encode_array`` has: the
+    """The segment's first lines are ``encodeTable``'s, its last line only ``encodeArray`` has: the
     placement deletes the end of one function and the header of the next, keeping the second body under
     the first header. The file still parses; the deleted header alone gives it away."""
     original = d('''
