@@ -10,8 +10,8 @@ The result says how far to trust it: ``certain`` only when every segment anchore
 was guessed, no definition lost its header while its body stayed, and the merged file parses with no
 more errors than the original; ``likely`` when a candidate was built on some guess (the reasons say
 which); ``none`` when no candidate could be built. A wrong ``certain`` is the worst outcome, so every
-doubt demotes it. Text is LF-only; ``fileio.py``
-restores the file's own line endings. This module does not read or write files and imports no model.
+doubt demotes it. Text is LF-only; ``fileio.py`` restores the file's own line endings. This module does
+not read or write files and imports no model.
 """
 
 from __future__ import annotations
