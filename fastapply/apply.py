@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from fastapply.decode import DecodeStats, speculative_generate
 from fastapply.draft import DraftContext, ModelDrafters, make_drafter
 from fastapply.errors import FastapplyError
+from fastapply.merge import restyle_markers
 from fastapply.prompt import (
     Preset,
     answer_ids,
@@ -57,9 +58,12 @@ class ApplyResult:
 
 
 def plan_edit(tokenizer, original: str, update: str, instruction: str = "", preset: str | Preset = "default",
-              merged: str | None = None) -> EditPlan:
-    """Tokenize one request. ``merged`` is a merge-engine candidate for the new file, drafted first."""
+              merged: str | None = None, language: str | None = None) -> EditPlan:
+    """Tokenize one request. ``merged`` is a merge-engine candidate for the new file, drafted first. With
+    the file's ``language``, the update's markers are indented as the model was trained to read them
+    (``merge.restyle_markers``)."""
     preset = get_preset(preset) if isinstance(preset, str) else preset
+    update = restyle_markers(original, update, language)
     prediction = answer_ids(tokenizer, preset, original)
     merged_ids = answer_ids(tokenizer, preset, merged) if merged is not None else None
     snippet = encode_text(tokenizer, update)
@@ -182,14 +186,14 @@ def apply_edit(model, tokenizer, original: str, update: str, instruction: str = 
                preset: str = "default", policy: str = "fastapply", merged: str | None = None,
                max_new_tokens: int | None = None, temperature: float = 0.0, seed: int | None = None,
                on_pass: Callable | None = None, models: ModelDrafters | None = None,
-               watch: RefusalWatch | None = None) -> ApplyResult:
-    """Apply ``update`` to ``original`` with a loaded transformers model (see ``loading.load_model``);
-    ``models`` builds the model-run drafters ``policy`` may name (``draft.make_drafter``); ``watch``
-    as ``run_plan``'s."""
+               watch: RefusalWatch | None = None, language: str | None = None) -> ApplyResult:
+    """Apply ``update`` to ``original`` (a file in ``language``) with a loaded transformers model (see
+    ``loading.load_model``); ``models`` builds the model-run drafters ``policy`` may name
+    (``draft.make_drafter``); ``watch`` as ``run_plan``'s."""
     from fastapply.loading import stop_ids_of
     from fastapply.target import HFTarget
 
-    plan = plan_edit(tokenizer, original, update, instruction, preset, merged)
+    plan = plan_edit(tokenizer, original, update, instruction, preset, merged, language)
     budget = token_budget(model, plan, max_new_tokens)
     target = HFTarget(model, temperature=temperature, seed=seed)
     return run_plan(target, tokenizer, plan, policy, budget, stop_ids_of(model, tokenizer), on_pass, models,

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from fastapply import fileio
 from fastapply.engine import ModelRun, resolve_edit
 from fastapply.errors import FastapplyError, RefusedError, UsageError
+from fastapply.merge import restyle_markers
 from fastapply.syntax import language_for_path
 from fastapply.validate import RefusalWatch
 
@@ -71,10 +72,11 @@ def apply_item(item: BatchItem, run_model: ModelRunner | None, in_place: bool, e
         if not item.edit.strip():
             raise UsageError("the edit is empty")
         original, fmt = fileio.read_text(item.file)
-        model = None if run_model is None else lambda merged, watch: run_model(original, item.edit, item.instruction,
+        language = language_for_path(item.file)
+        shown = restyle_markers(original, item.edit, language) if run_model is not None else item.edit
+        model = None if run_model is None else lambda merged, watch: run_model(original, shown, item.instruction,
                                                                                 merged, watch)
-        outcome = resolve_edit(original, item.edit, language_for_path(item.file), engine, model, force,
-                               item.instruction, merge_first)
+        outcome = resolve_edit(original, item.edit, language, engine, model, force, item.instruction, merge_first)
         changed = outcome.text != original
         if in_place and changed:
             fileio.write_atomic(item.file, fileio.encode(outcome.text, fmt))

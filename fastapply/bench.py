@@ -92,7 +92,8 @@ def run_bench(model, tokenizer, cases: list[BenchCase], acceptance: str = "model
                     for m in methods}
         seconds = {m: result.stats.seconds for m, result in measured.items()}
         written = (measured.get("plain") or next(iter(measured.values()))).token_ids  # every method's, when lossless
-        prompt = plan_edit(tokenizer, case.original, case.update, case.instruction, preset).prompt_ids
+        prompt = plan_edit(tokenizer, case.original, case.update, case.instruction, preset,
+                           language=case.language).prompt_ids
         limit = limit_seconds(model, [*prompt, *written])
         mine = []
         for method, result in measured.items():
@@ -193,7 +194,7 @@ def _run(model, tokenizer, case: BenchCase, method: str, acceptance: str, preset
         start = time.perf_counter()
         merged = merge(case.original, case.update, case.language).text
         merge_s = time.perf_counter() - start
-    plan = plan_edit(tokenizer, case.original, case.update, case.instruction, preset, merged)
+    plan = plan_edit(tokenizer, case.original, case.update, case.instruction, preset, merged, case.language)
     budget = token_budget(model, plan, max_new_tokens)
     stops = stop_ids_of(model, tokenizer)
     if acceptance == "replay":

@@ -175,7 +175,8 @@ def _limit(task: Task, answer: list[int]) -> float:
     from fastapply.bench import limit_seconds
 
     config: EvalConfig = _WORKER["config"]
-    plan = plan_edit(_WORKER["tokenizer"], task.original, task.update, task.instruction, config.preset)
+    plan = plan_edit(_WORKER["tokenizer"], task.original, task.update, task.instruction, config.preset,
+                     language=task.language)
     return limit_seconds(_WORKER["model"], [*plan.prompt_ids, *answer], 1)
 
 
@@ -185,7 +186,7 @@ def _decode(task: Task, policy: str, merged: str | None):
 
     config: EvalConfig = _WORKER["config"]
     tokenizer = _WORKER["tokenizer"]
-    plan = plan_edit(tokenizer, task.original, task.update, task.instruction, config.preset, merged)
+    plan = plan_edit(tokenizer, task.original, task.update, task.instruction, config.preset, merged, task.language)
     reference = answer_ids(tokenizer, plan.preset, task.expected)
     # room for the reference answer even where it is more than twice the original (the default budget)
     budget = config.max_new_tokens or max(plan.default_max_new_tokens, len(reference) + 256)

@@ -70,8 +70,7 @@ def split(snippet: list[str], language: str | None, original: list[str] = ()) ->
 
     A marker-like line that the original has word for word (a ``...`` line in a docstring) is code.
     """
-    present = {line.rstrip() for line in original}
-    flags = [flag and line.rstrip() not in present for line, flag in zip(snippet, marker_lines(snippet, language))]
+    flags = _marker_flags(snippet, language, original)
     if not any(flags):
         return None
     segments: list[Segment] = []
@@ -88,6 +87,44 @@ def split(snippet: list[str], language: str | None, original: list[str] = ()) ->
     if any(line.strip() for line in current):
         segments.append(Segment(tuple(current), before, None))
     return segments
+
+
+def _marker_flags(snippet: list[str], language: str | None, original: list[str]) -> list[bool]:
+    """Which snippet lines are lazy markers (a marker-like line the original has word for word is code)."""
+    present = {line.rstrip() for line in original}
+    return [flag and line.rstrip() not in present for line, flag in zip(snippet, marker_lines(snippet, language))]
+
+
+def restyle_markers(original: str, update: str, language: str | None) -> str:
+    """``update`` with each lazy marker indented like the first original line it stands for.
+
+    That is how ``snippet.make_snippet`` writes markers, so how fastapply-small saw them in training;
+    a marker at column 0 after ``def make_cache():`` (the body it stands for is indented) made it copy
+    the marker into its answer, and the same snippet with the marker indented is applied exactly. Only
+    where the merge places every segment; the update is returned as it is otherwise (no markers, no
+    parser, a segment that anchors nowhere) and where a marker stands for no original line.
+    """
+    if language is None:
+        return update
+    orig = Original(_lines(original), language)
+    snippet = _lines(update)
+    segments = split(snippet, language, orig.lines)
+    placements = _place_all(orig, segments)[0] if segments else None
+    if not placements:
+        return update
+    bounds = [0, *(edge for p in placements for edge in (p.start, p.end)), len(orig.lines)]
+    out, done, open_segment = [], 0, False  # done: segments finished before the current line
+    for line, is_marker in zip(snippet, _marker_flags(snippet, language, orig.lines)):
+        if not is_marker:
+            open_segment = open_segment or bool(line.strip())
+            out.append(line)
+            continue
+        done, open_segment = done + open_segment, False
+        lo, hi = bounds[2 * done], bounds[2 * done + 1]
+        first = next((orig.lines[i] for i in range(lo, hi) if orig.lines[i].strip()), None)
+        out.append(line if first is None else first[:len(first) - len(first.lstrip())] + line.lstrip())
+    text = "".join(out)
+    return text if update.endswith("\n") else text[:-1]
 
 
 def _place_all(orig: Original, segments: list[Segment]) -> tuple[list[Placement] | None, list[str]]:

@@ -196,7 +196,8 @@ def create_app(model, tokenizer, config: ServeConfig = ServeConfig()):
         def run_model(merged: str | None, watch) -> ModelRun:
             result = apply_edit(model, tokenizer, body.original, body.update, body.instruction, preset=body.preset,
                                 merged=merged, max_new_tokens=body.max_tokens, temperature=body.temperature,
-                                seed=body.seed, on_pass=lambda out, stats: ticket.check(), watch=watch)
+                                seed=body.seed, on_pass=lambda out, stats: ticket.check(), watch=watch,
+                                language=body.language)
             return ModelRun.of(result)
 
         def work():

@@ -759,3 +759,15 @@ def test_a_draft_right_from_the_answers_first_token_is_verified_in_the_prompts_p
     wrong = ReplayTarget([10, 11, 20, 21, 22, 99], stop_id=99)
     out, stats = speculative_generate(wrong, SpecEditsDrafter(context), [1, 2], 100, {99})
     assert out == [10, 11, 20, 21, 22, 99] and stats.accepted[0] == 2
+
+
+def test_the_prompt_shows_markers_indented_like_their_code(tokenizer):
+    """With the file's language the model reads the update as training snippets are written: the marker
+    after ``def make_cache():`` indented like the body it stands for (fastapply-small copied it at
+    column 0 into its answer); without it, as given."""
+    original = "class Cache:\n    pass\n\n\ndef make_cache():\n    return Cache(128)\n"
+    update = "class Cache:\n    def clear(self):\n        pass\n\n\ndef make_cache():\n# ... existing code ...\n"
+    indented = update.replace("\n# ...", "\n    # ...")
+    assert plan_edit(tokenizer, original, update, language="python").prompt_ids == plan_edit(
+        tokenizer, original, indented).prompt_ids
+    assert plan_edit(tokenizer, original, update).prompt_ids != plan_edit(tokenizer, original, indented).prompt_ids

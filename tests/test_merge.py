@@ -8,7 +8,7 @@ import textwrap
 import pytest
 
 from fastapply.errors import UsageError
-from fastapply.merge import merge
+from fastapply.merge import merge, restyle_markers
 from tests.evaltasks import suite_task
 
 
@@ -1202,3 +1202,31 @@ def test_a_renamed_header_is_no_deleted_header():
         # ... existing code ...
     '''), "python")
     assert renamed.confidence == "certain" and renamed.text == original.replace("def load", "def read_text")
+
+
+def test_markers_are_restyled_like_the_code_they_stand_for():
+    original = d('''
+        class Cache:
+            def put(self, key, value):
+                self.data[key] = value
+
+
+        def make_cache():
+            return Cache(128)
+    ''')
+    update = d('''
+        # ... existing code ...
+            def clear(self):
+                self.data.clear()
+
+
+        def make_cache():
+        # ... existing code ...
+    ''')
+    restyled = restyle_markers(original, update, "python")
+    assert restyled == update.replace("():\n# ...", "():\n    # ...")
+    assert restyle_markers(original, restyled, "python") == restyled  # markers where make_snippet puts them
+    assert restyle_markers(original, update.rstrip("\n"), "python") == restyled.rstrip("\n")
+    assert restyle_markers(original, update, None) == update  # no parser: as given
+    plain = "def make_cache():\n    return Cache(256)\n"
+    assert restyle_markers(original, plain, "python") == plain  # no markers

@@ -65,6 +65,7 @@ def apply_command(
         if in_place and file == fileio.STDIN:
             raise UsageError("--in-place needs a file, not stdin")
         from fastapply.engine import ModelRun, resolve_edit
+        from fastapply.merge import restyle_markers
         from fastapply.syntax import get_language, language_for_path
 
         from fastapply import bundled
@@ -81,10 +82,11 @@ def apply_command(
             language = language_for_path(file) if file != fileio.STDIN else None
 
         def run_model(merged: str | None, watch) -> ModelRun:
+            shown = restyle_markers(original, update, language)  # markers as the model was trained to read them
             if remote is not None:  # the server writes its answer whole: no watch
-                return ModelRun(*apply_remote(remote, api_key, model, original, update, instruction, preset,
+                return ModelRun(*apply_remote(remote, api_key, model, original, shown, instruction, preset,
                                               prediction, max_new_tokens, merged))
-            return _run_model(original, update, instruction, model, adapter, device, dtype, policy, draft_model,
+            return _run_model(original, shown, instruction, model, adapter, device, dtype, policy, draft_model,
                               medusa, preset, max_new_tokens, temperature, seed, merged, watch)
 
         outcome = resolve_edit(original, update, language, engine.value,
