@@ -73,9 +73,8 @@ def apply_item(item: BatchItem, run_model: ModelRunner | None, in_place: bool, e
             raise UsageError("the edit is empty")
         original, fmt = fileio.read_text(item.file)
         language = language_for_path(item.file)
-        shown = restyle_markers(original, item.edit, language) if run_model is not None else item.edit
-        model = None if run_model is None else lambda merged, watch: run_model(original, shown, item.instruction,
-                                                                                merged, watch)
+        model = None if run_model is None else lambda merged, watch: run_model(  # markers as the model read them
+            original, restyle_markers(original, item.edit, language), item.instruction, merged, watch)
         outcome = resolve_edit(original, item.edit, language, engine, model, force, item.instruction, merge_first)
         changed = outcome.text != original
         if in_place and changed:
