@@ -4,10 +4,10 @@
 ``auto`` returns a certain merge when no model is configured, or when ``merge_first`` (the default
 model, fastapply-small, is less exact than a certain merge), unless an instruction asks for more than
 the merge changes (``merge_settles``), and otherwise runs the model with the merge (certain or likely)
-as its first draft source; ``model`` runs the model drafting from the
-original file. Model output is validated (``validate.py``) and refused unless ``force``; a refusal is an
-``EditRefused`` that carries what was refused (the merge's answer, the model's run, the problems), so a
-server or a batch can report it. It reads and writes no files and prints nothing; the model run is
+as its first draft source; ``model`` runs the model drafting from the original file. Model output is
+validated (``validate.py``) and refused unless ``force``; a refusal is an ``EditRefused`` that carries
+what was refused (the merge's answer, the model's run, the problems), so a server or a batch can
+report it. It reads and writes no files and prints nothing; the model run is
 passed in, so this module imports no model code. Every path that writes model output goes through it:
 ``fastapply apply``, ``fastapply batch`` and the server's ``/v1/apply``.
 """
