@@ -16,7 +16,8 @@ by how many nats, and the text before it.
 A checkpoint is a LoRA adapter directory (applied to the base its ``adapter_config.json`` names, or to
 ``--base-model``), a full checkpoint directory, or a model name ``fastapply --model`` takes
 (``fastapply-small``: the shipped model). Records are JSONL with the eval-task fields ``original``,
-``update``, ``instruction``, ``expected`` (and ``id`` to name them): suite tasks or training records.
+``update``, ``instruction``, ``expected`` (and ``id`` to name them, ``language`` to indent the update's
+markers as fastapply shows them to the model): suite tasks or training records.
 Scores run in float32, the dtype fastapply decodes in on a CPU.
 """
 
@@ -30,6 +31,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from fastapply.errors import FastapplyError
+from fastapply.merge import restyle_markers
 from fastapply.prompt import get_preset
 from finetune.examples import IGNORE, Example, Miss, build_example, read_records
 from finetune.heldout import HeldOut, evaluate
@@ -49,12 +51,19 @@ def load_checkpoint(checkpoint: str, base_model: str | None, device: str, dtype:
 def score(model, tokenizer, records: list[dict], preset: str = "default", device: str = "cpu",
           where: int = 0) -> tuple[HeldOut, list[list[dict]]]:
     """The teacher-forced verdict on ``records``, one pass each (``misses`` in the records' order), and
-    each record's first ``where`` misses told in text (``describe``)."""
-    examples = [build_example(tokenizer, get_preset(preset), record) for record in records]
+    each record's first ``where`` misses told in text (``describe``). Each update's markers are indented
+    as fastapply shows them to the model (``merge.restyle_markers``, by the record's ``language``)."""
+    examples = [build_example(tokenizer, get_preset(preset), as_shown(record)) for record in records]
     verdict = evaluate(model, examples, pad_id=tokenizer.pad_token_id or 0, device=device)
     told = [[describe(tokenizer, example, miss) for miss in found[:where]]
             for example, found in zip(examples, verdict.where)]
     return verdict, told
+
+
+def as_shown(record: dict) -> dict:
+    """``record`` with its update's markers indented as fastapply shows them to the model
+    (``merge.restyle_markers``, by the record's ``language``; as given without one)."""
+    return {**record, "update": restyle_markers(record["original"], record["update"], record.get("language"))}
 
 
 def describe(tokenizer, example: Example, miss: Miss, context: int = 12) -> dict:

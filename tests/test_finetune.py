@@ -27,7 +27,7 @@ from finetune.examples import (IGNORE, Example, Miss, answer_nats, answer_nll_bi
                                build_examples, epoch_token_batches, micro_batches, missed_tokens, read_records,
                                token_batches)
 from finetune.merge import adapter_base, merge_adapter
-from finetune.score import by_misses, disagreements
+from finetune.score import as_shown, by_misses, disagreements
 from finetune.score import main as score_main
 from finetune.ship import training_record
 from finetune.soup import main as soup_main
@@ -491,6 +491,15 @@ def test_score_gives_each_checkpoint_its_misses_per_record(lora_run, apply_model
     assert "apply-1" not in json.loads(out.read_text())["checkpoints"][checkpoints[0]]["misses"]
     assert score_main([checkpoints[0], "--records", str(path), "--max-lines", "0"]) == 1
     assert capsys.readouterr().err.strip() == "finetune.score: error: no records to score (check --records and --max-lines)"
+
+
+def test_records_are_scored_with_markers_as_fastapply_shows_them():
+    """A marker at column 0 standing for an indented body is scored indented, as the model reads it."""
+    record = {"id": "r", "language": "python", "original": "def f():\n    return 1\n\n\ndef g():\n    return 2\n",
+              "update": "def f():\n    return 3\n\n\ndef g():\n# ... existing code ...\n",
+              "instruction": "", "expected": "def f():\n    return 3\n\n\ndef g():\n    return 2\n"}
+    assert as_shown(record) == dict(record, update=record["update"].replace("\n# ...", "\n    # ..."))
+    assert as_shown(dict(record, language=None)) == dict(record, language=None)
 
 
 def test_records_are_counted_by_their_misses():
