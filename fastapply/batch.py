@@ -22,14 +22,14 @@ from dataclasses import dataclass
 from fastapply import fileio
 from fastapply.engine import ModelRun, resolve_edit
 from fastapply.errors import FastapplyError, RefusedError, UsageError
-from fastapply.merge import restyle_markers
 from fastapply.syntax import language_for_path
 from fastapply.validate import RefusalWatch
 
-# run_model(original, update, instruction, merged, watch) -> ModelRun: a local model or a server; ``merged``
-# is the merge engine's candidate for the new file (the first draft), or None; ``watch`` a RefusalWatch
-# that may stop the answer early, or None
-ModelRunner = Callable[[str, str, str, str | None, RefusalWatch | None], ModelRun]
+# run_model(original, update, instruction, merged, watch, language) -> ModelRun: a local model or a server;
+# ``merged`` is the merge engine's candidate for the new file (the first draft), or None; ``watch`` a
+# RefusalWatch that may stop the answer early, or None; ``language`` the file's, with which the prompt
+# shows the update's markers as the model was trained to read them (``merge.restyle_markers``), or None
+ModelRunner = Callable[[str, str, str, str | None, RefusalWatch | None, str | None], ModelRun]
 
 
 @dataclass(frozen=True)
@@ -73,8 +73,8 @@ def apply_item(item: BatchItem, run_model: ModelRunner | None, in_place: bool, e
             raise UsageError("the edit is empty")
         original, fmt = fileio.read_text(item.file)
         language = language_for_path(item.file)
-        model = None if run_model is None else lambda merged, watch: run_model(  # markers as the model read them
-            original, restyle_markers(original, item.edit, language), item.instruction, merged, watch)
+        model = None if run_model is None else lambda merged, watch: run_model(
+            original, item.edit, item.instruction, merged, watch, language)
         outcome = resolve_edit(original, item.edit, language, engine, model, force, item.instruction, merge_first)
         changed = outcome.text != original
         if in_place and changed:
@@ -117,10 +117,10 @@ def local_runner(model: str, device: str = "auto", dtype: str = "auto", adapter:
     models = load_model_drafters(lm, tokenizer, draft_model, medusa)
 
     def run_model(original: str, update: str, instruction: str, merged: str | None,
-                  watch: RefusalWatch | None = None) -> ModelRun:
+                  watch: RefusalWatch | None = None, language: str | None = None) -> ModelRun:
         result = apply_edit(lm, tokenizer, original, update, instruction, preset=preset, policy=policy, merged=merged,
                             max_new_tokens=max_new_tokens, temperature=temperature, seed=seed, models=models,
-                            on_pass=on_pass, watch=watch)
+                            on_pass=on_pass, watch=watch, language=language)
         return ModelRun.of(result)
 
     return run_model
@@ -129,5 +129,5 @@ def local_runner(model: str, device: str = "auto", dtype: str = "auto", adapter:
 def remote_runner(backend) -> ModelRunner:
     """A model runner over a ``client.RemoteBackend`` (one server, shared by every worker thread); the server
     writes each answer whole, so a watch is not used."""
-    return lambda original, update, instruction, merged, watch=None: ModelRun(*backend(original, update, instruction,
-                                                                                       merged))
+    return lambda original, update, instruction, merged, watch=None, language=None: ModelRun(
+        *backend(original, update, instruction, merged, language))

@@ -76,10 +76,10 @@ class RemoteBackend:
             self._model = listed[0]["id"]
         return self._model
 
-    def apply(self, original: str, update: str, instruction: str = "", merged: str | None = None) -> RemoteResult:
+    def apply(self, original: str, update: str, instruction: str = "", merged: str | None = None,
+              language: str | None = None) -> RemoteResult:
         """One edit; ``merged`` (a merge-engine candidate for the new file) is the prediction when given."""
-        messages = [{"role": "system", "content": self.preset.system},
-                    {"role": "user", "content": self.preset.user_message(original, update, instruction)}]
+        messages = self.messages(original, update, instruction, language)
         body: dict = {"model": self.model, "messages": messages, "temperature": self.temperature}
         if self.send_prediction:
             predicted = merged if merged is not None else original
@@ -112,10 +112,19 @@ class RemoteBackend:
         }
         return RemoteResult(parsed.file, parsed.closed and choice.get("finish_reason") != "length", stats)
 
-    def __call__(self, original: str, update: str, instruction: str = "", merged: str | None = None
-                 ) -> tuple[str, bool, dict]:
+    def messages(self, original: str, update: str, instruction: str = "", language: str | None = None) -> list[dict]:
+        """The chat messages of one edit. With the file's ``language`` they show the update's markers as the
+        model was trained to read them (``merge.restyle_markers``), as a local run's prompt does."""
+        from fastapply.merge import restyle_markers
+
+        shown = restyle_markers(original, update, language)
+        return [{"role": "system", "content": self.preset.system},
+                {"role": "user", "content": self.preset.user_message(original, shown, instruction)}]
+
+    def __call__(self, original: str, update: str, instruction: str = "", merged: str | None = None,
+                 language: str | None = None) -> tuple[str, bool, dict]:
         """(new file, closed, stats) of one edit; safe to call from many threads at once."""
-        result = self.apply(original, update, instruction, merged)
+        result = self.apply(original, update, instruction, merged, language)
         return result.text, result.closed, result.stats
 
     def close(self) -> None:
@@ -165,7 +174,8 @@ def _error_message(response) -> str:
 
 def apply_remote(base_url: str, api_key: str | None, model: str | None, original: str, update: str,
                  instruction: str = "", preset: str = "default", send_prediction: bool = True,
-                 max_tokens: int | None = None, merged: str | None = None) -> tuple[str, bool, dict]:
+                 max_tokens: int | None = None, merged: str | None = None, language: str | None = None
+                 ) -> tuple[str, bool, dict]:
     """One edit through the server at ``base_url`` (ending in ``/v1``): (new file, closed, stats)."""
     with RemoteBackend(base_url, api_key, model, preset, send_prediction, max_tokens) as backend:
-        return backend(original, update, instruction, merged)
+        return backend(original, update, instruction, merged, language)

@@ -163,7 +163,7 @@ def _merge(task: Task):
 def _remote(task: Task, merged: str | None) -> tuple[str, bool, dict]:
     """(output, closed, speed) from the server; the speed has the server's passes and tokens when it
     reports them (``fastapply serve``), beside the client's wall-clock seconds."""
-    output, closed, stats = _WORKER["backend"](task.original, task.update, task.instruction, merged)
+    output, closed, stats = _WORKER["backend"](task.original, task.update, task.instruction, merged, task.language)
     served = stats.get("server") or {}
     return output, closed, {**stats, **{k: served[k] for k in ("passes", "tokens", "tokens_per_pass") if k in served}}
 

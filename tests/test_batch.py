@@ -26,8 +26,13 @@ def test_read_items_keeps_order_and_marks_bad_lines():
 def test_apply_item_reports_each_outcome(tmp_path):
     path = tmp_path / "a.py"
     path.write_text(ORIGINAL)
-    echo = lambda original, update, instruction, merged, watch: ModelRun(update, True, {"passes": 1})  # noqa: E731
-    cut = lambda original, update, instruction, merged, watch: ModelRun(update, False, {})  # noqa: E731
+    languages = []
+
+    def echo(original, update, instruction, merged, watch, language):
+        languages.append(language)  # the file's, with which the runner's prompt restyles the update's markers
+        return ModelRun(update, True, {"passes": 1})
+
+    cut = lambda original, update, instruction, merged, watch, language: ModelRun(update, False, {})  # noqa: E731
     assert apply_item(BatchItem(1, str(path), "new\n"), echo, in_place=False) == {
         "line": 1, "file": str(path), "ok": True, "changed": True, "written": False, "engine": "model", "problems": [],
         "text": "new\n", "stats": {"passes": 1}}
@@ -38,12 +43,13 @@ def test_apply_item_reports_each_outcome(tmp_path):
     assert missing["ok"] is False and "no such file" in missing["error"] and "reasons" not in missing
     written = apply_item(BatchItem(4, str(path), "new\n"), echo, in_place=True)
     assert written["written"] is True and "text" not in written and path.read_text() == "new\n"
+    assert languages == ["python", "python"]
 
 
 def test_apply_item_refuses_left_over_markers_unless_forced(tmp_path):
     path = tmp_path / "a.py"
     path.write_text(ORIGINAL)
-    lazy = lambda original, update, instruction, merged, watch: ModelRun(update, True, {})  # noqa: E731  (echoes the snippet)
+    lazy = lambda original, update, instruction, merged, watch, language: ModelRun(update, True, {})  # noqa: E731  (echoes the snippet)
     refused = apply_item(BatchItem(1, str(path), UPDATE), lazy, in_place=True)
     assert refused["ok"] is False and refused["exit_code"] == 3 and "markers-left" in refused["reasons"]
     assert path.read_text() == ORIGINAL

@@ -49,6 +49,21 @@ def test_apply_remote_returns_the_new_file_and_usage(server_url):
     assert stats["accepted_prediction_tokens"] == 0
 
 
+def test_the_remote_prompt_shows_markers_indented_like_their_code(server_url):
+    """With the file's language the messages sent show the update's markers as a local run's prompt does
+    (``merge.restyle_markers``); ``apply_remote`` and the CLI pass it."""
+    from fastapply.client import RemoteBackend, apply_remote
+
+    original = "class Cache:\n    pass\n\n\ndef make_cache():\n    return Cache(128)\n"
+    update = "class Cache:\n    def clear(self):\n        pass\n\n\ndef make_cache():\n# ... existing code ...\n"
+    indented = update.replace("\n# ...", "\n    # ...")
+    with RemoteBackend(f"{server_url}/v1", KEY) as backend:
+        assert backend.messages(original, update, "", "python") == backend.messages(original, indented) != \
+            backend.messages(original, update)
+    assert apply_remote(f"{server_url}/v1", KEY, None, original, update, max_tokens=2, language="python")[2][
+        "prompt_tokens"] > 0
+
+
 def test_cli_applies_through_the_server(server_url, runner, tmp_path):
     path = tmp_path / "greet.py"
     path.write_text(ORIGINAL)

@@ -65,7 +65,6 @@ def apply_command(
         if in_place and file == fileio.STDIN:
             raise UsageError("--in-place needs a file, not stdin")
         from fastapply.engine import ModelRun, resolve_edit
-        from fastapply.merge import restyle_markers
         from fastapply.syntax import get_language, language_for_path
 
         from fastapply import bundled
@@ -82,12 +81,11 @@ def apply_command(
             language = language_for_path(file) if file != fileio.STDIN else None
 
         def run_model(merged: str | None, watch) -> ModelRun:
-            shown = restyle_markers(original, update, language)  # markers as the model was trained to read them
             if remote is not None:  # the server writes its answer whole: no watch
-                return ModelRun(*apply_remote(remote, api_key, model, original, shown, instruction, preset,
-                                              prediction, max_new_tokens, merged))
-            return _run_model(original, shown, instruction, model, adapter, device, dtype, policy, draft_model,
-                              medusa, preset, max_new_tokens, temperature, seed, merged, watch)
+                return ModelRun(*apply_remote(remote, api_key, model, original, update, instruction, preset,
+                                              prediction, max_new_tokens, merged, language))
+            return _run_model(original, update, instruction, model, adapter, device, dtype, policy, draft_model,
+                              medusa, preset, max_new_tokens, temperature, seed, merged, watch, language)
 
         outcome = resolve_edit(original, update, language, engine.value,
                                run_model if model or remote is not None else None, force, instruction,
@@ -145,14 +143,14 @@ def _read_edit(edit: str | None, edit_file: Path | None, file: str) -> str:
 
 
 def _run_model(original, update, instruction, model, adapter, device, dtype, policy, draft_model, medusa, preset,
-               max_new_tokens, temperature, seed, merged, watch):
+               max_new_tokens, temperature, seed, merged, watch, language):
     from fastapply.batch import local_runner
 
     model = ready_model(model)
     with _progress() as on_pass:
         run = local_runner(model, device, dtype, adapter, preset, policy, max_new_tokens, temperature, seed,
                            draft_model and ready_model(draft_model), medusa, on_pass)
-        return run(original, update, instruction, merged, watch)
+        return run(original, update, instruction, merged, watch, language)
 
 
 class _progress:
