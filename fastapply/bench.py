@@ -57,23 +57,27 @@ class BenchRow:
     limit_s: float = 0.0  # one forward pass over prompt + the answer written: the floor of any rewrite
     vs_limit: float = 0.0  # this method's seconds over limit_s (1.0 would be the limit itself)
     lines: int = 0  # lines of the case's original file
+    position: int = 0  # when it ran among its case's methods (0: first)
 
     def as_dict(self) -> dict:
         """The row as JSON data: what ``summarize`` and the CLI's table read."""
         return {"case": self.case, "method": self.method, "lines": self.lines, "same_as_plain": self.same_as_plain,
                 "speedup_plain": round(self.speedup_plain, 3),
                 "speedup_prompt_lookup": round(self.speedup_prompt_lookup, 3),
-                "limit_s": round(self.limit_s, 4), "vs_limit": round(self.vs_limit, 3), **self.stats.as_dict()}
+                "limit_s": round(self.limit_s, 4), "vs_limit": round(self.vs_limit, 3), "position": self.position,
+                **self.stats.as_dict()}
 
 
 def run_bench(model, tokenizer, cases: list[BenchCase], acceptance: str = "model", preset: str = "default",
               max_new_tokens: int | None = None, methods: tuple[str, ...] = METHODS,
               models: ModelDrafters | None = None, merge_draft: bool = True,
               on_case: Callable[[list[BenchRow]], None] | None = None) -> list[BenchRow]:
-    """Every method on every case, in this order, after one untimed warm-up of each method; ``models``
+    """Every method on every case, after one untimed warm-up of each method; ``models``
     builds the model-run drafters the methods in ``draft.MODEL_POLICIES`` need (``draft.make_drafter``);
     ``merge_draft``: the fastapply methods draft the merge engine's candidate first.
-    ``on_case`` gets each case's rows as soon as they are measured."""
+    ``on_case`` gets each case's rows as soon as they are measured. The methods take turns going first:
+    case ``i`` runs them from the ``i``-th on, wrapping around, so that no method always runs first or
+    after the same one (each row's ``position`` says when it ran); rows keep the order of ``methods``."""
     if acceptance not in ("model", "replay"):
         raise UsageError("--acceptance must be 'model' or 'replay'")
     unknown = set(methods) - set(REPLAY_POLICY)
@@ -87,9 +91,12 @@ def run_bench(model, tokenizer, cases: list[BenchCase], acceptance: str = "model
     for method in methods:  # warm-up: first-call overheads and the one-time verify-cost calibration
         _run(model, tokenizer, cases[0], method, acceptance, preset, 16, models, merge_draft)
     rows: list[BenchRow] = []
-    for case in cases:
-        measured = {m: _run(model, tokenizer, case, m, acceptance, preset, max_new_tokens, models, merge_draft)
-                    for m in methods}
+    for index, case in enumerate(cases):
+        turn = index % len(methods)
+        order = (*methods[turn:], *methods[:turn])
+        ran = {m: _run(model, tokenizer, case, m, acceptance, preset, max_new_tokens, models, merge_draft)
+               for m in order}
+        measured = {m: ran[m] for m in methods}
         seconds = {m: result.stats.seconds for m, result in measured.items()}
         written = (measured.get("plain") or next(iter(measured.values()))).token_ids  # every method's, when lossless
         prompt = plan_edit(tokenizer, case.original, case.update, case.instruction, preset,
@@ -104,6 +111,7 @@ def run_bench(model, tokenizer, cases: list[BenchCase], acceptance: str = "model
                 speedup_plain=seconds["plain"] / own if "plain" in seconds and own else 0.0,
                 speedup_prompt_lookup=seconds["prompt-lookup"] / own if "prompt-lookup" in seconds and own else 0.0,
                 limit_s=limit, vs_limit=own / limit if limit else 0.0, lines=len(case.original.splitlines()),
+                position=order.index(method),
             ))
         rows += mine
         if on_case is not None:

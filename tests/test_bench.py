@@ -45,6 +45,18 @@ def test_bench_runs_every_method_and_all_agree_with_plain(sample_model, tmp_path
     assert data["summary"]["fastapply"]["vs_limit"]["median"] == rows["fastapply"]["vs_limit"]
 
 
+def test_methods_take_turns_going_first(sample_model):
+    from fastapply.bench import BenchCase, run_bench
+
+    model, tokenizer, _ = sample_model
+    cases = [BenchCase(f"case-{i}", SMALL_PY, UPDATE, language="python") for i in range(4)]
+    methods = ("plain", "ngram", "fastapply")
+    rows = run_bench(model, tokenizer, cases, methods=methods, max_new_tokens=24)
+    assert [(row.case, row.method) for row in rows] == [(c.name, m) for c in cases for m in methods]
+    assert [row.position for row in rows] == [0, 1, 2, 2, 0, 1, 1, 2, 0, 0, 1, 2]
+    assert all(row.same_as_plain for row in rows) and rows[0].as_dict()["position"] == 0
+
+
 def test_the_limit_is_the_answer_written_with_or_without_plain_or_an_expected_file(sample_model, tmp_path):
     _, _, checkpoint = sample_model
     (tmp_path / "a.py").write_text(SMALL_PY)
