@@ -216,6 +216,15 @@ def test_config_file_rejects_unknown_keys(tmp_path):
                                                          max_steps=5)
 
 
+
+@pytest.mark.parametrize("path", sorted((Path(__file__).parents[1] / "finetune" / "configs").glob("*.yaml")),
+                         ids=lambda path: path.name)
+def test_every_committed_config_loads(path):
+    """The recipes in finetune/configs are read as finetune.train reads them: no misspelt key."""
+    config = load_config(path)
+    assert config.mode in ("lora", "full") and config.max_length > 0
+
+
 # -- training -----------------------------------------------------------------------------------
 
 def test_full_fine_tuning_learns_the_edits(apply_model, tiny_checkpoint):
