@@ -49,19 +49,27 @@ def test_apply_remote_returns_the_new_file_and_usage(server_url):
     assert stats["accepted_prediction_tokens"] == 0
 
 
-def test_the_remote_prompt_shows_markers_indented_like_their_code(server_url):
+def test_the_remote_prompt_shows_markers_indented_like_their_code(server_url, runner, tmp_path):
     """With the file's language the messages sent show the update's markers as a local run's prompt does
-    (``merge.restyle_markers``); ``apply_remote`` and the CLI pass it."""
-    from fastapply.client import RemoteBackend, apply_remote
+    (``merge.restyle_markers``), and the CLI passes it: its prompt is the hand-indented update's."""
+    from fastapply.client import RemoteBackend
 
-    original = "class Cache:\n    pass\n\n\ndef make_cache():\n    return Cache(128)\n"
-    update = "class Cache:\n    def clear(self):\n        pass\n\n\ndef make_cache():\n# ... existing code ...\n"
-    indented = update.replace("\n# ...", "\n    # ...")
+    original = "class Cache:\n\tpass\n\n\ndef make_cache():\n\treturn Cache(128)\n"
+    update = "class Cache:\n\tdef clear(self):\n\t\tpass\n\n\ndef make_cache():\n# ... existing code ...\n"
+    indented = update.replace("\n# ...", "\n\t# ...")
     with RemoteBackend(f"{server_url}/v1", KEY) as backend:
         assert backend.messages(original, update, "", "python") == backend.messages(original, indented) != \
             backend.messages(original, update)
-    assert apply_remote(f"{server_url}/v1", KEY, None, original, update, max_tokens=2, language="python")[2][
-        "prompt_tokens"] > 0
+    path = tmp_path / "cache.py"
+    path.write_text(original)
+
+    def prompt_tokens(edit: str) -> int:
+        result = runner.invoke(app, [str(path), "--edit", edit, "--server", server_url, "--api-key", KEY,
+                                     "--engine", "model", "--force", "--json"])
+        assert result.exit_code == 0, result.output
+        return json.loads(result.stdout)["stats"]["prompt_tokens"]
+
+    assert prompt_tokens(update) == prompt_tokens(indented)  # the tab is a token of its own here
 
 
 def test_cli_applies_through_the_server(server_url, runner, tmp_path):
