@@ -67,7 +67,7 @@ def main() -> None:
         task = tasks.get(result["task"])
         if task is None or not result.get("output"):
             continue
-        plan = plan_edit(tokenizer, task.original, task.update)
+        plan = plan_edit(tokenizer, task.original, task.update, task.instruction, language=task.language)
         answer = answer_ids(tokenizer, plan.preset, result["output"])
         row = {"task": task.id, "tokens": len(answer), "refused": bool(result.get("refused"))}
         for name, echo in variants.items():

@@ -50,7 +50,7 @@ class CostedReplay(ReplayTarget):
 def replay(tokenizer, tasks, shapes: dict) -> list[dict]:
     rows = []
     for task in tasks:
-        plan = plan_edit(tokenizer, task.original, task.update, task.instruction)
+        plan = plan_edit(tokenizer, task.original, task.update, task.instruction, language=task.language)
         reference = answer_ids(tokenizer, plan.preset, task.expected)
         budget = max(plan.default_max_new_tokens, len(reference) + 256)
         row: dict = {"task": task.id, "tokens": len(reference)}

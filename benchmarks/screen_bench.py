@@ -42,7 +42,7 @@ def main() -> None:
     stops = stop_ids_of(model, tokenizer)
     rows = []
     for task in load_tasks(args.tasks):
-        plan = plan_edit(tokenizer, task.original, task.update, task.instruction)
+        plan = plan_edit(tokenizer, task.original, task.update, task.instruction, language=task.language)
         budget = token_budget(model, plan, None)
         best: dict[str, float] = {}
         outputs = {}

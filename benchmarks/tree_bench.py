@@ -35,7 +35,7 @@ def replayed_passes(tokenizer, tasks) -> list[dict]:
 
     rows = []
     for task in tasks:
-        plan = plan_edit(tokenizer, task.original, task.update, task.instruction)
+        plan = plan_edit(tokenizer, task.original, task.update, task.instruction, language=task.language)
         reference = answer_ids(tokenizer, plan.preset, task.expected)
         budget = max(plan.default_max_new_tokens, len(reference) + 256)
         row = {"task": task.id, "tokens": len(reference)}
@@ -54,7 +54,7 @@ def timed(model, tokenizer, tasks) -> list[dict]:
     stops = stop_ids_of(model, tokenizer)
     rows = []
     for i, task in enumerate(tasks):
-        plan = plan_edit(tokenizer, task.original, task.update, task.instruction)
+        plan = plan_edit(tokenizer, task.original, task.update, task.instruction, language=task.language)
         budget = token_budget(model, plan)
         row: dict = {"task": task.id}
         outputs = {}
