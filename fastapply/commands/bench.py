@@ -41,7 +41,8 @@ def bench_command(
     plot: Annotated[Optional[Path], typer.Option("--plot", help="Draw each method's speedup over plain decoding "
                                                                "against file length into this PNG.")] = None,
 ) -> None:
-    """Compare plain decoding, prompt lookup, n-gram and speculative edits on one model in one run."""
+    """Compare plain decoding, prompt lookup, n-gram and speculative edits on one model in one run (the
+    methods take turns going first, task by task)."""
     with errors():
         from fastapply.apply import load_model_drafters
         from fastapply.bench import METHODS, run_bench
