@@ -70,7 +70,11 @@ def split(snippet: list[str], language: str | None, original: list[str] = ()) ->
 
     A marker-like line that the original has word for word (a ``...`` line in a docstring) is code.
     """
-    flags = _marker_flags(snippet, language, original)
+    return _segments(snippet, _marker_flags(snippet, language, original))
+
+
+def _segments(snippet: list[str], flags: list[bool]) -> list[Segment] | None:
+    """``split`` with the snippet's marker lines already known (``_marker_flags``)."""
     if not any(flags):
         return None
     segments: list[Segment] = []
@@ -108,13 +112,14 @@ def restyle_markers(original: str, update: str, language: str | None) -> str:
         return update
     orig = Original(_lines(original), language)
     snippet = _lines(update)
-    segments = split(snippet, language, orig.lines)
+    flags = _marker_flags(snippet, language, orig.lines)
+    segments = _segments(snippet, flags)
     placements = _place_all(orig, segments)[0] if segments else None
     if not placements:
         return update
     bounds = [0, *(edge for p in placements for edge in (p.start, p.end)), len(orig.lines)]
     out, done, open_segment = [], 0, False  # done: segments finished before the current line
-    for line, is_marker in zip(snippet, _marker_flags(snippet, language, orig.lines)):
+    for line, is_marker in zip(snippet, flags):
         if not is_marker:
             open_segment = open_segment or bool(line.strip())
             out.append(line)
