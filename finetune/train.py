@@ -361,6 +361,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--learning-rate", type=float, help="override the config's learning_rate (a run that "
                                                               "starts from a trained adapter may want a lower one)")
     parser.add_argument("--device", help="override the config's device")
+    parser.add_argument("--seed", type=int, help="override the config's seed (the batches' order and a new "
+                                                 "adapter's start): a second pass over the same edits in another order")
     parser.add_argument("--init-adapter", help="start from this LoRA adapter (fastapply-small: the shipped one), "
                                                "with a fresh optimizer; override the config's init_adapter")
     args = parser.parse_args(argv)
@@ -369,7 +371,7 @@ def main(argv: list[str] | None = None) -> int:
         config = load_config(args.config, base_model=args.base_model, train_file=args.train_file,
                              eval_file=args.eval_file, max_steps=args.max_steps,
                              max_minutes=args.max_minutes, device=args.device, init_adapter=args.init_adapter,
-                             learning_rate=args.learning_rate)
+                             learning_rate=args.learning_rate, seed=args.seed)
         result = train(config, args.out, args.resume)
     except FastapplyError as exc:
         print(f"finetune: error: {exc}", file=sys.stderr)

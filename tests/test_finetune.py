@@ -329,12 +329,13 @@ def test_init_adapter_starts_from_a_trained_adapter_with_a_fresh_optimizer(lora_
         config_for(apply_model.out_dir, train_file, init_adapter=str(lora_run.out_dir), mode="full")
     monkeypatch.setattr(bundled, "ADAPTER_DIR", lora_run.out_dir)  # standing in for the shipped adapter
     assert initial_adapter("fastapply-small") == lora_run.out_dir
-    # the same from the command line, at a learning rate of its own
+    # the same from the command line, at a learning rate and a batch order of its own
     config_file = tmp_path / "config.yaml"
     config_file.write_text(json.dumps(dataclasses.asdict(config_for(apply_model.out_dir, train_file, max_steps=1))))
     assert train_main([str(config_file), "--out", str(tmp_path / "cli"), "--init-adapter", "fastapply-small",
-                       "--learning-rate", "0"]) == 0
-    assert json.loads((tmp_path / "cli" / "train_config.json").read_text())["learning_rate"] == 0.0
+                       "--learning-rate", "0", "--seed", "7"]) == 0
+    recorded = json.loads((tmp_path / "cli" / "train_config.json").read_text())
+    assert recorded["learning_rate"] == 0.0 and recorded["seed"] == 7
     kept_weights = load_file(tmp_path / "cli" / "adapter_model.safetensors")
     assert all(torch.equal(tensor, load_file(lora_run.out_dir / "adapter_model.safetensors")[name])
                for name, tensor in kept_weights.items())
