@@ -5,7 +5,8 @@ import textwrap
 from fastapply.markers import is_marker_text
 from fastapply.segments import is_trivial
 from fastapply.tasks import load_tasks
-from fastapply.validate import RefusalWatch, kept_by_markers, marker_deletions, validate
+from fastapply.deletions import kept_by_markers, marker_deletions
+from fastapply.validate import RefusalWatch, validate
 from tests.evaltasks import SUITE, suite_task
 
 ORIGINAL = textwrap.dedent('''\
