@@ -1,15 +1,15 @@
 """Checks on a rewritten file before anything is written (DESIGN.md §8).
 
-``validate(original, output, update, language, closed, instruction)`` names every problem it finds:
-lazy markers left in the output that the original did not have, a truncated answer (no closing tag, or
-a file that ends in the middle of a construct), more syntax errors than the original, deletions that
-the edit (its snippet or instruction) did not ask for (far from every place the edit touches, or of
-lines a lazy marker of the snippet keeps: ``deletions.py`` finds them), an edit not applied (the original written back unchanged, or
-new lines of the update left out: a small model's commonest failure), and changes the update does not
-show (lines written that the snippet has nowhere, though the original may have them elsewhere, or
-original lines kept beside an update with no marker that matches no part of the file: the whole new
-file). It judges; it does not fix, write or decide what the caller does with the problems (the CLI
-refuses to write unless ``--force``).
+``validate(original, output, update, language, closed, instruction)`` names every problem it finds: lazy
+markers left in the output that the original did not have, a truncated answer (no closing tag, or a file
+that ends in the middle of a construct), more syntax errors than the original, deletions that the edit
+(its snippet or instruction) did not ask for (far from every place the edit touches, or of lines a lazy
+marker of the snippet keeps: ``deletions.py`` finds them), an edit not applied (the original written
+back unchanged, or new lines of the update left out: a small model's commonest failure), and changes the
+update does not show (lines written that the snippet has nowhere, though the original may have them
+elsewhere, or original lines kept beside an update with no marker that matches no part of the file: the
+whole new file). It judges; it does not fix, write or decide what the caller does with the problems (the
+CLI refuses to write unless ``--force``).
 """
 
 from __future__ import annotations
