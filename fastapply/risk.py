@@ -10,7 +10,7 @@ file's end. The snippet itself is left at its markers (the answer goes back to t
 a draft stops before one) and at its end.
 
 The decode loop counts acceptance apart for the calm tokens and the risky ones, so it drafts through
-unchanged code at full length and stops at a likely edit (``decode.choose_draft_length``). Replayed on
+unchanged code at full length and stops at a likely edit (``draftlen.choose_draft_length``). Replayed on
 the 450 suite tasks with this CPU's pass costs, drafts blind to the risky lines waste 217,317 draft
 tokens and take (median) 1.52x one prefill of the answer; knowing them, 35,295 and 1.24x
 (``benchmarks/draft_length_bench.py``).

@@ -19,14 +19,9 @@ import torch
 from fastapply import costs
 from fastapply.apply import plan_edit, run_plan
 from fastapply.costs import CALIBRATION_SIZES, verify_costs_path
-from fastapply.decode import (
-    PROBE_EVERY,
-    AcceptanceTracker,
-    calm_key,
-    choose_draft_length,
-    speculative_generate,
-)
+from fastapply.decode import PROBE_EVERY, speculative_generate
 from fastapply.draft import POLICIES, DraftContext, SpecEditsDrafter, make_drafter
+from fastapply.draftlen import AcceptanceTracker, calm_key, choose_draft_length
 from fastapply.loading import load_model
 from fastapply.prompt import answer_ids
 from fastapply.replay import ReplayTarget
