@@ -5,8 +5,9 @@ repeat (the merged-file prediction when there is one, the original-file predicti
 snippet) and re-synchronises a lost pointer on the longest suffix of the output found in the
 sequence, nearest at or after where the pointer was; failing those, it looks up the output's own
 history. A draft that reaches the snippet's end or one of its markers goes on in the same pass with
-what that re-sync would draft after it. The baselines are the published rules of the peers: ``none``
-(one token per pass), ``pld`` (transformers' prompt lookup) and ``ngram`` (vLLM's n-gram proposer).
+what that re-sync would draft after it. ``POLICIES`` names it beside the baselines, the published rules
+of the peers (``baselines.py``): ``none`` (one token per pass), ``pld`` (transformers' prompt lookup)
+and ``ngram`` (vLLM's n-gram proposer).
 This module does not run the model or choose the draft length; ``decode.py`` does.
 """
 
@@ -20,6 +21,7 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from fastapply.baselines import NgramDrafter, NoDrafter, PromptLookupDrafter
 from fastapply.errors import UsageError
 
 
@@ -314,92 +316,6 @@ class HistoryLookup:
             self._latest[tuple(out[i:i + MIN_MATCH])] = i
         self._indexed = max(self._indexed, len(out) - MIN_MATCH)
         return self._latest.get(tuple(out[-MIN_MATCH:]))
-
-
-class NoDrafter:
-    """Plain decoding: nothing is drafted, each pass gives one token."""
-
-    source = ""
-
-    def propose(self, out: Sequence[int], k: int) -> list[int]:
-        return []
-
-    def update(self, out: Sequence[int], n_accepted: int) -> None:
-        pass
-
-
-class _ContextIndex:
-    """Positions of every n-gram (n = 1..max_n) in prompt + output, kept up to date as the output grows."""
-
-    def __init__(self, prompt_ids: Sequence[int], max_n: int):
-        self.tokens: list[int] = []
-        self.max_n = max_n
-        self.positions: dict[tuple[int, ...], list[int]] = defaultdict(list)
-        self.extend(prompt_ids)
-        self._prompt_len = len(self.tokens)
-
-    def extend(self, ids: Sequence[int]) -> None:
-        for token in ids:
-            self.tokens.append(token)
-            end = len(self.tokens)
-            for n in range(1, self.max_n + 1):
-                if end - n >= 0:
-                    self.positions[tuple(self.tokens[end - n:end])].append(end - n)
-
-    def sync(self, out: Sequence[int]) -> None:
-        self.extend(out[len(self.tokens) - self._prompt_len:])
-
-    def earliest_continuation(self, n: int, k: int) -> list[int]:
-        """The ``k`` tokens after the earliest occurrence of the last ``n`` tokens that has any after it."""
-        starts = self.positions.get(tuple(self.tokens[-n:])) if len(self.tokens) >= n else None
-        if not starts or starts[0] + n >= len(self.tokens):
-            return []  # no occurrence, or the only one is the suffix itself
-        return self.tokens[starts[0] + n:starts[0] + n + k]
-
-
-class PromptLookupDrafter:
-    """transformers' prompt lookup: the leftmost match of the last 2 (else 1) tokens in prompt + output,
-    and the ``num_tokens`` after it."""
-
-    source = "pld"
-
-    def __init__(self, context: DraftContext, max_ngram: int = 2, num_tokens: int = 10):
-        self.index = _ContextIndex(context.prompt_ids, max_ngram)
-        self.max_ngram = max_ngram
-        self.num_tokens = num_tokens
-
-    def propose(self, out: Sequence[int], k: int) -> list[int]:
-        self.index.sync(out)
-        for n in range(self.max_ngram, 0, -1):
-            draft = self.index.earliest_continuation(n, self.num_tokens)
-            if draft:
-                return draft
-        return []
-
-    def update(self, out: Sequence[int], n_accepted: int) -> None:
-        pass
-
-
-class NgramDrafter:
-    """vLLM's n-gram proposer: the longest match (``max_n`` down to ``min_n`` tokens) of the output's
-    suffix in prompt + output, ties to the earliest; it proposes as many tokens as the loop asks for."""
-
-    source = "ngram"
-
-    def __init__(self, context: DraftContext, min_n: int = 1, max_n: int = 4):
-        self.index = _ContextIndex(context.prompt_ids, max_n)
-        self.min_n, self.max_n = min_n, max_n
-
-    def propose(self, out: Sequence[int], k: int) -> list[int]:
-        self.index.sync(out)
-        for n in range(self.max_n, self.min_n - 1, -1):
-            draft = self.index.earliest_continuation(n, k)
-            if draft:
-                return draft
-        return []
-
-    def update(self, out: Sequence[int], n_accepted: int) -> None:
-        pass
 
 
 POLICIES = {

@@ -2,12 +2,11 @@
 
 import pytest
 
+from fastapply.baselines import NgramDrafter, PromptLookupDrafter
 from fastapply.draft import (
     DraftContext,
     HistoryLookup,
-    NgramDrafter,
     PointerSource,
-    PromptLookupDrafter,
     SpecEditsDrafter,
     make_drafter,
 )
