@@ -18,6 +18,7 @@ import torch
 
 from fastapply import costs
 from fastapply.apply import plan_edit, run_plan
+from fastapply.choices import LOGIT_CHUNK
 from fastapply.costs import CALIBRATION_SIZES, verify_costs_path
 from fastapply.decode import PROBE_EVERY, speculative_generate
 from fastapply.draft import POLICIES, DraftContext, SpecEditsDrafter, make_drafter
@@ -26,7 +27,7 @@ from fastapply.loading import load_model
 from fastapply.prompt import answer_ids
 from fastapply.replay import ReplayTarget
 from fastapply.snippet import make_snippet
-from fastapply.target import LOGIT_CHUNK, HFTarget
+from fastapply.target import HFTarget
 from fastapply.validate import RefusalWatch, validate
 from finetune.scratch import new_llama
 from tests.samples import SAMPLE_EXPECTED, SAMPLE_PY, SAMPLE_UPDATE, SMALL_PY

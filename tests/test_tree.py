@@ -183,7 +183,7 @@ def test_a_trees_choices_are_computed_along_the_branch_read_only(model):
     """A long draft rejected at its first token and a short alternative the model takes: reading the
     accepted branch computes the output layer for the root's chunk and the alternative's, not for the
     draft nodes between; the choices are those of the whole tree."""
-    from fastapply.target import LOGIT_CHUNK
+    from fastapply.choices import LOGIT_CHUNK
 
     reference = greedy(model, PROMPT, 4)
     draft = [(reference[1] + 1) % 300, *range(100, 180)]
