@@ -44,6 +44,7 @@ class EvalConfig:
     #                                    with a server, None lets the server decide
     merge_draft: bool = True  # the fastapply policy (or the server's prediction) drafts the merge engine's candidate
     time_prefill: bool = True  # a local model also times one prefill of prompt + reference answer per task
+    stop_refused: bool = False  # a local model's answer is stopped once it is sure to be refused (RefusalWatch)
     judge: JudgeConfig | None = None
     server: str | None = None  # an OpenAI-compatible API base (e.g. http://127.0.0.1:8000/v1) answering for the model
     send_prediction: bool = True  # with a server: send the expected answer as `prediction` (predicted outputs)
@@ -69,6 +70,12 @@ class EvalConfig:
                     if policy in GENERATE_METHODS else ""
                 raise UsageError(f"--draft {policy!r} does not go with --engine {self.engine}; "
                                  f"choose from: {', '.join(allowed)}{hint}")
+        if self.stop_refused and self.engine not in ("model", "auto"):
+            raise UsageError(f"--stop-refused watches a model's answers: --engine model or auto, not {self.engine}")
+        if self.stop_refused and set(policies) & set(GENERATE_METHODS):
+            raise UsageError("--stop-refused stops answers in fastapply's decode loop; plain and prompt-lookup "
+                             "(model.generate) run whole, so their times would not compare: leave them out "
+                             "(--draft fastapply,ngram,pld,none)")
         if self.engine in ("model", "auto") and not self.model:
             raise UsageError(f"--engine {self.engine} needs --model PATH_OR_HUB_ID (or a server: --server URL)")
         if self.engine in ("merge", "auto") and not merge_engine_available():
@@ -83,6 +90,9 @@ class EvalConfig:
                              f"--draft {REMOTE_POLICY} is the only policy")
         if self.adapter is not None or self.tokenizer is not None:
             raise UsageError("--adapter and --tokenizer are for a local model; a server has its own")
+        if self.stop_refused:
+            raise UsageError("--stop-refused watches a local model's answers as they are written; a server's "
+                             "arrive whole")
         return EvalConfig(**{**asdict(self), "policies": (REMOTE_POLICY,), "judge": self.judge})
 
     def options(self) -> dict:
@@ -91,7 +101,7 @@ class EvalConfig:
         remote = {"server": self.server, "send_prediction": self.send_prediction} if self.server else {}
         return {name: getattr(self, name) for name in
                 ("engine", "model", "tokenizer", "adapter", "device", "dtype", "preset", "max_new_tokens",
-                 "merge_draft")} | remote | judged
+                 "merge_draft")} | ({"stop_refused": True} if self.stop_refused else {}) | remote | judged
 
     def run_key(self) -> dict:
         """The options two runs must share for one to resume the other's results."""

@@ -16,7 +16,7 @@ from fastapply.errors import FastapplyError, UsageError
 from fastapply.evalconfig import GENERATE_METHODS, REMOTE_POLICY, EvalConfig, git_commit, merge_engine_available, now
 from fastapply.metrics import score
 from fastapply.tasks import Task
-from fastapply.validate import validate
+from fastapply.validate import RefusalWatch, validate
 
 _WORKER: dict = {}  # per process: the config and loaded resources
 
@@ -115,15 +115,19 @@ def _run_task(task: Task, policies: Sequence[str]) -> list[dict]:
                 output, closed, speed = merged, True, None
                 extra = {"merge": merge_record, "decided_by": "merge", "refused": False}
             else:
+                stopped = None
                 if config.server is not None:
                     output, closed, speed = _remote(task, merged)
                 else:
                     applied = _decode(task, policy, merged if policy in ("fastapply", REMOTE_POLICY) else None)
                     output, closed, speed = applied.text, applied.closed, applied.stats.as_dict()
+                    stopped = applied.stopped
                     if config.engine != "replay" and config.time_prefill:
                         limit = limit or round(_limit(task, applied.token_ids), 6)  # the stored figures give vs_limit
                         speed |= {"limit_s": limit, "vs_limit": round(speed["seconds"] / limit, 3)}
                 extra = {"merged_draft": merged is not None} if policy in ("fastapply", REMOTE_POLICY) else {}
+                if stopped is not None:  # --stop-refused: the answer's first part, stopped for this problem
+                    extra |= {"stopped": stopped.name}
                 if config.engine == "auto":
                     extra |= {"merge": merge_record, "decided_by": "model"}
                 if config.engine != "replay":
@@ -204,12 +208,14 @@ def _decode(task: Task, policy: str, merged: str | None):
     stops = stop_ids_of(model, tokenizer)
     budget = token_budget(model, plan, budget)
 
-    def once(limit: int):
+    def once(limit: int, watch=None):
         if policy in GENERATE_METHODS:
             return generate_baseline(model, tokenizer, plan, limit, stops, prompt_lookup=policy == "prompt-lookup")
-        return run_plan(HFTarget(model, model_key=config.model), tokenizer, plan, policy, limit, stops)
+        return run_plan(HFTarget(model, model_key=config.model), tokenizer, plan, policy, limit, stops, watch=watch)
 
     if policy not in _WORKER["warm"]:  # untimed: first-call overheads and the verify-cost calibration
         once(16)
         _WORKER["warm"].add(policy)
-    return once(budget)
+    # as `fastapply FILE` does: an answer sure to be refused is stopped as it is written
+    return once(budget, RefusalWatch(task.original, task.update, task.language, task.instruction)
+                if config.stop_refused else None)

@@ -40,7 +40,7 @@ def summarize(records: Sequence[dict], meta: dict | None = None) -> dict:
                    "speedup_plain": ratios.get(policy, {}).get("plain"),
                    "speedup_prompt_lookup": ratios.get(policy, {}).get("prompt_lookup"),
                    "limit_s": speed.get("limit_s"), "vs_limit": speed.get("vs_limit"),
-                   "refused": r.get("refused"), "validation": r.get("validation")}
+                   "refused": r.get("refused"), "validation": r.get("validation"), "stopped": r.get("stopped")}
             if "merge" in r:
                 row["confidence"] = r["merge"]["confidence"]
             if "score" in (r.get("judge") or {}):
@@ -88,6 +88,8 @@ def _policy_figures(rows: list[dict]) -> dict:
             "refusal_reasons": {name: reasons.count(name) for name in dict.fromkeys(reasons)},
             "written": len(written),
         }
+        if any(r["stopped"] for r in judged_safe):  # --stop-refused: answers stopped as they were written
+            figures["stopped"] = sum(bool(r["stopped"]) for r in judged_safe)
     timed = [r for r in rows if r["passes"]]
     if timed:
         passes = sum(r["passes"] for r in timed)
@@ -198,6 +200,7 @@ def markdown(summary: dict, plots: Sequence[str] = ()) -> str:
     if refusals:
         lines += ["", "## Refused by validation (results with each problem; a result may have several)", ""]
         lines += [f"- {policy}: " + ", ".join(f"{name} {n}" for name, n in reasons.items())
+                  + (f" ({n} stopped as they were written)" if (n := summary["policies"][policy].get("stopped")) else "")
                   for policy, reasons in refusals.items()]
     if plots:
         lines += ["", "## Plots", ""] + [f"![{name}]({name})" for name in plots]

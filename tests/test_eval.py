@@ -297,3 +297,52 @@ def test_auto_engine_takes_certain_merges_and_validates_the_model(tmp_path, tiny
     assert 0 < certain_share < 1  # both paths ran
     assert figures["refused"] == pytest.approx(1 - certain_share, abs=1e-3)  # shares are rounded to 4 places
     assert figures["written_exact"] + figures["written_not_exact"] == pytest.approx(certain_share, abs=1e-3)
+
+
+def test_stop_refused_stops_answers_sure_to_be_refused_and_writes_the_same(tmp_path, sample_model):
+    """With --stop-refused an answer is stopped as soon as the watch finds a problem it is sure to keep
+    (as `fastapply FILE` does): what is written and what is refused stay the same, a stopped answer is
+    the first part of the whole one, and the record and the report say it was stopped."""
+    from fastapply.snippet import make_snippet
+    from fastapply.tasks import Task
+    from tests.samples import SMALL_PY
+
+    model, tokenizer, _ = sample_model
+    renamed = SMALL_PY.replace("def read_config", "def load_config")  # the sample model writes its own file back
+    tasks = [Task(f"small-{i}", "python", "small.py", original, make_snippet(original, original + "# note\n",
+                                                                             "python", context=2),
+                  "", original + "# note\n", {"package": "tests"}) for i, original in enumerate([SMALL_PY, renamed])]
+    runs = {}
+    for stop in (False, True):
+        config = EvalConfig("model", ("fastapply",), model="sample", dtype="float32", device="cpu",
+                            time_prefill=False, stop_refused=stop)
+        runs[stop] = {r["task"]: r for r in run_eval(tasks, config, tmp_path / str(stop), model=model,
+                                                      tokenizer=tokenizer).records}
+    whole, watched = runs[False], runs[True]
+    stopped = [t for t, r in watched.items() if r.get("stopped")]
+    assert stopped and all(whole[t]["refused"] and watched[t]["refused"] for t in stopped)
+    assert not any("stopped" in r for r in whole.values())
+    for task, record in watched.items():
+        assert record["refused"] == whole[task]["refused"] and record["accuracy"]["exact"] == whole[task]["accuracy"]["exact"]
+        if task in stopped:
+            assert whole[task]["output"].startswith(record["output"].rsplit("\n", 1)[0])
+            assert record["speed"]["tokens"] < whole[task]["speed"]["tokens"]
+        else:
+            assert record["output"] == whole[task]["output"]
+    summary = summarize(list(watched.values()))
+    assert summary["policies"]["fastapply"]["stopped"] == len(stopped)
+    write_report(tmp_path / "report", summary)
+    assert f"({len(stopped)} stopped as they were written)" in (tmp_path / "report" / "report.md").read_text()
+    assert "stop_refused" in watched[stopped[0]]["options"] and "stop_refused" not in whole[stopped[0]]["options"]
+
+
+@pytest.mark.parametrize("engine, policies, server, message", [
+    ("merge", (), None, "--engine model or auto"),
+    ("model", ("plain", "fastapply"), None, "leave them out"),
+    ("model", (), "http://127.0.0.1:9/v1", "a server's arrive whole"),
+])
+def test_stop_refused_usage_errors(engine, policies, server, message):
+    from fastapply.errors import UsageError
+
+    with pytest.raises(UsageError, match=message):
+        EvalConfig(engine, policies, model="m", server=server, stop_refused=True).resolved()

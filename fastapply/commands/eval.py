@@ -39,6 +39,9 @@ def eval_command(
     merge_draft: Annotated[bool, typer.Option(help="Let the fastapply policy draft the merge engine's candidate.")] = True,
     time_prefill: Annotated[bool, typer.Option(help="With a local model, also time one prefill of prompt + the model's "
                                                     "answer per task: the limit of any rewrite (limit_s, vs_limit).")] = True,
+    stop_refused: Annotated[bool, typer.Option(help="Stop a model's answer as soon as it is sure to be refused, as "
+                                                    "`fastapply FILE` does: the same answers written, in less time; a "
+                                                    "stopped answer's error categories are those of its first part.")] = False,
     max_lines: Annotated[Optional[int], typer.Option(min=1, help="Run only the tasks whose file has at most N lines.")] = None,
     limit: Annotated[Optional[int], typer.Option(min=1, help="Run the first N tasks only (after --max-lines).")] = None,
     workers: Annotated[int, typer.Option(min=1, help="Parallel processes (merge and replay engines), or requests "
@@ -80,7 +83,7 @@ def eval_command(
             engine=engine.value, policies=tuple(p.strip() for p in (draft or "").split(",") if p.strip()),
             model=local_model(model) if remote is None and engine in (Engine.model, Engine.auto) else model,
             tokenizer=tokenizer, adapter=adapter, device=device, dtype=dtype, preset=preset,
-            max_new_tokens=max_new_tokens, merge_draft=merge_draft, time_prefill=time_prefill,
+            max_new_tokens=max_new_tokens, merge_draft=merge_draft, time_prefill=time_prefill, stop_refused=stop_refused,
             judge=JudgeConfig(judge_url, judge_model, judge_key) if judge_url else None,
             server=remote, send_prediction=prediction, api_key=api_key,
         ).resolved()
