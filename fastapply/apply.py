@@ -91,7 +91,12 @@ def plan_edit(tokenizer, original: str, update: str, instruction: str = "", pres
 
 def newline_ids(tokenizer, ids) -> frozenset[int]:
     """The ids among ``ids`` whose text contains a line break (re-sync points for the drafter)."""
-    return frozenset(i for i in set(ids) if "\n" in tokenizer.decode([i]))
+    return frozenset(i for i in set(ids) if breaks_line(tokenizer, i))
+
+
+def breaks_line(tokenizer, token: int) -> bool:
+    """Whether the text of ``token`` alone contains a line break."""
+    return "\n" in tokenizer.decode([token])
 
 
 def _closing_tokens(tokenizer, prediction: Sequence[int], close_tag: str) -> tuple[int, ...]:
@@ -167,7 +172,7 @@ class AnswerLines:
 
     def _breaks(self, token: int) -> bool:
         if token not in self.breaks:
-            self.breaks[token] = "\n" in self.tokenizer.decode([token])
+            self.breaks[token] = breaks_line(self.tokenizer, token)
         return self.breaks[token]
 
 
