@@ -199,8 +199,9 @@ def markdown(summary: dict, plots: Sequence[str] = ()) -> str:
     refusals = {p: f["refusal_reasons"] for p, f in summary["policies"].items() if f.get("refusal_reasons")}
     if refusals:
         lines += ["", "## Refused by validation (results with each problem; a result may have several)", ""]
-        lines += [f"- {policy}: " + ", ".join(f"{name} {n}" for name, n in reasons.items())
-                  + (f" ({n} stopped as they were written)" if (n := summary["policies"][policy].get("stopped")) else "")
+        stopped = {p: f" ({n} stopped as they were written)" if (n := f.get("stopped")) else ""
+                   for p, f in summary["policies"].items()}
+        lines += [f"- {policy}: " + ", ".join(f"{name} {n}" for name, n in reasons.items()) + stopped[policy]
                   for policy, reasons in refusals.items()]
     if plots:
         lines += ["", "## Plots", ""] + [f"![{name}]({name})" for name in plots]

@@ -323,7 +323,8 @@ def test_stop_refused_stops_answers_sure_to_be_refused_and_writes_the_same(tmp_p
     assert stopped and all(whole[t]["refused"] and watched[t]["refused"] for t in stopped)
     assert not any("stopped" in r for r in whole.values())
     for task, record in watched.items():
-        assert record["refused"] == whole[task]["refused"] and record["accuracy"]["exact"] == whole[task]["accuracy"]["exact"]
+        assert record["refused"] == whole[task]["refused"]
+        assert record["accuracy"]["exact"] == whole[task]["accuracy"]["exact"]
         if task in stopped:
             assert whole[task]["output"].startswith(record["output"].rsplit("\n", 1)[0])
             assert record["speed"]["tokens"] < whole[task]["speed"]["tokens"]

@@ -83,7 +83,8 @@ def eval_command(
             engine=engine.value, policies=tuple(p.strip() for p in (draft or "").split(",") if p.strip()),
             model=local_model(model) if remote is None and engine in (Engine.model, Engine.auto) else model,
             tokenizer=tokenizer, adapter=adapter, device=device, dtype=dtype, preset=preset,
-            max_new_tokens=max_new_tokens, merge_draft=merge_draft, time_prefill=time_prefill, stop_refused=stop_refused,
+            max_new_tokens=max_new_tokens, merge_draft=merge_draft, time_prefill=time_prefill,
+            stop_refused=stop_refused,
             judge=JudgeConfig(judge_url, judge_model, judge_key) if judge_url else None,
             server=remote, send_prediction=prediction, api_key=api_key,
         ).resolved()
