@@ -18,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from fastapply.errors import RefusedError, UsageError
+from fastapply.markers import only_markers
 from fastapply.merge import MergeResult, merge
 from fastapply.validate import Problem, RefusalWatch, validate
 
@@ -68,6 +69,10 @@ def resolve_edit(original: str, update: str, language: str | None, engine: str =
     configured). With ``merge_first``, ``auto`` returns a certain merge without running the model."""
     if engine not in ENGINES:
         raise UsageError(f"unknown engine {engine!r}; choose one of: {', '.join(ENGINES)}")
+    if not instruction.strip() and only_markers(update, language):
+        literal = " (it holds a literal \\n: give the edit real line breaks, e.g. with --edit-file)" \
+            if "\\n" in update else ""
+        raise UsageError(f"the edit is lazy markers alone ('... existing code ...'), with no code to apply{literal}")
     watch = None if force else RefusalWatch(original, update, language, instruction)  # force writes what it finds
     if engine == "model":
         if run_model is None:

@@ -94,6 +94,17 @@ def has_inline_marker(line: str) -> bool:
     return bool(_INLINE.search(line))
 
 
+def only_markers(text: str, language: str | None) -> bool:
+    """Whether ``text`` is lazy markers and blank lines alone: an update with no code in it.
+
+    >>> only_markers("# ... existing code ...\\\\nb = 2", "python"), only_markers("# ...\\nb = 2\\n", "python")
+    (True, False)
+    """
+    lines = text.splitlines()
+    flags = marker_lines(lines, language)
+    return any(flags) and all(flag or not line.strip() for line, flag in zip(lines, flags))
+
+
 def count_markers(text: str, language: str | None) -> int:
     """Whole-line markers plus code lines carrying an inline marker comment."""
     lines = text.splitlines()

@@ -88,7 +88,7 @@ def test_crlf_file_keeps_its_line_endings(env):
 
 
 @pytest.mark.parametrize("case", ["missing-model", "missing-file", "directory", "binary", "empty-edit",
-                                  "both-stdin"])
+                                  "both-stdin", "markers-alone", "literal-line-breaks"])
 def test_bad_input_is_one_clear_line_and_a_nonzero_exit(env, tmp_path, case, monkeypatch):
     before = env.read_bytes()
     args, code, words = [env, "--edit", UPDATE], 1, ""
@@ -106,6 +106,10 @@ def test_bad_input_is_one_clear_line_and_a_nonzero_exit(env, tmp_path, case, mon
         args[2], code, words = "  ", 2, "edit is empty"
     elif case == "both-stdin":
         args, code, words = ["-", "--edit", "-"], 2, "both come from stdin"
+    elif case == "markers-alone":  # an update with no code: nothing to apply, not a silent no-op
+        args[2], code, words = "# ... existing code ...\n\n# ... existing code ...\n", 2, "with no code to apply"
+    elif case == "literal-line-breaks":  # --edit "...\nb = 2" in a shell: one comment line, a marker
+        args[2], code, words = "# ... existing code ...\\nb = 2", 2, "literal \\n"
     result = invoke(*args, input="")
     assert result.exit_code == code
     lines = result.stderr.strip().splitlines()
