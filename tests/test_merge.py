@@ -1071,7 +1071,8 @@ def test_a_snippet_that_shows_the_file_start_without_a_marker_deletes_a_few_line
     deep = "def main():\n    print(config.NAME, file=sys.stderr)\n# ... existing code ...\n"
     result = merge(original, deep, "python")
     assert (result.confidence, result.reasons) == (
-        "likely", ("segment 1 does not start with a marker; the first 4 non-blank original lines would be deleted",))
+        "likely", ("segment 1 does not start with a marker; the first 4 non-blank original lines would be deleted",
+                   "segment 1 ends 'main' with its next lines edited; the marker after them may keep the rest of it"))
 
 
 def test_a_last_segment_that_opens_with_closing_lines_puts_its_code_after_the_files_last_copy_of_them():
@@ -1230,3 +1231,39 @@ def test_markers_are_restyled_like_the_code_they_stand_for():
     assert restyle_markers(original, update, None) == update  # no parser: as given
     plain = "def make_cache():\n    return Cache(256)\n"
     assert restyle_markers(original, plain, "python") == plain  # no markers
+
+
+def test_a_definitions_first_lines_edited_before_a_marker_left_of_its_body_may_keep_the_rest():
+    """A snippet that shows a function's header and its docstring's first line edited, then a marker at
+    column 0, reads two ways: the function rewritten as that one line (its body deleted), or that line
+    edited and the rest kept by the marker (markers are often written at column 0). Neither reading is
+    certain. A body rewritten into other code, or lines joined into one, is still the function's end."""
+    original = d('''
+        import os
+
+
+        def cast(typ, val):
+            """Cast a value to a type.
+
+            This returns the value unchanged.
+            """
+            return val
+
+
+        def other():
+            return 2
+        ''')
+    edited = '    """Cast a value to a type, unchecked."""\n'
+    for update in (f"def cast(typ, val):\n{edited}# ... existing code ...\n",
+                   f"# ... existing code ...\ndef cast(typ, val):\n{edited}# ... existing code ...\n"):
+        result = merge(original, update, "python")
+        assert result.confidence == "likely"
+        assert "the marker after them may keep the rest of it" in " ".join(result.reasons) or \
+            "the rest of it may be left to a marker" in " ".join(result.reasons)
+    rewritten = merge(original, "# ... existing code ...\ndef cast(typ, val):\n    return typ(val)\n"
+                                "# ... existing code ...\n", "python")
+    assert (rewritten.confidence, rewritten.reasons) == ("certain", ())
+    assert "return typ(val)" in rewritten.text and "return val\n" not in rewritten.text
+    joined = original.replace("    return val\n", "    return (\n        val\n    )\n")
+    result = merge(joined, '# ... existing code ...\n    """\n    return (val)\n# ... existing code ...\n', "python")
+    assert result.confidence == "certain" and "    return (val)\n" in result.text
