@@ -18,7 +18,12 @@ the merged candidate first. Prints tables and writes ``benchmarks/results/merge.
 With ``--known``, the edits are tasks in the eval suite's schema (the suite, the training set): each
 update is merged into its original and compared with the task's expected file; the same figures by
 file, and the ids of the certain merges that are wrong, go to ``benchmarks/results/merge-known.json``.
-Instruction-only tasks (no update to merge) are left out.
+Instruction-only tasks (no update to merge) are left out. A change to the merge engine is measured
+against the engine before it: ``--merges PATH`` keeps each task's confidence and exactness (run it on
+the old checkout), ``--against PATH`` lists the tasks whose merge the new engine changes:
+
+    python benchmarks/merge_bench.py --known evals/tasks/suite.jsonl.gz --merges runs/merges-before.json
+    python benchmarks/merge_bench.py --known evals/tasks/suite.jsonl.gz --against runs/merges-before.json
 """
 
 from __future__ import annotations
@@ -138,8 +143,9 @@ def figures(rows: list[dict]) -> dict:
     }
 
 
-def run_known(paths: list[Path]) -> dict:
-    """Merge every task of ``paths`` (eval-suite schema) and compare with its expected file."""
+def run_known(paths: list[Path], merges: Path | None = None, against: Path | None = None) -> dict:
+    """Merge every task of ``paths`` (eval-suite schema) and compare with its expected file; each task's
+    (confidence, exact) written to ``merges``, and the tasks whose pair differs from ``against``'s listed."""
     from fastapply.errors import FastapplyError
     from fastapply.tasks import load_tasks
 
@@ -156,6 +162,11 @@ def run_known(paths: list[Path]) -> dict:
                 confidence, exact = "none", False
             rows.append({"file": str(path), "id": task.id, "language": task.language,
                          "confidence": confidence, "exact": exact, "seconds": time.perf_counter() - start})
+    pairs = {f"{r['file']}:{r['id']}": [r["confidence"], r["exact"]] for r in rows}
+    if merges is not None:
+        merges.parent.mkdir(parents=True, exist_ok=True)
+        merges.write_text(json.dumps(pairs) + "\n")
+    before = json.loads(against.read_text()) if against is not None else {}
     return {
         "command": "python benchmarks/merge_bench.py --known " + " ".join(str(p) for p in paths),
         "machine": machine(),
@@ -165,6 +176,9 @@ def run_known(paths: list[Path]) -> dict:
                         for lang in sorted({r["language"] for r in rows})},
         "median_ms_all": 1000 * statistics.median(r["seconds"] for r in rows) if rows else None,
         "wrong_certain": [f"{r['file']}:{r['id']}" for r in rows if r["confidence"] == "certain" and not r["exact"]],
+        **({"against": str(against), "changed": [{"task": key, "before": before[key], "after": pair}
+                                                 for key, pair in pairs.items() if key in before and before[key] != pair],
+            "not_in_against": sum(key not in before for key in pairs)} if against is not None else {}),
     }
 
 
@@ -251,6 +265,13 @@ def show_known(report: dict) -> None:
     console.print(table)
     for task in report["wrong_certain"]:
         console.print(f"certain and wrong: {task}")
+    if "changed" in report:
+        console.print(f"{len(report['changed'])} merges changed against {report['against']} "
+                      f"({report['not_in_against']} tasks not in it)")
+        for change in report["changed"]:
+            (old_confidence, old_exact), (confidence, exact) = change["before"], change["after"]
+            console.print(f"  {change['task']}: {old_confidence}{' exact' if old_exact else ''} -> "
+                          f"{confidence}{' exact' if exact else ''}", markup=False)
 
 
 def main() -> None:
@@ -263,11 +284,16 @@ def main() -> None:
     parser.add_argument("--known", type=Path, nargs="+", metavar="TASKS",
                         help="merge these task files (eval-suite schema, .jsonl or .jsonl.gz) instead of "
                              "generated edits")
+    parser.add_argument("--merges", type=Path, help="with --known: write each task's confidence and exactness here")
+    parser.add_argument("--against", type=Path, help="with --known: list the tasks whose merge differs from this "
+                                                     "earlier --merges file")
     parser.add_argument("--out", type=Path, help=f"JSON written (default {RESULTS.name}, or "
                                                  f"{KNOWN_RESULTS.name} with --known, in benchmarks/results)")
     args = parser.parse_args()
+    if (args.merges or args.against) and not args.known:
+        parser.error("--merges and --against go with --known")
     if args.known:
-        report = run_known(args.known)
+        report = run_known(args.known, args.merges, args.against)
         out = args.out or KNOWN_RESULTS
     else:
         report = run(args.edits, args.seed, args.js_share, args.replay)
