@@ -24,8 +24,8 @@ from collections import Counter
 
 from fastapply.blockend import place_at_block_end
 from fastapply.defplace import closed_definition, place_by_definitions, reopened_definition
-from fastapply.edges import (beside_anchor, context_reach, deletes_nothing, edge_doubt, edited_in_place, maybe_context,
-                             resumes_at_marker)
+from fastapply.edges import (beside_anchor, context_reach, deletes_nothing, docstring_above_docstring, edge_doubt,
+                             edited_in_place, maybe_context, resumes_at_marker)
 from fastapply.markers import indent_width
 from fastapply.segments import (NEAR, Original, Placement, Segment, absorb_blank_edges, exact_key, is_trivial,
                                 keeps_text, loose_key)
@@ -112,6 +112,9 @@ def _place_by_lines(seg: Segment, index: int, orig: Original, lo: int, hi: int, 
                                                                                   seg.marker_after)
         if end == unextended and any(line.strip() for line in trailing) and not inserted:
             doubts.append(f"{where} has new lines after its last anchor, which may replace the code there")
+        elif inserted and orig.language == "python" and docstring_above_docstring(
+                seg.lines[tail[1] + tail[2] - 1], trailing, orig.lines[end:hi]):
+            doubts.append(f"{where} adds a docstring above the one after its last anchor, which it may replace")
     matched_edges = (head[1] == 0 and seg.marker_before is not None and start == head[0],
                      tail[1] + tail[2] == len(seg.lines) and end == tail[0] + tail[2])
     nothing_deleted = deletes_nothing(orig.lines[start:end], seg.lines, key)  # blank edges do not change it

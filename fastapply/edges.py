@@ -7,10 +7,14 @@ answer that lifts a doubt says, in its docstring, on how many known answers it w
 
 from __future__ import annotations
 
+import re
+
 from fastapply.markers import indent_width
 from fastapply.segments import exact_key, is_trivial, keeps_text, lost_lines
 
 EDGE_DELETION = 3  # non-blank lines a segment with no marker before (after) it may delete at the file's edge
+_PY_HEADER = re.compile(r"\s*(async\s+def|def|class)\b.*:\s*(#.*)?$")
+_STRING_START = re.compile(r"[rRbBuU]?(\"|')")
 
 
 def resumes_at_marker(after: list[str], marker_indent: int) -> bool:
@@ -64,6 +68,21 @@ def context_reach(edge: tuple[str, ...], beside: list[str], key) -> tuple[int, i
             if theirs[first:first + k] == ours[:k]:
                 return k, r
     return None
+
+
+def docstring_above_docstring(anchor: str, new: tuple[str, ...], after: list[str]) -> bool:
+    """Whether new lines added after a Python definition's header (``anchor``) open with a string, as the
+    original's next line (``after``) does: read as added, they would put a second docstring above the
+    definition's own, which an edit of that docstring gives.
+
+    >>> docstring_above_docstring("def cast(typ, val):", ("    'Cast, unchecked.'",), ["    'Cast.'"])
+    True
+    >>> docstring_above_docstring("def cast(typ, val):", ("    check(typ)",), ["    'Cast.'"])
+    False
+    """
+    first_new = next((line.strip() for line in new if line.strip()), "")
+    first_old = next((line.strip() for line in after if line.strip()), "")
+    return bool(_PY_HEADER.match(anchor) and _STRING_START.match(first_new) and _STRING_START.match(first_old))
 
 
 def edits_lines_beside(new: tuple[str, ...], beside: list[str]) -> bool:

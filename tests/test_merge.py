@@ -1237,7 +1237,8 @@ def test_a_definitions_first_lines_edited_before_a_marker_left_of_its_body_may_k
     """A snippet that shows a function's header and its docstring's first line edited, then a marker at
     column 0, reads two ways: the function rewritten as that one line (its body deleted), or that line
     edited and the rest kept by the marker (markers are often written at column 0). Neither reading is
-    certain. A body rewritten into other code, or lines joined into one, is still the function's end."""
+    certain; nor, with the marker at the body's indentation, is a second docstring above the first. A
+    body rewritten into other code, or lines joined into one, is still the function's end."""
     original = d('''
         import os
 
@@ -1260,6 +1261,13 @@ def test_a_definitions_first_lines_edited_before_a_marker_left_of_its_body_may_k
         assert result.confidence == "likely"
         assert "the marker after them may keep the rest of it" in " ".join(result.reasons) or \
             "the rest of it may be left to a marker" in " ".join(result.reasons)
+    # the marker at the body's indentation: the line is added in front of the body, above the docstring
+    result = merge(original, f"# ... existing code ...\ndef cast(typ, val):\n{edited}    # ... existing code ...\n",
+                   "python")
+    assert result.reasons == ("segment 1 adds a docstring above the one after its last anchor, which it may replace",)
+    checked = merge(original, "# ... existing code ...\ndef cast(typ, val):\n    check(typ)\n    # ... existing code ...\n",
+                    "python")   # other code added there is what the marker's indentation says
+    assert checked.confidence == "certain" and '    check(typ)\n    """Cast a value' in checked.text
     rewritten = merge(original, "# ... existing code ...\ndef cast(typ, val):\n    return typ(val)\n"
                                 "# ... existing code ...\n", "python")
     assert (rewritten.confidence, rewritten.reasons) == ("certain", ())
