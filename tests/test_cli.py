@@ -118,6 +118,14 @@ def test_bad_input_is_one_clear_line_and_a_nonzero_exit(env, tmp_path, case, mon
     assert env.read_bytes() == before
 
 
+def test_a_file_on_stdin_refused_for_want_of_a_language_says_to_name_one():
+    update = "# ... existing code ...\ndef read_config(path):\n    config = dict()\n# ... existing code ...\n"
+    refused = invoke("-", "--edit", update, "--engine", "merge", input=SMALL_PY)
+    assert refused.exit_code == 3 and "no parser" in refused.stderr and "--language" in refused.stderr
+    named = invoke("-", "--edit", update, "--engine", "merge", "--language", "python", input=SMALL_PY)
+    assert named.exit_code == 0 and "    config = dict()\n" in named.stdout
+
+
 def test_no_model_without_merge_is_a_usage_error(tmp_path, monkeypatch):
     monkeypatch.delenv("FASTAPPLY_MODEL", raising=False)
     path = tmp_path / "a.py"

@@ -64,7 +64,7 @@ def apply_command(
             raise UsageError("choose one of --in-place, --output, --diff, --check and --json")
         if in_place and file == fileio.STDIN:
             raise UsageError("--in-place needs a file, not stdin")
-        from fastapply.engine import ModelRun, resolve_edit
+        from fastapply.engine import EditRefused, ModelRun, resolve_edit
         from fastapply.syntax import get_language, language_for_path
 
         from fastapply import bundled
@@ -87,9 +87,15 @@ def apply_command(
             return _run_model(original, update, instruction, model, adapter, device, dtype, policy, draft_model,
                               medusa, preset, max_new_tokens, temperature, seed, merged, watch, language)
 
-        outcome = resolve_edit(original, update, language, engine.value,
-                               run_model if model or remote is not None else None, force, instruction,
-                               merge_first=remote is None and model == bundled.NAME)
+        try:
+            outcome = resolve_edit(original, update, language, engine.value,
+                                   run_model if model or remote is not None else None, force, instruction,
+                                   merge_first=remote is None and model == bundled.NAME)
+        except EditRefused as refused:
+            if file != fileio.STDIN or language is not None or refused.reasons != ("uncertain-merge",):
+                raise
+            raise EditRefused(f"{refused} (a file on stdin has no language to check it by: name it with --language)",
+                              refused.reasons, refused.merge) from None
         new_text = outcome.text
         for problem in outcome.problems:
             stderr.print(f"fastapply: warning: {problem.message} (written because of --force)", markup=False)
