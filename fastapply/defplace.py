@@ -81,8 +81,7 @@ def closed_definition(orig: Original, end: int, trailing: tuple[str, ...], marke
     doubts = []
     if orig.language in INDENT_LANGUAGES and (closes_with_code or enclosing.kind in CONTAINERS):
         doubts.append(f"{where} rewrites the end of {enclosing.name!r}; its layout alone says so")
-    elif len(new) < sum(bool(line.strip()) for line in orig.lines[end:enclosing.end]) and edits_lines_beside(
-            trailing, orig.lines[end:enclosing.end]):
+    elif edits_lines_beside(trailing, orig.lines[end:enclosing.end]):
         doubts.append(f"{where} ends {enclosing.name!r} with its next lines edited; the marker after them may keep "
                       f"the rest of it")
     return enclosing.end, doubts
@@ -114,8 +113,7 @@ def place_by_definitions(seg: Segment, index: int, orig: Original, lo: int, hi: 
         if same:
             pairs.append((d, same[0]))
             body, old_body = text.split("\n")[d.header + 1:d.end], orig.lines[same[0].header + 1:same[0].end]
-            shorter = sum(bool(line.strip()) for line in body) < sum(bool(line.strip()) for line in old_body)
-            if shorter and edits_lines_beside(tuple(body), old_body):
+            if edits_lines_beside(tuple(body), old_body):
                 doubts.append(f"{where} shows only the first lines of {d.name!r}'s body, edited; the rest of it "
                               f"may be left to a marker")
             missing = _members(orig.defs(), same[0]) - _members(found, d)

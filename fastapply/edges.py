@@ -88,11 +88,12 @@ def docstring_above_docstring(anchor: str, new: tuple[str, ...], after: list[str
 
 def edits_lines_beside(new: tuple[str, ...], beside: list[str]) -> bool:
     """Whether a segment's unanchored edge lines (``new``, ordered from its anchor outwards) look like the
-    original's lines on that side of the anchor (``beside``, in the same order) edited in place: each
-    non-blank one keeps the text of the original's non-blank line at its place (``segments.keeps_text``),
-    and one at least is not that line. Read as lines added next to the anchor (the marker's indentation
-    says so) or as the end of the definition around it, such an edge may instead replace those lines:
-    a docstring's first line edited, the rest of the body left to the marker after it.
+    original's lines on that side of the anchor (``beside``, in the same order) edited in place, with
+    more of the original after them: each non-blank one keeps the text of the original's non-blank line
+    at its place (``edited_in_place``), and one at least is not that line. Read as lines added next to
+    the anchor (the marker's indentation says so) or as the end of the definition around it, such an
+    edge may instead replace those lines: a docstring's first line edited, the rest of the body left to
+    the marker after it.
 
     >>> edits_lines_beside(("    'Cast a value to a type, unchecked.'",), ["    'Cast a value to a type.'", "",
     ...                                                                         "    return val"])
@@ -102,13 +103,12 @@ def edits_lines_beside(new: tuple[str, ...], beside: list[str]) -> bool:
     >>> edits_lines_beside(("    assert a == b, msg",), ["    assert (", "        a == b", "    ), msg"])   # joined
     False
     """
-    ours = [line for line in new if line.strip()]
+    ours = tuple(line for line in new if line.strip())
     code = [line for line in beside if line.strip()]
-    theirs, after = code[:len(ours)], code[len(ours):len(ours) + 1]
-    if any(line.strip() in " ".join(ours) for line in after):
-        return False  # the next original line is in the new ones: lines joined, not left out
-    return len(theirs) == len(ours) and all(keeps_text(old, line) for old, line in zip(theirs, ours)) and any(
-        old.strip() != line.strip() for old, line in zip(theirs, ours))
+    theirs = code[:len(ours)]
+    if len(code) <= len(ours) or code[len(ours)].strip() in " ".join(ours):
+        return False  # nothing of the original after them, or its next line joined into them
+    return edited_in_place(theirs, ours) and any(old.strip() != line.strip() for old, line in zip(theirs, ours))
 
 
 def edited_in_place(replaced: list[str], new: tuple[str, ...]) -> bool:
