@@ -3,8 +3,9 @@ around it, so that a CPU-sized training run (files of at most ~80 lines) still s
 
 ``window(record, max_lines, rng)`` cuts the original and the expected file at the same top-level
 boundaries (lines at indentation 0 that start a statement, or the file's ends) around every changed
-line, keeps both windows only when they parse cleanly, and writes a new update snippet for them in a
-style drawn from ``rng`` (``data.styles``). It returns None when the changes spread wider than
+line (``fastapply.focus.around``, where fastapply cuts a long file for the model), keeps both windows
+only when they parse cleanly, and writes a new update snippet for them in a style drawn from ``rng``
+(``data.styles``). It returns None when the changes spread wider than
 ``max_lines`` or the windows do not parse. It does not choose which records to cut (``data.mix`` does).
 """
 
@@ -15,14 +16,8 @@ import random
 import re
 
 from data.styles import snippet_for
+from fastapply.focus import around
 from fastapply.syntax import count_errors
-
-CONTEXT = 3  # unchanged lines wanted on each side of the change, at least
-
-
-def _starts_statement(line: str) -> bool:
-    """A line at indentation 0 that opens a top-level statement (not a closing brace or a continuation)."""
-    return bool(line) and not line[0].isspace() and not line.startswith((")", "]", "}", "#", "//", "/*", "*", "@"))
 
 
 def whole_id(record_id: str) -> str:
@@ -38,11 +33,7 @@ def window(record: dict, max_lines: int, rng: random.Random) -> dict | None:
         return None
     first, last = changes[0][1], changes[-1][2]  # the changed span of the original, [first, last)
     shift = sum((j2 - j1) - (i2 - i1) for _, i1, i2, j1, j2 in changes)  # lines the edit adds (net)
-    starts = [i for i in range(0, max(first - CONTEXT, 0) + 1) if i == 0 or _starts_statement(old[i])]
-    ends = [i for i in range(min(last + CONTEXT, len(old)), len(old) + 1) if i == len(old) or _starts_statement(old[i])]
-    if not starts or not ends:
-        return None
-    start, end = starts[-1], ends[0]  # the tightest boundaries around the change
+    start, end = around(old, first, last)  # the tightest boundaries around the change, as fastapply cuts them
     if max(end - start, end + shift - start) > max_lines:
         return None
     original = "\n".join(old[start:end]).rstrip("\n") + "\n"

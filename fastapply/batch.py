@@ -62,7 +62,7 @@ def read_items(text: str) -> list[BatchItem]:
 
 
 def apply_item(item: BatchItem, run_model: ModelRunner | None, in_place: bool, engine: str = "auto",
-               force: bool = False, merge_first: bool = False) -> dict:
+               force: bool = False, merge_first: bool = False, focus: bool = True) -> dict:
     """Apply one item with ``engine`` (``run_model`` None: no model; ``merge_first``: a certain merge
     before the model, see ``engine.resolve_edit``); the record describing the outcome (never raises a
     fastapply error)."""
@@ -73,9 +73,10 @@ def apply_item(item: BatchItem, run_model: ModelRunner | None, in_place: bool, e
             raise UsageError("the edit is empty")
         original, fmt = fileio.read_text(item.file)
         language = language_for_path(item.file)
-        model = None if run_model is None else lambda merged, watch: run_model(
-            original, item.edit, item.instruction, merged, watch, language)
-        outcome = resolve_edit(original, item.edit, language, engine, model, force, item.instruction, merge_first)
+        model = None if run_model is None else lambda shown, merged, watch: run_model(
+            shown, item.edit, item.instruction, merged, watch, language)
+        outcome = resolve_edit(original, item.edit, language, engine, model, force, item.instruction, merge_first,
+                               focus)
         changed = outcome.text != original
         if in_place and changed:
             fileio.write_atomic(item.file, fileio.encode(outcome.text, fmt))
@@ -90,18 +91,20 @@ def apply_item(item: BatchItem, run_model: ModelRunner | None, in_place: bool, e
 
 
 def run_batch(items: list[BatchItem], run_model: ModelRunner | None, in_place: bool = False, workers: int = 1,
-              engine: str = "auto", force: bool = False, merge_first: bool = False) -> Iterator[dict]:
+              engine: str = "auto", force: bool = False, merge_first: bool = False,
+              focus: bool = True) -> Iterator[dict]:
     """The record of every item, in input order; ``workers`` > 1 sends items concurrently (a server)."""
     if workers <= 1:
         for item in items:
-            yield apply_item(item, run_model, in_place, engine, force, merge_first)
+            yield apply_item(item, run_model, in_place, engine, force, merge_first, focus)
         return
     targets = [os.path.realpath(item.file) for item in items if not item.problem]
     if in_place and len(set(targets)) < len(targets):
         raise UsageError("with --in-place and --workers, each file may appear only once (edits to one file "
                          "would race); run them with --workers 1")
     with ThreadPoolExecutor(max_workers=workers) as pool:
-        yield from pool.map(lambda item: apply_item(item, run_model, in_place, engine, force, merge_first), items)
+        yield from pool.map(lambda item: apply_item(item, run_model, in_place, engine, force, merge_first, focus),
+                            items)
 
 
 def local_runner(model: str, device: str = "auto", dtype: str = "auto", adapter: str | None = None,

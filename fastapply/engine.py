@@ -4,7 +4,9 @@
 ``auto`` returns a certain merge when no model is configured, or when ``merge_first`` (the default
 model, fastapply-small, is less exact than a certain merge), unless an instruction asks for more than
 the merge changes (``merge_settles``), and otherwise runs the model with the merge (certain or likely)
-as its first draft source; ``model`` runs the model drafting from the original file. Model output is
+as its first draft source; ``model`` runs the model drafting from the original file. On a long file the
+model rewrites only the top-level statements around the lines the merge placed the update in
+(``focus.py``) unless ``focus`` is off; its answer is put back into the file. Model output is
 validated (``validate.py``) and refused unless ``force``; a refusal is an ``EditRefused`` that carries
 what was refused (the merge's answer, the model's run, the problems), so a server or a batch can
 report it. It reads and writes no files and prints nothing; the model run is
@@ -15,9 +17,10 @@ passed in, so this module imports no model code. Every path that writes model ou
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from fastapply.errors import RefusedError, UsageError
+from fastapply.focus import focus as focus_of
 from fastapply.markers import only_markers
 from fastapply.merge import MergeResult, merge
 from fastapply.validate import Problem, RefusalWatch, validate
@@ -61,12 +64,16 @@ class EditRefused(RefusedError):
         self.model_run = model_run
 
 
+RunModel = Callable[[str, str | None, RefusalWatch | None], ModelRun]
+
+
 def resolve_edit(original: str, update: str, language: str | None, engine: str = "auto",
-                 run_model: Callable[[str | None, RefusalWatch | None], ModelRun] | None = None, force: bool = False,
-                 instruction: str = "", merge_first: bool = False) -> EditOutcome:
-    """Apply ``update`` to ``original`` with ``engine``; ``run_model(merged, watch)`` runs the model with
-    an optional merged candidate as its draft and an optional ``RefusalWatch`` (None when no model is
-    configured). With ``merge_first``, ``auto`` returns a certain merge without running the model."""
+                 run_model: RunModel | None = None, force: bool = False, instruction: str = "",
+                 merge_first: bool = False, focus: bool = True) -> EditOutcome:
+    """Apply ``update`` to ``original`` with ``engine``; ``run_model(shown, merged, watch)`` runs the model
+    on ``shown`` (the file, or the window of it that ``focus`` cuts) with an optional merged candidate of
+    it as its draft and an optional ``RefusalWatch`` (None when no model is configured). With
+    ``merge_first``, ``auto`` returns a certain merge without running the model."""
     if engine not in ENGINES:
         raise UsageError(f"unknown engine {engine!r}; choose one of: {', '.join(ENGINES)}")
     if not instruction.strip() and only_markers(update, language):
@@ -77,7 +84,9 @@ def resolve_edit(original: str, update: str, language: str | None, engine: str =
     if engine == "model":
         if run_model is None:
             raise UsageError("no model for --engine model: pass --model PATH_OR_HUB_ID or set FASTAPPLY_MODEL")
-        return _checked(original, update, language, run_model(None, watch), None, force, instruction)
+        span = merge(original, update, language).span if focus else None  # where the model is shown the file
+        run = _run(run_model, original, None, span, language, instruction, watch)
+        return _checked(original, update, language, run, None, force, instruction)
     if engine == "merge" and instruction:
         raise UsageError("the merge engine applies update snippets; an --instruction needs a model")
     merged = merge(original, update, language)
@@ -90,7 +99,19 @@ def resolve_edit(original: str, update: str, language: str | None, engine: str =
             raise EditRefused(f"the merge is not certain{hint}: {'; '.join(reasons)}; nothing was written",
                               ("uncertain-merge",), merged)
         return EditOutcome(merged.text, "merge", merged)
-    return _checked(original, update, language, run_model(merged.text, watch), merged, force, instruction)
+    run = _run(run_model, original, merged.text, merged.span if focus else None, language, instruction, watch)
+    return _checked(original, update, language, run, merged, force, instruction)
+
+
+def _run(run_model: RunModel, original: str, merged: str | None, span: tuple[int, int] | None,
+         language: str | None, instruction: str, watch: RefusalWatch | None) -> ModelRun:
+    """The model's run on the file, or on the window ``focus`` cuts around ``span``, put back into the
+    file; a focused run's stats say which lines it was shown (``window``: first and last, 1-based)."""
+    window = focus_of(original, span, language, instruction)
+    if window is None:
+        return run_model(original, merged, watch)
+    run = run_model(window.cut(original), None if merged is None else window.cut(merged), watch)
+    return replace(run, text=window.splice(original, run.text), stats={**run.stats, "window": window.shown})
 
 
 def merge_settles(merged: MergeResult, original: str, instruction: str = "") -> bool:

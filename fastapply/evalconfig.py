@@ -45,6 +45,7 @@ class EvalConfig:
     merge_draft: bool = True  # the fastapply policy (or the server's prediction) drafts the merge engine's candidate
     time_prefill: bool = True  # a local model also times one prefill of prompt + reference answer per task
     stop_refused: bool = False  # a local model's answer is stopped once it is sure to be refused (RefusalWatch)
+    focus: bool = True  # a long file: the model rewrites the top-level statements around the edit (focus.py)
     judge: JudgeConfig | None = None
     server: str | None = None  # an OpenAI-compatible API base (e.g. http://127.0.0.1:8000/v1) answering for the model
     send_prediction: bool = True  # with a server: send the expected answer as `prediction` (predicted outputs)
@@ -95,13 +96,20 @@ class EvalConfig:
                              "arrive whole")
         return EvalConfig(**{**asdict(self), "policies": (REMOTE_POLICY,), "judge": self.judge})
 
+    @property
+    def focusing(self) -> bool:
+        """Whether a model is shown long files focused (``focus.py``): results from before focusing, which
+        record no ``focus``, were whole files."""
+        return self.focus and self.engine in ("model", "auto")
+
     def options(self) -> dict:
         """What a result records about how it was made (never the judge's or the server's key)."""
         judged = {"judge_url": self.judge.url, "judge_model": self.judge.model} if self.judge else {}
         remote = {"server": self.server, "send_prediction": self.send_prediction} if self.server else {}
         return {name: getattr(self, name) for name in
                 ("engine", "model", "tokenizer", "adapter", "device", "dtype", "preset", "max_new_tokens",
-                 "merge_draft")} | ({"stop_refused": True} if self.stop_refused else {}) | remote | judged
+                 "merge_draft")} | ({"stop_refused": True} if self.stop_refused else {}) | (
+            {"focus": True} if self.focusing else {}) | remote | judged
 
     def run_key(self) -> dict:
         """The options two runs must share for one to resume the other's results."""

@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from dataclasses import replace
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 
 from fastapply import __version__
 from fastapply.engine import merge_settles
 from fastapply.errors import FastapplyError, UsageError
 from fastapply.evalconfig import GENERATE_METHODS, REMOTE_POLICY, EvalConfig, git_commit, merge_engine_available, now
+from fastapply.focus import Focus, focus
 from fastapply.metrics import score
 from fastapply.tasks import Task
 from fastapply.validate import RefusalWatch, validate
@@ -93,15 +95,19 @@ def _run_task(task: Task, policies: Sequence[str]) -> list[dict]:
     """Every policy on one task: the records, scored; a model's answers also validated (``validation``
     names the checks that refuse it, ``refused`` says whether fastapply would have written nothing)."""
     config: EvalConfig = _WORKER["config"]
-    merged = merge_result = merge_record = None
-    drafts_merge = any(p in ("fastapply", REMOTE_POLICY) for p in policies)
-    if config.engine != "merge" and (config.merge_draft or config.engine == "auto") and drafts_merge \
-            and merge_engine_available():
+    merged = merge_result = merge_record = span = None
+    drafts_merge = config.engine != "merge" and (config.merge_draft or config.engine == "auto") and any(
+        p in ("fastapply", REMOTE_POLICY) for p in policies)
+    if (drafts_merge or config.focusing) and merge_engine_available():
         try:
-            merge_result, merge_record = _merge(task)
-            merged = merge_result.text
-        except Exception:  # noqa: BLE001 - a failing merge only means no merged draft for this task
+            placed, placed_record = _merge(task)
+            span = placed.span if config.focusing else None
+            if drafts_merge:
+                merge_result, merge_record, merged = placed, placed_record, placed.text
+        except Exception:  # noqa: BLE001 - a failing merge only means no merged draft (and no focus) for this task
             merged = None
+    window = focus(task.original, span, task.language, task.instruction)
+    shown = task if window is None else replace(task, original=window.cut(task.original))
     records, limit = [], None
     for policy in policies:
         started = time.perf_counter()
@@ -116,16 +122,19 @@ def _run_task(task: Task, policies: Sequence[str]) -> list[dict]:
                 extra = {"merge": merge_record, "decided_by": "merge", "refused": False}
             else:
                 stopped = None
+                draft = _shown(merged, window) if policy in ("fastapply", REMOTE_POLICY) else None
                 if config.server is not None:
-                    output, closed, speed = _remote(task, merged)
+                    output, closed, speed = _remote(shown, draft)
                 else:
-                    applied = _decode(task, policy, merged if policy in ("fastapply", REMOTE_POLICY) else None)
+                    applied = _decode(shown, policy, draft, task)
                     output, closed, speed = applied.text, applied.closed, applied.stats.as_dict()
                     stopped = applied.stopped
                     if config.engine != "replay" and config.time_prefill:
-                        limit = limit or round(_limit(task, applied.token_ids), 6)  # the stored figures give vs_limit
+                        limit = limit or round(_limit(shown, applied.token_ids), 6)  # the stored figures give vs_limit
                         speed |= {"limit_s": limit, "vs_limit": round(speed["seconds"] / limit, 3)}
                 extra = {"merged_draft": merged is not None} if policy in ("fastapply", REMOTE_POLICY) else {}
+                if window is not None:  # the model rewrote these lines (1-based, inclusive) of the file
+                    output, extra = window.splice(task.original, output), extra | {"window": window.shown}
                 if stopped is not None:  # --stop-refused: the answer's first part, stopped for this problem
                     extra |= {"stopped": stopped.name}
                 if config.engine == "auto":
@@ -152,6 +161,11 @@ def _run_task(task: Task, policies: Sequence[str]) -> list[dict]:
             "speed": speed, "error": error, **extra, "finished": now(),
         })
     return records
+
+
+def _shown(merged: str | None, window: Focus | None) -> str | None:
+    """The merge's candidate as the model is shown the file: whole, or the window of it."""
+    return merged if merged is None or window is None else window.cut(merged)
 
 
 def _merge(task: Task):
@@ -184,14 +198,15 @@ def _limit(task: Task, answer: list[int]) -> float:
     return limit_seconds(_WORKER["model"], [*plan.prompt_ids, *answer], 1)
 
 
-def _decode(task: Task, policy: str, merged: str | None):
+def _decode(task: Task, policy: str, merged: str | None, whole: Task):
+    """One answer of the model to ``task`` (``whole``'s file, or the window of it the model is shown)."""
     from fastapply.apply import plan_edit, run_plan
     from fastapply.prompt import answer_ids
 
     config: EvalConfig = _WORKER["config"]
     tokenizer = _WORKER["tokenizer"]
     plan = plan_edit(tokenizer, task.original, task.update, task.instruction, config.preset, merged, task.language)
-    reference = answer_ids(tokenizer, plan.preset, task.expected)
+    reference = answer_ids(tokenizer, plan.preset, whole.expected)
     # room for the reference answer even where it is more than twice the original (the default budget)
     budget = config.max_new_tokens or max(plan.default_max_new_tokens, len(reference) + 256)
     if config.engine == "replay":
@@ -217,5 +232,5 @@ def _decode(task: Task, policy: str, merged: str | None):
         once(16)
         _WORKER["warm"].add(policy)
     # as `fastapply FILE` does: an answer sure to be refused is stopped as it is written
-    return once(budget, RefusalWatch(task.original, task.update, task.language, task.instruction)
+    return once(budget, RefusalWatch(whole.original, whole.update, whole.language, whole.instruction)
                 if config.stop_refused else None)

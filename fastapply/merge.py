@@ -35,14 +35,15 @@ class MergeResult:
     text: str | None  # merged file (LF text), None when no candidate could be built
     confidence: str  # "certain" | "likely" | "none"
     reasons: tuple[str, ...]  # why not certain (human-readable, one line each)
+    span: tuple[int, int] | None = None  # the original lines the segments replace: [first's start, last's end)
 
 
 def merge(original: str, update: str, language: str | None) -> MergeResult:
     """Merge the lazy snippet ``update`` into ``original`` (both LF text) written in ``language``."""
     if language is not None:
         get_language(language)  # unknown names are a usage error
-    orig = Original(_lines(original), language)
-    snippet = _lines(update)
+    orig = Original(split_lines(original), language)
+    snippet = split_lines(update)
     if not any(line.strip() for line in snippet):
         return MergeResult(None, NONE, ("the update is empty",))
     segments = split(snippet, language, orig.lines)
@@ -62,7 +63,8 @@ def merge(original: str, update: str, language: str | None) -> MergeResult:
         doubts.append("no parser for this file type, so the merged file cannot be checked")
     elif count_errors(text, language) > count_errors(original, language):
         doubts.append("the merged file has more syntax errors than the original")
-    return MergeResult(text, LIKELY if doubts else CERTAIN, tuple(doubts))
+    span = (placements[0].start, placements[-1].end)
+    return MergeResult(text, LIKELY if doubts else CERTAIN, tuple(doubts), span)
 
 
 def split(snippet: list[str], language: str | None, original: list[str] = ()) -> list[Segment] | None:
@@ -110,8 +112,8 @@ def restyle_markers(original: str, update: str, language: str | None) -> str:
     """
     if language is None:
         return update
-    orig = Original(_lines(original), language)
-    snippet = _lines(update)
+    orig = Original(split_lines(original), language)
+    snippet = split_lines(update)
     flags = _marker_flags(snippet, language, orig.lines)
     segments = _segments(snippet, flags)
     placements = _place_all(orig, segments)[0] if segments else None
@@ -244,8 +246,8 @@ def _assemble(lines: list[str], placements: list[Placement], original: str) -> s
     return text
 
 
-def _lines(text: str) -> list[str]:
-    """LF-terminated lines (a missing final newline is added)."""
+def split_lines(text: str) -> list[str]:
+    """LF-terminated lines (a missing final newline is added): the lines a merge's placements count."""
     lines = _LINE.findall(text)
     if lines and not lines[-1].endswith("\n"):
         lines[-1] += "\n"

@@ -109,7 +109,7 @@ def test_merge_engine_cli_does_not_import_torch(tmp_path):
 def test_merge_first_returns_a_certain_merge_without_running_the_model():
     from fastapply.engine import resolve_edit
 
-    def model_must_not_run(merged, watch):
+    def model_must_not_run(shown, merged, watch):
         raise AssertionError("the model ran")
 
     outcome = resolve_edit(SAMPLE_PY, SAMPLE_UPDATE, "python", "auto", model_must_not_run, merge_first=True)
@@ -128,7 +128,7 @@ def test_a_merge_that_changes_nothing_does_not_settle_an_instruction():
     update = "def a():\n    return 1\n# ... existing code ...\ndef c():\n    return 3\n"
     drafts = []
 
-    def run_model(merged, watch):
+    def run_model(shown, merged, watch):
         drafts.append(merged)
         return ModelRun(expected, True, {})
 
@@ -149,7 +149,7 @@ def test_a_deletion_the_instruction_asks_for_is_validated_as_asked():
     output = "def a():\n    return 1\n\n\ndef c():\n    return 4\n"
     update = "# ... existing code ...\ndef c():\n    return 4\n"
 
-    def run_model(merged, watch):
+    def run_model(shown, merged, watch):
         return ModelRun(output, True, {})
 
     with pytest.raises(EditRefused) as refused:
@@ -165,7 +165,7 @@ def test_a_model_run_is_watched_unless_forced_and_a_run_it_stopped_is_refused_wi
     loop = "        print(key, config[key])\n" * 3
     given = []
 
-    def run_model(merged, watch):  # a model that loops: its runner feeds the answer's lines to the watch
+    def run_model(shown, merged, watch):  # a model that loops: its runner feeds the answer's lines to the watch
         given.append(watch)
         text = SAMPLE_EXPECTED + loop
         if watch is None:

@@ -15,7 +15,7 @@ from typing import Annotated, Optional
 import typer
 
 from fastapply.cli import (AdapterOpt, ApiKeyOpt, ApplyEngine, ApplyEngineOpt, BackendOpt, BaseUrlOpt, DeviceOpt,
-                           DraftModelOpt, DraftOpt, DtypeOpt, ForceOpt, MaxTokensOpt, MedusaOpt, ModelOpt,
+                           DraftModelOpt, DraftOpt, DtypeOpt, FocusOpt, ForceOpt, MaxTokensOpt, MedusaOpt, ModelOpt,
                            PredictionOpt, PresetOpt, ServerOpt, VerboseOpt, app, draft_policy, errors, local_model,
                            ready_model, setup_logging, stderr)
 from fastapply.errors import UsageError
@@ -37,6 +37,7 @@ def apply_command(
     preset: PresetOpt = "default",
     engine: ApplyEngineOpt = ApplyEngine.auto,
     force: ForceOpt = False,
+    focus: FocusOpt = True,
     language: Annotated[Optional[str], typer.Option(help="The file's language (default: from its extension).")] = None,
     max_new_tokens: MaxTokensOpt = None,
     temperature: Annotated[float, typer.Option(min=0.0, help="0 is greedy; above 0 samples (losslessly).")] = 0.0,
@@ -80,17 +81,17 @@ def apply_command(
         else:
             language = language_for_path(file) if file != fileio.STDIN else None
 
-        def run_model(merged: str | None, watch) -> ModelRun:
+        def run_model(shown: str, merged: str | None, watch) -> ModelRun:
             if remote is not None:  # the server writes its answer whole: no watch
-                return ModelRun(*apply_remote(remote, api_key, model, original, update, instruction, preset,
+                return ModelRun(*apply_remote(remote, api_key, model, shown, update, instruction, preset,
                                               prediction, max_new_tokens, merged, language))
-            return _run_model(original, update, instruction, model, adapter, device, dtype, policy, draft_model,
+            return _run_model(shown, update, instruction, model, adapter, device, dtype, policy, draft_model,
                               medusa, preset, max_new_tokens, temperature, seed, merged, watch, language)
 
         try:
             outcome = resolve_edit(original, update, language, engine.value,
                                    run_model if model or remote is not None else None, force, instruction,
-                                   merge_first=remote is None and model == bundled.NAME)
+                                   merge_first=remote is None and model == bundled.NAME, focus=focus)
         except EditRefused as refused:
             if file != fileio.STDIN or language is not None or refused.reasons != ("uncertain-merge",):
                 raise

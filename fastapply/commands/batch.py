@@ -11,8 +11,9 @@ from typing import Annotated, Optional
 import typer
 
 from fastapply.cli import (AdapterOpt, ApiKeyOpt, ApplyEngine, ApplyEngineOpt, BackendOpt, BaseUrlOpt, DeviceOpt,
-                           DraftModelOpt, DraftOpt, DtypeOpt, ForceOpt, MaxTokensOpt, MedusaOpt, ModelOpt, PredictionOpt,
-                           PresetOpt, ServerOpt, app, draft_policy, errors, local_model, stderr, task_progress)
+                           DraftModelOpt, DraftOpt, DtypeOpt, FocusOpt, ForceOpt, MaxTokensOpt, MedusaOpt, ModelOpt,
+                           PredictionOpt, PresetOpt, ServerOpt, app, draft_policy, errors, local_model, stderr,
+                           task_progress)
 from fastapply.errors import UsageError
 
 
@@ -31,6 +32,7 @@ def batch_command(
     preset: PresetOpt = "default",
     engine: ApplyEngineOpt = ApplyEngine.auto,
     force: ForceOpt = False,
+    focus: FocusOpt = True,
     max_new_tokens: MaxTokensOpt = None,
     backend: BackendOpt = "local",
     base_url: BaseUrlOpt = None,
@@ -73,7 +75,7 @@ def batch_command(
             on_task = stack.enter_context(task_progress(len(items), "batch"))
             merge_first = remote is None and model == bundled.NAME
             for done, record in enumerate(run_batch(items, run_model, in_place, workers, engine.value, force,
-                                                    merge_first), 1):
+                                                    merge_first, focus), 1):
                 sink.write(json.dumps(record) + "\n")
                 sink.flush()
                 if not record["ok"]:

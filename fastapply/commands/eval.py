@@ -10,8 +10,8 @@ from typing import Annotated, Optional
 import typer
 from rich.console import Console
 
-from fastapply.cli import (AdapterOpt, ApiKeyOpt, BackendOpt, BaseUrlOpt, DeviceOpt, DtypeOpt, ModelOpt, PredictionOpt,
-                           PresetOpt, ServerOpt, app, errors, local_model, stderr, task_progress)
+from fastapply.cli import (AdapterOpt, ApiKeyOpt, BackendOpt, BaseUrlOpt, DeviceOpt, DtypeOpt, FocusOpt, ModelOpt,
+                           PredictionOpt, PresetOpt, ServerOpt, app, errors, local_model, stderr, task_progress)
 from fastapply.errors import UsageError
 
 
@@ -42,6 +42,7 @@ def eval_command(
     stop_refused: Annotated[bool, typer.Option(help="Stop a model's answer as soon as it is sure to be refused, as "
                                                     "`fastapply FILE` does: the same answers written, in less time; a "
                                                     "stopped answer's error categories are those of its first part.")] = False,
+    focus: FocusOpt = True,
     max_lines: Annotated[Optional[int], typer.Option(min=1, help="Run only the tasks whose file has at most N lines.")] = None,
     limit: Annotated[Optional[int], typer.Option(min=1, help="Run the first N tasks only (after --max-lines).")] = None,
     workers: Annotated[int, typer.Option(min=1, help="Parallel processes (merge and replay engines), or requests "
@@ -84,7 +85,7 @@ def eval_command(
             model=local_model(model) if remote is None and engine in (Engine.model, Engine.auto) else model,
             tokenizer=tokenizer, adapter=adapter, device=device, dtype=dtype, preset=preset,
             max_new_tokens=max_new_tokens, merge_draft=merge_draft, time_prefill=time_prefill,
-            stop_refused=stop_refused,
+            stop_refused=stop_refused, focus=focus,
             judge=JudgeConfig(judge_url, judge_model, judge_key) if judge_url else None,
             server=remote, send_prediction=prediction, api_key=api_key,
         ).resolved()
