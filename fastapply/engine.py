@@ -84,8 +84,8 @@ def resolve_edit(original: str, update: str, language: str | None, engine: str =
     if engine == "model":
         if run_model is None:
             raise UsageError("no model for --engine model: pass --model PATH_OR_HUB_ID or set FASTAPPLY_MODEL")
-        span = merge(original, update, language).span if focus else None  # where the model is shown the file
-        run = _run(run_model, original, None, span, language, instruction, watch)
+        placed = merge(original, update, language) if focus else None  # where the model is shown the file
+        run = _run(run_model, original, update, None, placed, language, instruction, watch)
         return _checked(original, update, language, run, None, force, instruction)
     if engine == "merge" and instruction:
         raise UsageError("the merge engine applies update snippets; an --instruction needs a model")
@@ -99,15 +99,16 @@ def resolve_edit(original: str, update: str, language: str | None, engine: str =
             raise EditRefused(f"the merge is not certain{hint}: {'; '.join(reasons)}; nothing was written",
                               ("uncertain-merge",), merged)
         return EditOutcome(merged.text, "merge", merged)
-    run = _run(run_model, original, merged.text, merged.span if focus else None, language, instruction, watch)
+    run = _run(run_model, original, update, merged.text, merged if focus else None, language, instruction, watch)
     return _checked(original, update, language, run, merged, force, instruction)
 
 
-def _run(run_model: RunModel, original: str, merged: str | None, span: tuple[int, int] | None,
+def _run(run_model: RunModel, original: str, update: str, merged: str | None, placed: MergeResult | None,
          language: str | None, instruction: str, watch: RefusalWatch | None) -> ModelRun:
-    """The model's run on the file, or on the window ``focus`` cuts around ``span``, put back into the
-    file; a focused run's stats say which lines it was shown (``window``: first and last, 1-based)."""
-    window = focus_of(original, span, language, instruction)
+    """The model's run on the file, or on the window ``focus`` cuts around where the merge ``placed`` the
+    update, put back into the file; a focused run's stats say which lines it was shown (``window``: first
+    and last, 1-based)."""
+    window = focus_of(original, update, placed, language, instruction)
     if window is None:
         return run_model(original, merged, watch)
     run = run_model(window.cut(original), None if merged is None else window.cut(merged), watch)

@@ -95,18 +95,18 @@ def _run_task(task: Task, policies: Sequence[str]) -> list[dict]:
     """Every policy on one task: the records, scored; a model's answers also validated (``validation``
     names the checks that refuse it, ``refused`` says whether fastapply would have written nothing)."""
     config: EvalConfig = _WORKER["config"]
-    merged = merge_result = merge_record = span = None
+    merged = merge_result = merge_record = placed = None
     drafts_merge = config.engine != "merge" and (config.merge_draft or config.engine == "auto") and any(
         p in ("fastapply", REMOTE_POLICY) for p in policies)
     if (drafts_merge or config.focusing) and merge_engine_available():
         try:
-            placed, placed_record = _merge(task)
-            span = placed.span if config.focusing else None
+            result, record = _merge(task)
+            placed = result if config.focusing else None
             if drafts_merge:
-                merge_result, merge_record, merged = placed, placed_record, placed.text
+                merge_result, merge_record, merged = result, record, result.text
         except Exception:  # noqa: BLE001 - a failing merge only means no merged draft (and no focus) for this task
             merged = None
-    window = focus(task.original, span, task.language, task.instruction)
+    window = focus(task.original, task.update, placed, task.language, task.instruction)
     shown = task if window is None else replace(task, original=window.cut(task.original))
     records, limit = [], None
     for policy in policies:

@@ -9,7 +9,7 @@ from typer.testing import CliRunner
 
 from fastapply.cli import app
 from fastapply.focus import FOCUS_LINES, Focus, focus
-from fastapply.merge import merge
+from fastapply.merge import MergeResult, merge
 from tests.samples import SAMPLE_EXPECTED, SAMPLE_PY, SAMPLE_UPDATE
 
 
@@ -24,7 +24,7 @@ LONG_EXPECTED = LONG.replace(SAMPLE_PY, SAMPLE_EXPECTED)
 
 def test_the_window_is_the_top_level_statements_around_the_merges_placement():
     merged = merge(LONG, SAMPLE_UPDATE, "python")
-    window = focus(LONG, merged.span, "python")
+    window = focus(LONG, SAMPLE_UPDATE, merged, "python")
     lines = LONG.splitlines(keepends=True)
     assert window is not None and window.lines == len(lines) > FOCUS_LINES
     first, last = merged.span
@@ -37,18 +37,39 @@ def test_the_window_is_the_top_level_statements_around_the_merges_placement():
     assert window.splice(LONG, window.cut(merged.text)) == merged.text
 
 
+def _placed(span, confidence="certain"):
+    return MergeResult("placed", confidence, (), span)
+
+
 def test_no_window_for_a_short_file_an_instruction_nothing_placed_or_a_cut_inside_a_string():
-    span = merge(LONG, SAMPLE_UPDATE, "python").span
-    assert focus(SAMPLE_PY, merge(SAMPLE_PY, SAMPLE_UPDATE, "python").span, "python") is None  # 40 lines
-    assert focus(LONG, span, "python", "Also rename every helper.") is None  # an instruction may ask for more
-    assert focus(LONG, None, "python") is None  # the merge placed nothing
-    assert focus(LONG, span, "python", min_lines=len(LONG.splitlines())) is None
-    assert focus(LONG, (0, len(LONG.splitlines())), "python") is None  # the window would be the whole file
+    merged = merge(LONG, SAMPLE_UPDATE, "python")
+    assert focus(SAMPLE_PY, SAMPLE_UPDATE, merge(SAMPLE_PY, SAMPLE_UPDATE, "python"), "python") is None  # 40 lines
+    assert focus(LONG, SAMPLE_UPDATE, merged, "python", "Also rename every helper.") is None  # may ask for more
+    assert focus(LONG, SAMPLE_UPDATE, None, "python") is None
+    assert focus(LONG, SAMPLE_UPDATE, _placed(None, "none"), "python") is None  # the merge placed nothing
+    assert focus(LONG, SAMPLE_UPDATE, merged, "python", min_lines=len(LONG.splitlines())) is None
+    assert focus(LONG, SAMPLE_UPDATE, _placed((0, len(LONG.splitlines()))), "python") is None  # the whole file
     # a column-0 line inside a string above the edit looks like a statement: cut there, the window would not parse
     text = _helpers(0, 30) + 'USAGE = """\nusage:\n  tool FILE\n"""\n' + _helpers(30, 20)
     at = text.splitlines().index('"""') + 1
-    assert focus(text, (at, at + 2), "python") is None
-    assert focus(text, (at + 8, at + 10), "python") is not None
+    assert focus(text, "x = 1\n", _placed((at, at + 2)), "python") is None
+    assert focus(text, "x = 1\n", _placed((at + 8, at + 10)), "python") is not None
+
+
+def test_an_uncertain_merge_focuses_only_where_its_placement_cannot_be_elsewhere():
+    """A segment whose lines are found outside the window too may have been put in the wrong place, and
+    one with no line in the window anchored nowhere: the model gets the whole file. A certain merge is
+    trusted."""
+    text = _helpers(0, 40) + "def twin(x):\n    y = x * 2\n    return y\n\n\n" + _helpers(40, 20)
+    at = text.splitlines().index("def twin(x):")
+    span = (at + 1, at + 2)
+    update = "# ... existing code ...\ndef twin(x):\n    y = x * 3\n# ... existing code ...\n"
+    assert focus(text, update, _placed(span, "likely"), "python") is not None
+    copied = "# ... existing code ...\n    return x + 7\n    y = x * 3\n# ... existing code ...\n"  # helper_7's line
+    assert focus(text, copied, _placed(span, "likely"), "python") is None
+    assert focus(text, copied, _placed(span), "python") is not None
+    nowhere = "# ... existing code ...\ndef twin(x):\n    y = x * 3\n# ... existing code ...\nz = 42\n"
+    assert focus(text, nowhere, _placed(span, "likely"), "python") is None  # `z = 42` is in no line of the window
 
 
 @pytest.mark.parametrize("original", ["a\nb\nc\n", "a\nb\nc"])
@@ -73,7 +94,7 @@ def test_the_engine_shows_the_model_the_window_and_validates_the_whole_new_file(
     from fastapply.engine import EditRefused, resolve_edit
 
     merged = merge(LONG, SAMPLE_UPDATE, "python")
-    window = focus(LONG, merged.span, "python")
+    window = focus(LONG, SAMPLE_UPDATE, merged, "python")
     for engine, draft in (("auto", window.cut(merged.text)), ("model", None)):
         _perfect.calls = []
         outcome = resolve_edit(LONG, SAMPLE_UPDATE, "python", engine, _perfect)
@@ -106,7 +127,7 @@ def test_the_cli_runs_a_real_model_on_the_window_and_whole_file_turns_it_off(tmp
     args = [str(path), "--model", str(tiny_checkpoint), "--device", "cpu", "--dtype", "float32", "--engine", "model",
             "--edit-file", str(edit), "--max-new-tokens", "24", "--force", "--json"]
     focused = json.loads(CliRunner().invoke(app, args).stdout)
-    window = focus(LONG, merge(LONG, SAMPLE_UPDATE, "python").span, "python")
+    window = focus(LONG, SAMPLE_UPDATE, merge(LONG, SAMPLE_UPDATE, "python"), "python")
     model, tokenizer = tiny_model
     answer = apply_edit(model, tokenizer, window.cut(LONG), SAMPLE_UPDATE, max_new_tokens=24, language="python")
     assert focused["stats"]["window"] == [window.start + 1, window.end]
@@ -128,7 +149,7 @@ def test_the_eval_records_the_window_and_resumes_only_runs_that_focused_alike(tm
         config = EvalConfig("model", ("fastapply",), model="tiny", dtype="float32", device="cpu", time_prefill=False,
                             max_new_tokens=24, focus=on)
         records[on] = run_eval(tasks, config, tmp_path / str(on), model=model, tokenizer=tokenizer).records[0]
-    window = focus(LONG, merge(LONG, SAMPLE_UPDATE, "python").span, "python")
+    window = focus(LONG, SAMPLE_UPDATE, merge(LONG, SAMPLE_UPDATE, "python"), "python")
     assert records[True]["window"] == [window.start + 1, window.end] and records[True]["options"]["focus"] is True
     assert "window" not in records[False] and "focus" not in records[False]["options"]
     before, after = LONG.split(window.cut(LONG))
