@@ -40,7 +40,8 @@ def summarize(records: Sequence[dict], meta: dict | None = None) -> dict:
                    "speedup_plain": ratios.get(policy, {}).get("plain"),
                    "speedup_prompt_lookup": ratios.get(policy, {}).get("prompt_lookup"),
                    "limit_s": speed.get("limit_s"), "vs_limit": speed.get("vs_limit"),
-                   "refused": r.get("refused"), "validation": r.get("validation"), "stopped": r.get("stopped")}
+                   "refused": r.get("refused"), "validation": r.get("validation"), "stopped": r.get("stopped"),
+                   "window": r.get("window")}
             if "merge" in r:
                 row["confidence"] = r["merge"]["confidence"]
             if "score" in (r.get("judge") or {}):
@@ -90,6 +91,10 @@ def _policy_figures(rows: list[dict]) -> dict:
         }
         if any(r["stopped"] for r in judged_safe):  # --stop-refused: answers stopped as they were written
             figures["stopped"] = sum(bool(r["stopped"]) for r in judged_safe)
+    focused = [r for r in rows if r["window"]]
+    if focused:  # the model was shown a window of a long file (focus.py)
+        figures |= {"focused": len(focused),
+                    "focused_written_exact": sum(not r["refused"] and r["exact"] for r in focused)}
     timed = [r for r in rows if r["passes"]]
     if timed:
         passes = sum(r["passes"] for r in timed)
@@ -203,6 +208,11 @@ def markdown(summary: dict, plots: Sequence[str] = ()) -> str:
                    for p, f in summary["policies"].items()}
         lines += [f"- {policy}: " + ", ".join(f"{name} {n}" for name, n in reasons.items()) + stopped[policy]
                   for policy, reasons in refusals.items()]
+    focused = {p: f for p, f in summary["policies"].items() if f.get("focused")}
+    if focused:
+        lines += ["", "## Focus", ""] + [
+            f"- {policy}: {f['focused']} answers to a window of a long file (the lines around where the merge "
+            f"placed the edit), {f['focused_written_exact']} of them written exact" for policy, f in focused.items()]
     if plots:
         lines += ["", "## Plots", ""] + [f"![{name}]({name})" for name in plots]
     return "\n".join(lines) + "\n"

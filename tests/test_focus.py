@@ -156,3 +156,13 @@ def test_the_eval_records_the_window_and_resumes_only_runs_that_focused_alike(tm
     assert records[True]["output"].startswith(before) and records[True]["output"].endswith(after)
     assert records[True]["speed"]["tokens"] == records[False]["speed"]["tokens"] == 24  # a budget of 24 on both
     assert records[True]["output"] != records[False]["output"]
+    from fastapply.errors import UsageError
+    from fastapply.report import summarize, write_report
+
+    with pytest.raises(UsageError, match="differs in: focus"):  # a whole-file run does not resume a focused one
+        run_eval(tasks, config, tmp_path / "True", model=model, tokenizer=tokenizer)
+    figures = summarize([records[True]])["policies"]["fastapply"]
+    assert figures["focused"] == 1 and figures["focused_written_exact"] == 0
+    write_report(tmp_path / "report", summarize([records[True]]))
+    assert "- fastapply: 1 answers to a window of a long file" in (tmp_path / "report" / "report.md").read_text()
+    assert "focused" not in summarize([records[False]])["policies"]["fastapply"]
