@@ -114,9 +114,9 @@ ApplyEngineOpt = Annotated[ApplyEngine, typer.Option(envvar="FASTAPPLY_ENGINE", 
                                                      "model); model: the model only; auto: a certain merge without a "
                                                      "model, the model drafting from the merge with one.")]
 ForceOpt = Annotated[bool, typer.Option("--force", help="Write model output even when it fails validation.")]
-FocusOpt = Annotated[bool, typer.Option("--focus/--whole-file", help="On a file of over 100 lines, show the model "
-                                        "only the top-level statements around where the edit goes (the merge "
-                                        "engine's placement), or the whole file.")]
+FocusOpt = Annotated[bool, typer.Option("--focus/--whole-file", help="Show the model only the top-level "
+                                        "statements (in a long class, the definitions) around where the edit goes "
+                                        "(the merge engine's placement), or the whole file.")]
 
 
 def draft_policy(draft: Policy | None, draft_model: str | None, medusa: str | None, remote: str | None) -> str:

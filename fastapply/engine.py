@@ -4,9 +4,9 @@
 ``auto`` returns a certain merge when no model is configured, or when ``merge_first`` (the default
 model, fastapply-small, is less exact than a certain merge), unless an instruction asks for more than
 the merge changes (``merge_settles``), and otherwise runs the model with the merge (certain or likely)
-as its first draft source; ``model`` runs the model drafting from the original file. On a long file the
-model rewrites only the top-level statements around the lines the merge placed the update in
-(``focus.py``) unless ``focus`` is off; its answer is put back into the file. Model output is
+as its first draft source; ``model`` runs the model drafting from the original file. The model
+rewrites only the top-level statements around the lines the merge placed the update in (``focus.py``)
+unless ``focus`` is off; its answer is put back into the file. Model output is
 validated (``validate.py``) and refused unless ``force``; a refusal is an ``EditRefused`` that carries
 what was refused (the merge's answer, the model's run, the problems), so a server or a batch can
 report it. It reads and writes no files and prints nothing; the model run is

@@ -45,7 +45,7 @@ class EvalConfig:
     merge_draft: bool = True  # the fastapply policy (or the server's prediction) drafts the merge engine's candidate
     time_prefill: bool = True  # a local model also times one prefill of prompt + reference answer per task
     stop_refused: bool = False  # a local model's answer is stopped once it is sure to be refused (RefusalWatch)
-    focus: bool = True  # a long file: the model rewrites the top-level statements around the edit (focus.py)
+    focus: bool = True  # the model rewrites the top-level statements around the edit, not the whole file (focus.py)
     judge: JudgeConfig | None = None
     server: str | None = None  # an OpenAI-compatible API base (e.g. http://127.0.0.1:8000/v1) answering for the model
     send_prediction: bool = True  # with a server: send the expected answer as `prediction` (predicted outputs)
@@ -98,7 +98,7 @@ class EvalConfig:
 
     @property
     def focusing(self) -> bool:
-        """Whether a model is shown long files focused (``focus.py``): results from before focusing, which
+        """Whether a model is shown files focused (``focus.py``): results from before focusing, which
         record no ``focus``, were whole files."""
         return self.focus and self.engine in ("model", "auto")
 

@@ -118,6 +118,10 @@ def run_meta(config: EvalConfig, run: EvalRun, tasks: Path, limit: int | None, o
         args.append("--no-merge-draft")
     if not config.time_prefill and config.engine in ("model", "auto") and config.server is None:
         args.append("--no-time-prefill")
+    if config.stop_refused:
+        args.append("--stop-refused")
+    if not config.focus and config.engine in ("model", "auto"):
+        args.append("--whole-file")
     if config.judge is not None:
         args += ["--judge-url", config.judge.url, "--judge-model", config.judge.model]
     return {"fastapply_version": __version__, "git_commit": git_commit(), "model": config.model_source,

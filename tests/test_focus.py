@@ -8,7 +8,7 @@ import pytest
 from typer.testing import CliRunner
 
 from fastapply.cli import app
-from fastapply.focus import FOCUS_LINES, Focus, focus
+from fastapply.focus import Focus, focus
 from fastapply.merge import MergeResult, merge
 from tests.samples import SAMPLE_EXPECTED, SAMPLE_PY, SAMPLE_UPDATE
 
@@ -26,7 +26,7 @@ def test_the_window_is_the_top_level_statements_around_the_merges_placement():
     merged = merge(LONG, SAMPLE_UPDATE, "python")
     window = focus(LONG, SAMPLE_UPDATE, merged, "python")
     lines = LONG.splitlines(keepends=True)
-    assert window is not None and window.lines == len(lines) > FOCUS_LINES
+    assert window is not None and window.lines == len(lines)
     first, last = merged.span
     assert window.start <= first - 3 and window.end >= last + 3  # three lines of context at least
     assert not lines[window.start][0].isspace() and not lines[window.end][0].isspace()  # cut at top-level lines
@@ -41,13 +41,16 @@ def _placed(span, confidence="certain"):
     return MergeResult("placed", confidence, (), span)
 
 
-def test_no_window_for_a_short_file_an_instruction_nothing_placed_or_a_cut_inside_a_string():
+def test_no_window_where_it_is_the_whole_file_an_instruction_nothing_placed_or_a_cut_inside_a_string():
     merged = merge(LONG, SAMPLE_UPDATE, "python")
-    assert focus(SAMPLE_PY, SAMPLE_UPDATE, merge(SAMPLE_PY, SAMPLE_UPDATE, "python"), "python") is None  # 40 lines
+    short = "def f():\n    return 1\n\n\ndef g():\n    return 2\n"  # the window around g's body is the file
+    assert focus(short, "# ...\ndef g():\n    return 3\n", merge(short, "# ...\ndef g():\n    return 3\n", "python"),
+                 "python") is None
+    sample = focus(SAMPLE_PY, SAMPLE_UPDATE, merge(SAMPLE_PY, SAMPLE_UPDATE, "python"), "python")  # 29 lines
+    assert sample.cut(SAMPLE_PY) == SAMPLE_PY[SAMPLE_PY.index("def read_config"):]  # the imports are left out
     assert focus(LONG, SAMPLE_UPDATE, merged, "python", "Also rename every helper.") is None  # may ask for more
     assert focus(LONG, SAMPLE_UPDATE, None, "python") is None
     assert focus(LONG, SAMPLE_UPDATE, _placed(None, "none"), "python") is None  # the merge placed nothing
-    assert focus(LONG, SAMPLE_UPDATE, merged, "python", min_lines=len(LONG.splitlines())) is None
     assert focus(LONG, SAMPLE_UPDATE, _placed((0, len(LONG.splitlines()))), "python") is None  # the whole file
     # a column-0 line inside a string above the edit looks like a statement: cut there, the window would not parse
     text = _helpers(0, 30) + 'USAGE = """\nusage:\n  tool FILE\n"""\n' + _helpers(30, 20)
