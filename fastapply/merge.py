@@ -63,7 +63,7 @@ def merge(original: str, update: str, language: str | None) -> MergeResult:
         doubts.append("no parser for this file type, so the merged file cannot be checked")
     elif count_errors(text, language) > count_errors(original, language):
         doubts.append("the merged file has more syntax errors than the original")
-    span = (placements[0].start, placements[-1].end)
+    span = (placements[0].start, placements[-1].end) if placements else None
     return MergeResult(text, LIKELY if doubts else CERTAIN, tuple(doubts), span)
 
 

@@ -152,8 +152,8 @@ def test_a_deletion_the_instruction_asks_for_is_validated_as_asked():
     def run_model(shown, merged, watch):
         return ModelRun(output, True, {})
 
-    with pytest.raises(EditRefused) as refused:
-        resolve_edit(original, update, "python", "model", run_model)
+    with pytest.raises(EditRefused) as refused:  # the answer is the whole file: the model is shown it whole
+        resolve_edit(original, update, "python", "model", run_model, focus=False)
     assert refused.value.reasons == ("unrelated-deletion",)
     outcome = resolve_edit(original, update, "python", "model", run_model, instruction="Remove the function b.")
     assert outcome.engine == "model" and outcome.text == output
@@ -177,9 +177,9 @@ def test_a_model_run_is_watched_unless_forced_and_a_run_it_stopped_is_refused_wi
 
     for engine in ("auto", "model"):
         with pytest.raises(EditRefused) as refused:
-            resolve_edit(SAMPLE_PY, SAMPLE_UPDATE, "python", engine, run_model)
+            resolve_edit(SAMPLE_PY, SAMPLE_UPDATE, "python", engine, run_model, focus=False)  # answers whole files
         assert refused.value.reasons == ("unasked-change",) and "stopped" in str(refused.value)
         assert refused.value.model_run.stopped is given[-1].problem
-    forced = resolve_edit(SAMPLE_PY, SAMPLE_UPDATE, "python", "model", run_model, force=True)
+    forced = resolve_edit(SAMPLE_PY, SAMPLE_UPDATE, "python", "model", run_model, force=True, focus=False)
     assert given[-1] is None and forced.text == SAMPLE_EXPECTED + loop
     assert [p.name for p in forced.problems] == ["truncated", "unasked-change"]
