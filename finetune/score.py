@@ -17,8 +17,9 @@ A checkpoint is a LoRA adapter directory (applied to the base its ``adapter_conf
 ``--base-model``), a full checkpoint directory, or a model name ``fastapply --model`` takes
 (``fastapply-small``: the shipped model). Records are JSONL with the eval-task fields ``original``,
 ``update``, ``instruction``, ``expected`` (and ``id`` to name them, ``language`` to indent the update's
-markers as fastapply shows them to the model): suite tasks or training records.
-Scores run in float32, the dtype fastapply decodes in on a CPU.
+markers as fastapply shows them to the model): suite tasks or training records. Each is shown as
+fastapply shows it: the window of the file around the edit (``fastapply.focus``; ``--whole-file`` for
+whole files, as ``fastapply --whole-file``). Scores run in float32, the dtype fastapply decodes in on a CPU.
 """
 
 from __future__ import annotations
@@ -31,7 +32,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from fastapply.errors import FastapplyError
-from fastapply.merge import restyle_markers
+from fastapply.focus import focus
+from fastapply.merge import merge, restyle_markers
 from fastapply.prompt import get_preset
 from finetune.examples import IGNORE, Example, Miss, build_example, read_records
 from finetune.heldout import HeldOut, evaluate
@@ -49,21 +51,28 @@ def load_checkpoint(checkpoint: str, base_model: str | None, device: str, dtype:
 
 
 def score(model, tokenizer, records: list[dict], preset: str = "default", device: str = "cpu",
-          where: int = 0) -> tuple[HeldOut, list[list[dict]]]:
+          where: int = 0, focused: bool = True) -> tuple[HeldOut, list[list[dict]]]:
     """The teacher-forced verdict on ``records``, one pass each (``misses`` in the records' order), and
-    each record's first ``where`` misses told in text (``describe``). Each update's markers are indented
-    as fastapply shows them to the model (``merge.restyle_markers``, by the record's ``language``)."""
-    examples = [build_example(tokenizer, get_preset(preset), as_shown(record)) for record in records]
+    each record's first ``where`` misses told in text (``describe``). Each record is shown as fastapply
+    shows it to the model (``as_shown``)."""
+    examples = [build_example(tokenizer, get_preset(preset), as_shown(record, focused)) for record in records]
     verdict = evaluate(model, examples, pad_id=tokenizer.pad_token_id or 0, device=device)
     told = [[describe(tokenizer, example, miss) for miss in found[:where]]
             for example, found in zip(examples, verdict.where)]
     return verdict, told
 
 
-def as_shown(record: dict) -> dict:
-    """``record`` with its update's markers indented as fastapply shows them to the model
-    (``merge.restyle_markers``, by the record's ``language``; as given without one)."""
-    return {**record, "update": restyle_markers(record["original"], record["update"], record.get("language"))}
+def as_shown(record: dict, focused: bool = True) -> dict:
+    """``record`` as fastapply shows it to the model: with ``focused``, the original and the expected file
+    cut to the window around the edit (``focus.py``; whole where the expected file changes outside it,
+    which the model then cannot write), and the update's markers indented like the code they stand
+    for (``merge.restyle_markers``, by the record's ``language``; as given without one)."""
+    language, original, expected = record.get("language"), record["original"], record["expected"]
+    window = focus(original, record["update"], merge(original, record["update"], language), language,
+                   record.get("instruction", "")) if focused else None
+    if window is not None and window.splice(original, window.cut(expected)) == expected:
+        record = {**record, "original": window.cut(original), "expected": window.cut(expected)}
+    return {**record, "update": restyle_markers(record["original"], record["update"], language)}
 
 
 def describe(tokenizer, example: Example, miss: Miss, context: int = 12) -> dict:
@@ -101,6 +110,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--where", type=int, default=0, metavar="N",
                         help="print each record's first N misses (wanted, chosen, the text before)")
     parser.add_argument("--out", type=Path, default=None, help="JSON: each checkpoint's figures and misses per record")
+    parser.add_argument("--whole-file", action="store_true",
+                        help="show the model whole files, as `fastapply --whole-file` does (default: focused)")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", datefmt="%H:%M:%S")
     try:
@@ -115,7 +126,8 @@ def main(argv: list[str] | None = None) -> int:
         results = {}
         for checkpoint in args.checkpoints:
             model, tokenizer = load_checkpoint(checkpoint, args.base_model, args.device, "float32")
-            verdict, told = score(model, tokenizer, records, args.preset, args.device, args.where)
+            verdict, told = score(model, tokenizer, records, args.preset, args.device, args.where,
+                                  not args.whole_file)
             results[checkpoint] = {"greedy_exact": verdict.greedy_exact, "records": verdict.examples,
                                    "misses_per_1000": round(verdict.misses_per_1000, 3),
                                    "bits_per_byte": round(verdict.bits_per_byte, 5),

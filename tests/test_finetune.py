@@ -512,6 +512,22 @@ def test_records_are_scored_with_markers_as_fastapply_shows_them():
     assert as_shown(dict(record, language=None)) == dict(record, language=None)
 
 
+def test_records_are_scored_focused_as_fastapply_shows_them():
+    """The model is scored on the window fastapply cuts around the edit (``focus.py``), the expected file
+    cut alike; whole with ``focused=False``, and whole where the expected file changes outside the window."""
+    helpers = "".join(f"def helper_{i}(x):\n    return x + {i}\n\n\n" for i in range(20))
+    original = helpers + "def target(x):\n    return x\n"
+    update = "# ... existing code ...\ndef target(x):\n    return -x\n"
+    record = {"id": "r", "language": "python", "original": original, "update": update, "instruction": "",
+              "expected": original.replace("    return x\n", "    return -x\n")}
+    shown = as_shown(record)
+    assert shown["original"] == original[original.index("def helper_19"):]
+    assert shown["expected"] == shown["original"].replace("    return x\n", "    return -x\n")
+    assert as_shown(record, focused=False) == dict(record, update=update)
+    elsewhere = dict(record, expected=record["expected"].replace("x + 3\n", "x + 33\n"))  # a change the update hides
+    assert as_shown(elsewhere) == dict(elsewhere, update=update)
+
+
 def test_records_are_counted_by_their_misses():
     assert by_misses([0, 1, 1, 5]) == "0: 1, 1: 2, 2: 0, 3: 0, more: 1"
     assert by_misses([], most=1) == "0: 0, 1: 0, more: 0"
