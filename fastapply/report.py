@@ -92,7 +92,7 @@ def _policy_figures(rows: list[dict]) -> dict:
         if any(r["stopped"] for r in judged_safe):  # --stop-refused: answers stopped as they were written
             figures["stopped"] = sum(bool(r["stopped"]) for r in judged_safe)
     focused = [r for r in rows if r["window"]]
-    if focused:  # the model was shown a window of a long file (focus.py)
+    if focused:  # the model was shown a window of the file (focus.py)
         figures |= {"focused": len(focused),
                     "focused_written_exact": sum(not r["refused"] and r["exact"] for r in focused)}
     timed = [r for r in rows if r["passes"]]
@@ -211,7 +211,7 @@ def markdown(summary: dict, plots: Sequence[str] = ()) -> str:
     focused = {p: f for p, f in summary["policies"].items() if f.get("focused")}
     if focused:
         lines += ["", "## Focus", ""] + [
-            f"- {policy}: {f['focused']} answers to a window of a long file (the lines around where the merge "
+            f"- {policy}: {f['focused']} answers to a window of the file (the lines around where the merge "
             f"placed the edit), {f['focused_written_exact']} of them written exact" for policy, f in focused.items()]
     if plots:
         lines += ["", "## Plots", ""] + [f"![{name}]({name})" for name in plots]

@@ -167,5 +167,5 @@ def test_the_eval_records_the_window_and_resumes_only_runs_that_focused_alike(tm
     figures = summarize([records[True]])["policies"]["fastapply"]
     assert figures["focused"] == 1 and figures["focused_written_exact"] == 0
     write_report(tmp_path / "report", summarize([records[True]]))
-    assert "- fastapply: 1 answers to a window of a long file" in (tmp_path / "report" / "report.md").read_text()
+    assert "- fastapply: 1 answers to a window of the file" in (tmp_path / "report" / "report.md").read_text()
     assert "focused" not in summarize([records[False]])["policies"]["fastapply"]
