@@ -1275,3 +1275,16 @@ def test_a_definitions_first_lines_edited_before_a_marker_left_of_its_body_may_k
     joined = original.replace("    return val\n", "    return (\n        val\n    )\n")
     result = merge(joined, '# ... existing code ...\n    """\n    return (val)\n# ... existing code ...\n', "python")
     assert result.confidence == "certain" and "    return (val)\n" in result.text
+
+
+def test_a_clean_reading_beside_one_that_deletes_a_few_lookalike_lines_is_not_certain():
+    """A segment anchored on lines of a repeated pattern (a diff in a docstring) reads two ways: the
+    new line inserted (nothing deleted), or two lines of the pattern deleted with it; both fit, so the
+    merge is not certain (the property test found this on difflib)."""
+    from fastapply.merge import merge
+
+    original = ('def compare():\n    """\n    >>> print(diff)\n    - abcDefghiJkl\n    ?    ^  ^  ^\n'
+                '    + abcdefGhijkl\n    ?    ^  ^  ^\n    """\n    return 1\n')
+    update = '# ... existing code ...\n    - abcDefghiJkl\n    value = compute(value)\n    ?    ^  ^  ^\n# ... existing code ...\n'
+    result = merge(original, update, "python")
+    assert result.confidence == "likely" and "appears more than once" in result.reasons[0]
