@@ -111,7 +111,7 @@ def _run(run_model: RunModel, original: str, update: str, merged: str | None, pl
     window = focus_of(original, update, placed, language, instruction)
     if window is None:
         return run_model(original, merged, watch)
-    run = run_model(window.cut(original), None if merged is None else window.cut(merged), watch)
+    run = run_model(window.cut(original), window.cut_draft(merged), watch)
     return replace(run, text=window.splice(original, run.text), stats={**run.stats, "window": window.shown})
 
 

@@ -15,7 +15,7 @@ from fastapply import __version__
 from fastapply.engine import merge_settles
 from fastapply.errors import FastapplyError, UsageError
 from fastapply.evalconfig import GENERATE_METHODS, REMOTE_POLICY, EvalConfig, git_commit, merge_engine_available, now
-from fastapply.focus import Focus, focus
+from fastapply.focus import focus
 from fastapply.metrics import score
 from fastapply.tasks import Task
 from fastapply.validate import RefusalWatch, validate
@@ -122,7 +122,8 @@ def _run_task(task: Task, policies: Sequence[str]) -> list[dict]:
                 extra = {"merge": merge_record, "decided_by": "merge", "refused": False}
             else:
                 stopped = None
-                draft = _shown(merged, window) if policy in ("fastapply", REMOTE_POLICY) else None
+                draft = (merged if window is None else window.cut_draft(merged)) \
+                    if policy in ("fastapply", REMOTE_POLICY) else None
                 if config.server is not None:
                     output, closed, speed = _remote(shown, draft)
                 else:
@@ -161,11 +162,6 @@ def _run_task(task: Task, policies: Sequence[str]) -> list[dict]:
             "speed": speed, "error": error, **extra, "finished": now(),
         })
     return records
-
-
-def _shown(merged: str | None, window: Focus | None) -> str | None:
-    """The merge's candidate as the model is shown the file: whole, or the window of it."""
-    return merged if merged is None or window is None else window.cut(merged)
 
 
 def _merge(task: Task):

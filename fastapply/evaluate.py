@@ -139,7 +139,8 @@ def _claim(out_dir: Path, config: EvalConfig) -> None:
         except (OSError, ValueError, KeyError):
             previous = None
         if previous != key:
-            changed = sorted(k for k in {*key, *(previous or {})} if (previous or {}).get(k) != key.get(k))
+            previous = previous or {}
+            changed = sorted(k for k in {*key, *previous} if previous.get(k) != key.get(k))
             raise UsageError(f"{out_dir} holds results of another run (differs in: {', '.join(changed) or 'all'}); "
                              "pass a new --out, or the same options to resume")
         return

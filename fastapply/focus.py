@@ -91,6 +91,10 @@ class Focus:
         body = "".join(lines[self.start:len(lines) - (self.lines - self.end)])
         return body if self.end < self.lines or text.endswith("\n") else body[:-1]
 
+    def cut_draft(self, merged: str | None) -> str | None:
+        """The window of a merge's candidate, the model's first draft (None: there is none)."""
+        return None if merged is None else self.cut(merged)
+
     def splice(self, original: str, answer: str) -> str:
         """``original`` with the window replaced by ``answer`` (the model's new window)."""
         lines = split_lines(original)
