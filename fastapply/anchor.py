@@ -269,10 +269,14 @@ def _covers_repeated_name(orig: Original, start: int, end: int) -> bool:
 
 def _clean(orig: Original, key, skeys: list[str], head: list[int], tail: list[int]) -> bool:
     """Whether the reading with these anchors deletes nothing: it changes something, keeps every
-    non-blank original line it replaces (as it is, or edited into a new line: ``keeps_text``), adds
-    no copy of an original line found elsewhere, and keeps the name of every definition it starts
-    in. A reading that turns ``def code`` into ``def status`` may be an insertion of ``status`` next
-    to ``code`` anchored in the wrong place.
+    non-blank original line it replaces (as it is, or edited into a new line: ``keeps_text``), writes
+    no line that the file has more often than the lines it replaces hold it (a copy of an original
+    line), and keeps the name of every definition it starts in. A reading that turns ``def code``
+    into ``def status`` may be an insertion of ``status`` next to ``code`` anchored in the wrong place;
+    one that edits an assertion in place and adds a second ``self.assertEqual(`` after it may be two
+    assertions added after the next one (wtforms ``tests/widgets.py``). Counting the copies, not only
+    lines the replaced ones lack, moves 5 of the 22,504 known answers: 3 wrong certain merges to
+    likely, 2 exact likely ones to certain.
     """
     start, end = head[0], tail[0] + tail[2]
     old, new = orig.keys(key)[start:end], skeys[head[1]:tail[1] + tail[2]]
@@ -281,8 +285,8 @@ def _clean(orig: Original, key, skeys: list[str], head: list[int], tail: list[in
     for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, old, new, autojunk=False).get_opcodes():
         if tag in ("delete", "replace") and not _each_kept(old[i1:i2], new[j1:j2]):
             return False
-    kept = set(old)
-    if any(k not in kept and not is_trivial(k) and orig.positions(key, k) for k in new):
+    kept, added = Counter(old), Counter(new)
+    if any(added[k] > kept[k] and not is_trivial(k) and orig.positions(key, k) for k in added):
         return False
     text = "\n".join(new)
     return all(d.name in text for d in orig.defs() if start <= d.header < end)

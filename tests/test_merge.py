@@ -1288,3 +1288,32 @@ def test_a_clean_reading_beside_one_that_deletes_a_few_lookalike_lines_is_not_ce
     update = '# ... existing code ...\n    - abcDefghiJkl\n    value = compute(value)\n    ?    ^  ^  ^\n# ... existing code ...\n'
     result = merge(original, update, "python")
     assert result.confidence == "likely" and "appears more than once" in result.reasons[0]
+
+
+def test_a_reading_that_edits_lines_in_place_and_adds_another_copy_of_a_repeated_line_is_not_clean():
+    """Two new assertions added after a test's last one, each opening with the ``self.assertEqual(`` the
+    file repeats: anchored on the first assertion's ``)``, the segment reads as the second one edited in
+    place plus a new one, which keeps every line; but it writes ``self.assertEqual(`` once more than the
+    lines it replaces hold, a copy of a line found elsewhere, so that reading is not the clean one to
+    settle on (wtforms ``tests/widgets.py``: the merge deleted the second assertion, certain)."""
+    from fastapply.merge import merge
+
+    select = "'<select id=\"\" name=\"f\"><option selected value=\"foo\">lfoo</option></select>'"
+    original = ("class SelectTest(TestCase):\n    field = DummyField([('foo', 'lfoo', True)])\n\n"
+                "    def test(self):\n        self.assertEqual(\n            Select()(self.field),\n"
+                f"            {select}\n        )\n        self.assertEqual(\n"
+                f"            Select(multiple=True)(self.field),\n            {select}\n        )\n\n"
+                "    def test_render_option(self):\n        # value, label, selected\n        self.assertEqual(\n"
+                "            Select.render_option('bar', 'foo', False),\n"
+                "            '<option value=\"bar\">foo</option>'\n        )\n        self.assertEqual(\n"
+                "            Select.render_option(True, 'foo', True),\n"
+                "            '<option selected value=\"True\">foo</option>'\n        )\n\n\n"
+                "class HTML5Test(TestCase):\n    def test_number(self):\n        pass\n")
+    update = ("class SelectTest(TestCase):\n    # ... unchanged code ...\n        )\n        self.assertEqual(\n"
+              "            Select.render_option('bar', '<i class=\"bar\"></i>foo', False),\n"
+              "            '<option value=\"bar\">&lt;i class=\"bar\"&gt;&lt;/i&gt;foo</option>'\n        )\n"
+              "        self.assertEqual(\n            Select.render_option('bar', HTMLString('<i class=\"bar\"></i>foo'), False),\n"
+              "            '<option value=\"bar\"><i class=\"bar\"></i>foo</option>'\n        )\n\n\n"
+              "class HTML5Test(TestCase):\n    # ... unchanged code ...\n")
+    result = merge(original, update, "python")
+    assert result.confidence == "likely" and "appears more than once" in result.reasons[0]
