@@ -11,7 +11,9 @@ a model whose weights cannot do the task (random or untrained) as if it answered
 
 The fastapply methods draft the merge engine's candidate first where it builds one, as ``fastapply FILE``
 does (DESIGN §4, draft source 1); the merge's own time is counted in their prefill. ``merge_draft=False``
-leaves it out.
+leaves it out. With ``focus``, every method is shown the window of the file that ``fastapply FILE`` shows
+the model (``fastapply.focus``), the merge that places it timed into every method's prefill: what a
+user's rewrite costs, where the default compares the methods on whole files.
 
 Every case also gets its limit: the time of one forward pass over the prompt and the answer written
 (plain decoding's, which every lossless method writes too), which no rewrite of that answer can beat on
@@ -29,6 +31,7 @@ from fastapply.apply import ApplyResult, EditPlan, finish, plan_edit, run_plan, 
 from fastapply.decode import DecodeStats, stop_index
 from fastapply.draft import MODEL_POLICIES, ModelDrafters
 from fastapply.errors import UsageError
+from fastapply.focus import focus as window_of
 from fastapply.prompt import answer_ids
 
 METHODS = ("plain", "prompt-lookup", "ngram", "fastapply")  # the default; MODEL_POLICIES need their model
@@ -58,6 +61,7 @@ class BenchRow:
     vs_limit: float = 0.0  # this method's seconds over limit_s (1.0 would be the limit itself)
     lines: int = 0  # lines of the case's original file
     position: int = 0  # when it ran among its case's methods (0: first)
+    window: list[int] | None = None  # with focus: the first and last original line shown, 1-based
 
     def as_dict(self) -> dict:
         """The row as JSON data: what ``summarize`` and the CLI's table read."""
@@ -65,16 +69,17 @@ class BenchRow:
                 "speedup_plain": round(self.speedup_plain, 3),
                 "speedup_prompt_lookup": round(self.speedup_prompt_lookup, 3),
                 "limit_s": round(self.limit_s, 4), "vs_limit": round(self.vs_limit, 3), "position": self.position,
-                **self.stats.as_dict()}
+                **({"window": self.window} if self.window else {}), **self.stats.as_dict()}
 
 
 def run_bench(model, tokenizer, cases: list[BenchCase], acceptance: str = "model", preset: str = "default",
               max_new_tokens: int | None = None, methods: tuple[str, ...] = METHODS,
-              models: ModelDrafters | None = None, merge_draft: bool = True,
+              models: ModelDrafters | None = None, merge_draft: bool = True, focus: bool = False,
               on_case: Callable[[list[BenchRow]], None] | None = None) -> list[BenchRow]:
     """Every method on every case, after one untimed warm-up of each method; ``models``
     builds the model-run drafters the methods in ``draft.MODEL_POLICIES`` need (``draft.make_drafter``);
-    ``merge_draft``: the fastapply methods draft the merge engine's candidate first.
+    ``merge_draft``: the fastapply methods draft the merge engine's candidate first; ``focus``: every
+    method rewrites the window ``fastapply FILE`` would show the model.
     ``on_case`` gets each case's rows as soon as they are measured. The methods take turns going first:
     case ``i`` runs them from the ``i``-th on, wrapping around, so that no method always runs first or
     after the same one (each row's ``position`` says when it ran); rows keep the order of ``methods``."""
@@ -89,13 +94,14 @@ def run_bench(model, tokenizer, cases: list[BenchCase], acceptance: str = "model
 
     expect_many_requests(model)  # the output layer's screen is built, and its costs measured, in the warm-up
     for method in methods:  # warm-up: first-call overheads and the one-time verify-cost calibration
-        _run(model, tokenizer, cases[0], method, acceptance, preset, 16, models, merge_draft)
+        _run(model, tokenizer, Shown.of(cases[0], merge_draft, focus), method, acceptance, preset, 16, models)
     rows: list[BenchRow] = []
-    for index, case in enumerate(cases):
+    for index, whole in enumerate(cases):
         turn = index % len(methods)
         order = (*methods[turn:], *methods[:turn])
-        ran = {m: _run(model, tokenizer, case, m, acceptance, preset, max_new_tokens, models, merge_draft)
-               for m in order}
+        shown = Shown.of(whole, merge_draft, focus)
+        case = shown.case
+        ran = {m: _run(model, tokenizer, shown, m, acceptance, preset, max_new_tokens, models) for m in order}
         measured = {m: ran[m] for m in methods}
         seconds = {m: result.stats.seconds for m, result in measured.items()}
         written = (measured.get("plain") or next(iter(measured.values()))).token_ids  # every method's, when lossless
@@ -110,8 +116,8 @@ def run_bench(model, tokenizer, cases: list[BenchCase], acceptance: str = "model
                 same_as_plain=result.token_ids == measured["plain"].token_ids if "plain" in measured else None,
                 speedup_plain=seconds["plain"] / own if "plain" in seconds and own else 0.0,
                 speedup_prompt_lookup=seconds["prompt-lookup"] / own if "prompt-lookup" in seconds and own else 0.0,
-                limit_s=limit, vs_limit=own / limit if limit else 0.0, lines=len(case.original.splitlines()),
-                position=order.index(method),
+                limit_s=limit, vs_limit=own / limit if limit else 0.0, lines=len(whole.original.splitlines()),
+                position=order.index(method), window=shown.window,
             ))
         rows += mine
         if on_case is not None:
@@ -187,21 +193,49 @@ def limit_seconds(model, token_ids: list[int], repeats: int = 2) -> float:
     return best
 
 
-def _run(model, tokenizer, case: BenchCase, method: str, acceptance: str, preset: str,
-         max_new_tokens: int | None, models: ModelDrafters | None = None, merge_draft: bool = False) -> ApplyResult:
-    """One method on one case; a fastapply method with ``merge_draft`` drafts the merge's candidate, the
-    merge timed into its prefill."""
+@dataclass(frozen=True)
+class Shown:
+    """A case as the methods are shown it: the whole file, or with focus the window ``fastapply FILE``
+    shows the model; the merge's candidate (cut to the window) for the fastapply methods to draft, and
+    the seconds the merge (and the window's placement) took."""
+
+    case: BenchCase
+    merged: str | None = None
+    merge_s: float = 0.0
+    window: list[int] | None = None
+    placed: bool = False  # with focus the merge ran to place the window (or find none): every method pays for it
+
+    @classmethod
+    def of(cls, case: BenchCase, merge_draft: bool, focus: bool) -> Shown:
+        if not (merge_draft or focus):
+            return cls(case)
+        from fastapply.merge import merge
+
+        start = time.perf_counter()
+        result = merge(case.original, case.update, case.language)
+        window = window_of(case.original, case.update, result, case.language, case.instruction) if focus else None
+        seconds = time.perf_counter() - start
+        merged = result.text if merge_draft else None
+        if window is None:
+            return cls(case, merged, seconds, placed=focus)
+        cut = replace(case, original=window.cut(case.original),
+                      expected=None if case.expected is None else window.cut(case.expected))
+        return cls(cut, window.cut_draft(merged), seconds, window.shown, placed=True)
+
+
+def _run(model, tokenizer, shown: Shown, method: str, acceptance: str, preset: str,
+         max_new_tokens: int | None, models: ModelDrafters | None = None) -> ApplyResult:
+    """One method on one case as shown; a fastapply method drafts the merge's candidate where there is
+    one. The merge's time goes into the prefill of the methods that needed it: the fastapply methods
+    drafting its candidate, and with focus every method."""
     from fastapply.loading import stop_ids_of
     from fastapply.replay import ReplayedHFTarget
     from fastapply.target import HFTarget
 
-    merged, merge_s = None, 0.0
-    if merge_draft and REPLAY_POLICY[method].startswith("fastapply"):
-        from fastapply.merge import merge
-
-        start = time.perf_counter()
-        merged = merge(case.original, case.update, case.language).text
-        merge_s = time.perf_counter() - start
+    case = shown.case
+    drafts = REPLAY_POLICY[method].startswith("fastapply")
+    merged = shown.merged if drafts else None
+    merge_s = shown.merge_s if shown.placed or drafts else 0.0
     plan = plan_edit(tokenizer, case.original, case.update, case.instruction, preset, merged, case.language)
     budget = token_budget(model, plan, max_new_tokens)
     stops = stop_ids_of(model, tokenizer)
@@ -212,7 +246,7 @@ def _run(model, tokenizer, case: BenchCase, method: str, acceptance: str, preset
     elif method in ("ngram", "fastapply", *MODEL_POLICIES):
         result = run_plan(HFTarget(model), tokenizer, plan, method, budget, stops, models=models)
     else:
-        return generate_baseline(model, tokenizer, plan, budget, stops, prompt_lookup=method == "prompt-lookup")
+        result = generate_baseline(model, tokenizer, plan, budget, stops, prompt_lookup=method == "prompt-lookup")
     return replace(result, stats=replace(result.stats, prefill_s=result.stats.prefill_s + merge_s))
 
 

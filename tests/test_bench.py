@@ -147,6 +147,10 @@ def test_resume_refuses_a_run_of_other_settings_and_names_both_machines(sample_m
     result = CliRunner().invoke(app, [*command, "--resume"])
     assert result.exit_code != 0 and "dtype 'torch.bfloat16'" in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
+    assert "focus" not in data  # whole files: the default, and every run before --focus
+    out.write_text(json.dumps(data))
+    result = CliRunner().invoke(app, [*command, "--focus", "--resume"])
+    assert result.exit_code != 0 and "it ran with focus None, this run has True" in result.stderr
 
     out.write_text(json.dumps(data))
     result = CliRunner().invoke(app, [*command[:-4], "--methods", "fastapply", "--out", str(out), "--resume"])

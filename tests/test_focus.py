@@ -1,6 +1,7 @@
 """A long file's edit shown to the model as the top-level statements around it (``fastapply.focus``):
 where the window is cut, that the answer is put back with the rest of the file untouched, that the
-engine, the CLI and the eval use it (and ``--whole-file`` turns it off), on a real model's runs."""
+engine, the CLI, the eval and the bench use it (and ``--whole-file`` turns it off), on a real model's
+runs."""
 
 import json
 
@@ -169,3 +170,28 @@ def test_the_eval_records_the_window_and_resumes_only_runs_that_focused_alike(tm
     write_report(tmp_path / "report", summarize([records[True]]))
     assert "- fastapply: 1 answers to a window of the file" in (tmp_path / "report" / "report.md").read_text()
     assert "focused" not in summarize([records[False]])["policies"]["fastapply"]
+
+
+def test_the_bench_shows_every_method_the_window_and_times_the_merge_into_each(tiny_model, monkeypatch):
+    """``fastapply bench --focus`` times what ``fastapply FILE`` does: every method rewrites the window,
+    and the merge that placed it counts in every method's time, plain decoding's too."""
+    from dataclasses import replace
+
+    from fastapply.bench import BenchCase, Shown, run_bench
+
+    model, tokenizer = tiny_model
+    case = BenchCase("long", LONG, SAMPLE_UPDATE, expected=LONG_EXPECTED, language="python")
+    methods = ("plain", "fastapply")
+    whole = run_bench(model, tokenizer, [case], "replay", methods=methods)
+    place = Shown.of
+    monkeypatch.setattr(Shown, "of", classmethod(lambda cls, *args: replace(place(*args), merge_s=100.0)))
+    focused = run_bench(model, tokenizer, [case], "replay", methods=methods, focus=True)
+    window = focus(LONG, SAMPLE_UPDATE, merge(LONG, SAMPLE_UPDATE, "python"), "python")
+    assert [row.as_dict()["window"] for row in focused] == [[window.start + 1, window.end]] * 2
+    assert all("window" not in row.as_dict() for row in whole)
+    assert all(row.same_as_plain and row.lines == len(LONG.splitlines()) for row in focused)
+    assert focused[0].stats.tokens < whole[0].stats.tokens  # the window's answer, not the whole file's
+    assert all(row.stats.prefill_s >= 100.0 for row in focused)  # the merge placed the window for both
+    shown = place(case, False, True)
+    assert shown.merged is None and shown.case.original == window.cut(LONG)
+    assert shown.case.expected == window.cut(LONG_EXPECTED)

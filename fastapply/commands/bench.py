@@ -36,6 +36,9 @@ def bench_command(
     max_new_tokens: MaxTokensOpt = None,
     merge_draft: Annotated[bool, typer.Option(help="Let the fastapply methods draft the merge engine's candidate "
                                                    "first, as `fastapply FILE` does (its time counted).")] = True,
+    focus: Annotated[bool, typer.Option("--focus/--whole-file", help="Show every method the window of the file "
+                                        "that `fastapply FILE` shows the model (the merge that places it timed "
+                                        "into each), or the whole file.")] = False,
     out: Annotated[Optional[Path], typer.Option("--out", help="Write the rows as JSON here, after every case.")] = None,
     resume: Annotated[bool, typer.Option("--resume", help="Keep the cases already in --out; run the rest.")] = False,
     plot: Annotated[Optional[Path], typer.Option("--plot", help="Draw each method's speedup over plain decoding "
@@ -59,7 +62,8 @@ def bench_command(
         if methods is None:
             methods = ",".join([*METHODS, *(m for name in models for m in (name, f"fastapply+{name}"))])
         chosen = tuple(m.strip() for m in methods.split(",") if m.strip())
-        header = {**_header(model, draft_model, medusa, acceptance, lm), "merge_draft": merge_draft}
+        header = {**_header(model, draft_model, medusa, acceptance, lm), "merge_draft": merge_draft,
+                  **({"focus": True} if focus else {})}  # whole-file runs read as before
         rows = _done_rows(out, chosen, header) if resume else []
         done = {row["case"] for row in rows}
 
@@ -71,7 +75,7 @@ def bench_command(
         remaining = [case for case in cases if case.name not in done]
         if remaining:
             run_bench(lm, tokenizer, remaining, acceptance, preset, max_new_tokens, chosen, models, merge_draft,
-                      on_case=save)
+                      focus, on_case=save)
         _print_bench(rows, model, acceptance)
         if out is not None:
             _write(out, header, rows, complete=True)
@@ -86,7 +90,8 @@ def bench_command(
 
 # What a resumed run must share with the run it goes on with: the same weights, methods' inputs and
 # arithmetic (the machine may differ: it is recorded, below).
-SAME_RUN = ("model", "adapter", "draft_model", "medusa", "acceptance", "device", "dtype", "parameters", "merge_draft")
+SAME_RUN = ("model", "adapter", "draft_model", "medusa", "acceptance", "device", "dtype", "parameters", "merge_draft",
+            "focus")
 
 
 def _header(model, draft_model, medusa, acceptance, lm) -> dict:
@@ -127,9 +132,9 @@ def _done_rows(out: Path, methods: tuple[str, ...], header: dict) -> list[dict]:
     except (OSError, ValueError, KeyError) as exc:
         raise UsageError(f"cannot resume from {out}: {exc}") from None
     for key in SAME_RUN:
-        if earlier.get(key) != header[key]:
+        if earlier.get(key) != header.get(key):
             raise UsageError(f"cannot resume from {out}: it ran with {key} {earlier.get(key)!r}, this run has "
-                             f"{header[key]!r}")
+                             f"{header.get(key)!r}")
     left_out = sorted({row["method"] for row in rows} - set(methods))
     if left_out:
         raise UsageError(f"cannot resume from {out}: it also ran {', '.join(left_out)}, whose rows this run "
