@@ -7,7 +7,7 @@ must never make it raise anything but fastapply's own errors.
 The examples are the same on every run (``derandomize``), so a failure is a change's doing, not the
 draw's. To hunt for new counterexamples, draw fresh ones, as many as you like:
 ``FASTAPPLY_PROPERTY_EXAMPLES=5000 python -m pytest tests/test_merge_properties.py``. Such hunts
-find a wrong certain merge in roughly one of 5,000 random edits (session 57: 5 in about 25,000, each
+find a wrong certain merge in roughly one of 4,000 random edits (session 57: 9 in about 38,000, each
 a snippet two readings fit); the ones found and why they stay are in ``evals/RESULTS.md`` (merge
 section).
 """
