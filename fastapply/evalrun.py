@@ -108,6 +108,7 @@ def _run_task(task: Task, policies: Sequence[str]) -> list[dict]:
             merged = None
     window = focus(task.original, task.update, placed, task.language, task.instruction)
     shown = task if window is None else replace(task, original=window.cut(task.original))
+    shown_draft = merged if window is None else window.cut_draft(merged)  # the merge's candidate, as shown
     records, limit = [], None
     for policy in policies:
         started = time.perf_counter()
@@ -122,8 +123,7 @@ def _run_task(task: Task, policies: Sequence[str]) -> list[dict]:
                 extra = {"merge": merge_record, "decided_by": "merge", "refused": False}
             else:
                 stopped = None
-                draft = (merged if window is None else window.cut_draft(merged)) \
-                    if policy in ("fastapply", REMOTE_POLICY) else None
+                draft = shown_draft if policy in ("fastapply", REMOTE_POLICY) else None
                 if config.server is not None:
                     output, closed, speed = _remote(shown, draft)
                 else:
