@@ -24,8 +24,8 @@ from collections import Counter
 
 from fastapply.blockend import place_at_block_end
 from fastapply.defplace import closed_definition, place_by_definitions, reopened_definition
-from fastapply.edges import (beside_anchor, context_reach, deletes_nothing, docstring_above_docstring, edge_doubt,
-                             edited_in_place, maybe_context, resumes_at_marker)
+from fastapply.edges import (beside_anchor, blank_context_reach, context_reach, deletes_nothing,
+                             docstring_above_docstring, edge_doubt, edited_in_place, maybe_context, resumes_at_marker)
 from fastapply.markers import indent_width
 from fastapply.segments import (NEAR, Original, Placement, Segment, absorb_blank_edges, exact_key, is_trivial,
                                 keeps_text, loose_key)
@@ -71,6 +71,7 @@ def _place_by_lines(seg: Segment, index: int, orig: Original, lo: int, hi: int, 
     start, end = head[0], tail[0] + tail[2]
     leading, trailing = seg.lines[:head[1]], seg.lines[tail[1] + tail[2]:]
     reach_before = reach_after = None  # edge lines read as context: (context lines, original lines replaced)
+    blank_before = blank_after = None  # the same, where the context is the edge's blank lines
     replaced = []  # (doubt, whether the edge lines are the replaced lines edited in place)
     if seg.marker_before is not None and maybe_context(leading[:1], orig.lines[max(lo, start - NEAR):start]):
         reach_before = context_reach(leading, orig.lines[lo:start], key)
@@ -79,6 +80,9 @@ def _place_by_lines(seg: Segment, index: int, orig: Original, lo: int, hi: int, 
         elif reach_before[1]:
             replaced.append((f"{where} replaces {reach_before[1]} original line(s) before its first anchor",
                              edited_in_place(orig.lines[start - reach_before[1]:start], leading[reach_before[0]:])))
+    elif seg.marker_before is not None and (blank_before := blank_context_reach(leading, orig.lines[lo:start])):
+        reach_before = blank_before
+        replaced.append((f"{where} replaces {reach_before[1]} original line(s) before its first anchor", True))
     if seg.marker_after is not None and maybe_context(trailing[-1:], orig.lines[end:min(hi, end + NEAR)]):
         reach_after = context_reach(trailing[::-1], orig.lines[end:hi][::-1], key)
         if reach_after is None:
@@ -87,6 +91,10 @@ def _place_by_lines(seg: Segment, index: int, orig: Original, lo: int, hi: int, 
             replaced.append((f"{where} replaces {reach_after[1]} original line(s) after its last anchor",
                              edited_in_place(orig.lines[end:end + reach_after[1]],
                                              trailing[:len(trailing) - reach_after[0]])))
+    elif seg.marker_after is not None and (blank_after := blank_context_reach(trailing[::-1],
+                                                                              orig.lines[end:hi][::-1])):
+        reach_after = blank_after
+        replaced.append((f"{where} replaces {reach_after[1]} original line(s) after its last anchor", True))
     if seg.marker_before is None:
         start, doubt = 0, edge_doubt(orig.lines[:head[0]], leading, f"{where} does not start with a marker", "first")
         doubts += doubt
@@ -115,8 +123,9 @@ def _place_by_lines(seg: Segment, index: int, orig: Original, lo: int, hi: int, 
         elif inserted and orig.language == "python" and docstring_above_docstring(
                 seg.lines[tail[1] + tail[2] - 1], trailing, orig.lines[end:hi]):
             doubts.append(f"{where} adds a docstring above the one after its last anchor, which it may replace")
-    matched_edges = (head[1] == 0 and seg.marker_before is not None and start == head[0],
-                     tail[1] + tail[2] == len(seg.lines) and end == tail[0] + tail[2])
+    matched_edges = (head[1] == 0 and seg.marker_before is not None and start == head[0]
+                     or blank_before is not None,
+                     tail[1] + tail[2] == len(seg.lines) and end == tail[0] + tail[2] or blank_after is not None)
     nothing_deleted = deletes_nothing(orig.lines[start:end], seg.lines, key)  # blank edges do not change it
     start, end, doubt = absorb_blank_edges(orig, seg, (start, end), matched_edges, (lo, hi), where, nothing_deleted)
     doubts += doubt

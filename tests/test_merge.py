@@ -1317,3 +1317,59 @@ def test_a_reading_that_edits_lines_in_place_and_adds_another_copy_of_a_repeated
               "class HTML5Test(TestCase):\n    # ... unchanged code ...\n")
     result = merge(original, update, "python")
     assert result.confidence == "likely" and "appears more than once" in result.reasons[0]
+
+
+def test_a_blank_context_line_above_a_line_edited_in_place_is_the_originals():
+    """A snippet cut from a diff shows the blank line above a changed line as context: the changed line
+    takes the place of the one below the original's blank line (read as added, it would stand beside
+    the line it replaces, two `require`s of one name)."""
+    original = d('''
+        "use strict";
+
+        const NormalModule = require("../NormalModule");
+        const makeSerializable = require("../util/makeSerializable");
+
+        module.exports = makeSerializable(NormalModule);
+        ''')
+    update = d('''
+        // ... existing code ...
+
+        const NormalModule = require("../module/NormalModule");
+        const makeSerializable = require("../util/makeSerializable");
+        // ... existing code ...
+        ''')
+    result = merge(original, update, "javascript")
+    assert (result.confidence, result.reasons) == ("certain", ())
+    assert result.text == original.replace('"../NormalModule"', '"../module/NormalModule"')
+
+
+def test_a_getter_added_beside_a_like_one_after_a_blank_line_is_not_certain():
+    """The same shape where the new lines are a whole definition like the one above the anchor: a getter
+    added beside its neighbour reads as that neighbour edited, line for line, so the merge is not certain."""
+    original = d('''
+        class Cache {
+        	get size() {
+        		return this.#size;
+        	}
+
+        	get maxSize() {
+        		return this.#maxSize;
+        	}
+
+        	entries() {
+        		return this.#entries;
+        	}
+        }
+        ''')
+    update = d('''
+        // ...
+
+        	get maxAge() {
+        		return this.#maxAge;
+        	}
+
+        	entries() {
+        		// ...
+        ''')
+    result = merge(original, update, "javascript")
+    assert result.confidence != "certain"
