@@ -24,10 +24,10 @@ from collections import Counter
 
 from fastapply.blockend import place_at_block_end
 from fastapply.defplace import closed_definition, place_by_definitions, reopened_definition
-from fastapply.edges import (beside_anchor, blank_context_reach, context_reach, deletes_nothing,
-                             docstring_above_docstring, edge_doubt, edited_in_place, maybe_context, resumes_at_marker)
+from fastapply.edges import (beside_anchor, deletes_nothing, docstring_above_docstring, edge_doubt, read_edge,
+                             resumes_at_marker)
 from fastapply.markers import indent_width
-from fastapply.segments import (NEAR, Original, Placement, Segment, absorb_blank_edges, exact_key, is_trivial,
+from fastapply.segments import (Original, Placement, Segment, absorb_blank_edges, exact_key, is_trivial,
                                 keeps_text, loose_key)
 
 
@@ -70,31 +70,16 @@ def _place_by_lines(seg: Segment, index: int, orig: Original, lo: int, hi: int, 
         doubts.append(f"{where} matches the original only when whitespace is ignored")
     start, end = head[0], tail[0] + tail[2]
     leading, trailing = seg.lines[:head[1]], seg.lines[tail[1] + tail[2]:]
-    reach_before = reach_after = None  # edge lines read as context: (context lines, original lines replaced)
-    blank_before = blank_after = None  # the same, where the context is the edge's blank lines
+    readings = (read_edge(leading, orig.lines[lo:start], key) if seg.marker_before is not None else None,
+                read_edge(trailing[::-1], orig.lines[end:hi][::-1], key) if seg.marker_after is not None else None)
     replaced = []  # (doubt, whether the edge lines are the replaced lines edited in place)
-    if seg.marker_before is not None and maybe_context(leading[:1], orig.lines[max(lo, start - NEAR):start]):
-        reach_before = context_reach(leading, orig.lines[lo:start], key)
-        if reach_before is None:
-            doubts.append(f"{where} starts with {leading[0].strip()!r}, which may be the original's or new")
-        elif reach_before[1]:
-            replaced.append((f"{where} replaces {reach_before[1]} original line(s) before its first anchor",
-                             edited_in_place(orig.lines[start - reach_before[1]:start], leading[reach_before[0]:])))
-    elif seg.marker_before is not None and (blank_before := blank_context_reach(leading, orig.lines[lo:start])):
-        reach_before = blank_before
-        replaced.append((f"{where} replaces {reach_before[1]} original line(s) before its first anchor", True))
-    if seg.marker_after is not None and maybe_context(trailing[-1:], orig.lines[end:min(hi, end + NEAR)]):
-        reach_after = context_reach(trailing[::-1], orig.lines[end:hi][::-1], key)
-        if reach_after is None:
-            doubts.append(f"{where} ends with {trailing[-1].strip()!r}, which may be the original's or new")
-        elif reach_after[1]:
-            replaced.append((f"{where} replaces {reach_after[1]} original line(s) after its last anchor",
-                             edited_in_place(orig.lines[end:end + reach_after[1]],
-                                             trailing[:len(trailing) - reach_after[0]])))
-    elif seg.marker_after is not None and (blank_after := blank_context_reach(trailing[::-1],
-                                                                              orig.lines[end:hi][::-1])):
-        reach_after = blank_after
-        replaced.append((f"{where} replaces {reach_after[1]} original line(s) after its last anchor", True))
+    for reading, opens, side in zip(readings, ("starts", "ends"), ("before its first anchor", "after its last anchor")):
+        if reading is not None and reading.unsure:
+            doubts.append(f"{where} {opens} with {reading.unsure!r}, which may be the original's or new")
+        elif reading is not None and reading.reach is not None and reading.reach[1]:
+            replaced.append((f"{where} replaces {reading.reach[1]} original line(s) {side}", reading.in_place))
+    reach_before, reach_after = (None if reading is None else reading.reach for reading in readings)
+    blank_before, blank_after = (reading is not None and reading.blank for reading in readings)
     if seg.marker_before is None:
         start, doubt = 0, edge_doubt(orig.lines[:head[0]], leading, f"{where} does not start with a marker", "first")
         doubts += doubt
@@ -123,9 +108,8 @@ def _place_by_lines(seg: Segment, index: int, orig: Original, lo: int, hi: int, 
         elif inserted and orig.language == "python" and docstring_above_docstring(
                 seg.lines[tail[1] + tail[2] - 1], trailing, orig.lines[end:hi]):
             doubts.append(f"{where} adds a docstring above the one after its last anchor, which it may replace")
-    matched_edges = (head[1] == 0 and seg.marker_before is not None and start == head[0]
-                     or blank_before is not None,
-                     tail[1] + tail[2] == len(seg.lines) and end == tail[0] + tail[2] or blank_after is not None)
+    matched_edges = (head[1] == 0 and seg.marker_before is not None and start == head[0] or blank_before,
+                     tail[1] + tail[2] == len(seg.lines) and end == tail[0] + tail[2] or blank_after)
     nothing_deleted = deletes_nothing(orig.lines[start:end], seg.lines, key)  # blank edges do not change it
     start, end, doubt = absorb_blank_edges(orig, seg, (start, end), matched_edges, (lo, hi), where, nothing_deleted)
     doubts += doubt

@@ -8,9 +8,10 @@ answer that lifts a doubt says, in its docstring, on how many known answers it w
 from __future__ import annotations
 
 import re
+from typing import NamedTuple
 
 from fastapply.markers import indent_width
-from fastapply.segments import exact_key, is_trivial, keeps_text, lost_lines
+from fastapply.segments import NEAR, exact_key, is_trivial, keeps_text, lost_lines
 
 EDGE_DELETION = 3  # non-blank lines a segment with no marker before (after) it may delete at the file's edge
 _PY_HEADER = re.compile(r"\s*(async\s+def|def|class)\b.*:\s*(#.*)?$")
@@ -35,6 +36,31 @@ def beside_anchor(leading: tuple[str, ...], anchor: str) -> bool:
     the code the marker stands for. The caller asks it only when that anchor starts on code. On the
     known answers of the suite and ``data/train``, 10 merges whose only doubt this lifts are all exact."""
     return all(indent_width(line) >= indent_width(anchor) for line in leading if line.strip())
+
+
+class EdgeReading(NamedTuple):
+    """How a segment's unanchored edge meets the original beside its anchor (``read_edge``)."""
+
+    reach: tuple[int, int] | None  # (edge lines that are the original's context, original lines the rest
+    # replaces), as ``context_reach`` returns it; None: the edge's lines are new, added at the anchor
+    unsure: str = ""  # the edge's first line, common and found close by: the original's or new
+    in_place: bool = False  # the lines it replaces are edited in place (``edited_in_place``)
+    blank: bool = False  # its context is its blank lines (``blank_context_reach``): placed already
+
+
+def read_edge(edge: tuple[str, ...], beside: list[str], key) -> EdgeReading:
+    """A segment's unanchored edge read against the original lines on that side of its anchor, both
+    ordered from afar towards the anchor (a segment's closing edge and the lines after it, reversed): as
+    the original's context where its first line is a common line found close by (``context_reach``),
+    else as blank context before lines edited in place (``blank_context_reach``), else as new lines."""
+    if maybe_context(edge[:1], beside[-NEAR:]):
+        reach = context_reach(edge, beside, key)
+        if reach is None:
+            return EdgeReading(None, unsure=edge[0].strip())
+        return EdgeReading(reach, in_place=bool(reach[1]) and edited_in_place(beside[len(beside) - reach[1]:],
+                                                                               edge[reach[0]:]))
+    reach = blank_context_reach(edge, beside)
+    return EdgeReading(reach, in_place=reach is not None, blank=reach is not None)
 
 
 def maybe_context(edge: tuple[str, ...], nearby: list[str]) -> bool:
