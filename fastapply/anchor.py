@@ -24,8 +24,8 @@ from collections import Counter
 
 from fastapply.blockend import place_at_block_end
 from fastapply.defplace import closed_definition, place_by_definitions, reopened_definition
-from fastapply.edges import (beside_anchor, deletes_nothing, docstring_above_docstring, edge_doubt, read_edge,
-                             resumes_at_marker)
+from fastapply.edges import (beside_anchor, cut_to_code, deletes_nothing, docstring_above_docstring, edge_doubt,
+                             read_edge, resumes_at_marker)
 from fastapply.markers import indent_width
 from fastapply.segments import (Original, Placement, Segment, absorb_blank_edges, exact_key, is_trivial,
                                 keeps_text, loose_key)
@@ -60,12 +60,27 @@ def place(seg: Segment, index: int, orig: Original, lo: int, scope: int | None) 
 
 
 def _place_by_lines(seg: Segment, index: int, orig: Original, lo: int, hi: int, key) -> Placement | None:
-    skeys = [key(line) for line in seg.lines]
-    where = f"segment {index + 1}"
-    found = _anchors(orig, key, skeys, seg.lines, lo, hi, where)
+    found = _anchors(orig, key, [key(line) for line in seg.lines], seg.lines, lo, hi, f"segment {index + 1}")
     if found is None:
         return None
     head, tail, doubts = found
+    placement = _place_on(seg, index, orig, lo, hi, key, head, tail, list(doubts))
+    first = cut_to_code(head, seg.lines, orig, key, last=False) or head  # the anchors cut to their code
+    if head is tail:  # one run: both of its edges
+        first = last = cut_to_code(first, seg.lines, orig, key, last=True) or first
+    else:
+        last = cut_to_code(tail, seg.lines, orig, key, last=True) or tail
+    if (first, last) != (head, tail):
+        cut = _place_on(seg, index, orig, lo, hi, key, first, last, list(doubts))
+        return cut if len(cut.doubts) < len(placement.doubts) else placement
+    return placement
+
+
+def _place_on(seg: Segment, index: int, orig: Original, lo: int, hi: int, key, head: list[int], tail: list[int],
+              doubts: list[str]) -> Placement:
+    """The segment in place of the original lines from its first anchor ``head`` to its last ``tail``
+    (the same run where it has one), its edges read against the original beside them."""
+    where = f"segment {index + 1}"
     if key is loose_key:
         doubts.append(f"{where} matches the original only when whitespace is ignored")
     start, end = head[0], tail[0] + tail[2]

@@ -11,9 +11,10 @@ import re
 from typing import NamedTuple
 
 from fastapply.markers import indent_width
-from fastapply.segments import NEAR, exact_key, is_trivial, keeps_text, lost_lines
+from fastapply.segments import NEAR, Original, exact_key, is_trivial, keeps_text, lost_lines
 
 EDGE_DELETION = 3  # non-blank lines a segment with no marker before (after) it may delete at the file's edge
+MOST_BLANK = 2  # the longest run of blank lines a style sets between blocks (PEP 8's two around definitions)
 _PY_HEADER = re.compile(r"\s*(async\s+def|def|class)\b.*:\s*(#.*)?$")
 _STRING_START = re.compile(r"[rRbBuU]?(\"|')")
 
@@ -128,6 +129,54 @@ def blank_context_reach(edge: tuple[str, ...], beside: list[str]) -> tuple[int, 
     if r > 1 and any(line.rstrip().endswith(("{", ":")) for line in replaced):
         return None
     return k, r
+
+
+def cut_to_code(run: list[int], lines: tuple[str, ...], orig: Original, key, last: bool) -> list[int] | None:
+    """A segment's first (``last``: last) anchor run ``[original line, segment line, length]`` that opens
+    (ends) with blank lines facing new lines of the segment, cut to its code: the blank lines are then
+    the segment's own, around the new lines it adds beside the anchor, and the original's blank lines
+    on that side stay whole beside the code the marker stands for. Read as the anchor's, the blank
+    lines split the original's run of them around the new lines (packaging's ``_musllinux.py``: an
+    ``if TYPE_CHECKING:`` block added after the imports left one blank line before ``class``, where the
+    original has two). None where the run has no such edge, or where the cut reading is doubtful:
+    a new line there copies a line of the original (the code the marker stands for, shown again:
+    cloudpathlib's ``s3path.py``); the new lines are the original's beyond its blank lines edited in
+    place (``edits_lines_beside``: an import changed above a blank line); or the original has more
+    than ``MOST_BLANK`` blank lines there (a run longer than any style sets between blocks may be one
+    the edit splits: an import added in it).
+
+    The caller keeps the cut reading where it has fewer doubts. On the 22,504 known answers of the
+    suite, ``data/train`` and ``runs/train-h``, 37 merges it makes certain are all exact and 5 likely
+    ones become exact; without the copy check 2 more would be certain and wrong (cloudpathlib's, one
+    of jupyter_client), without the limit on blank lines 3 (synthetic imports added in runs of three);
+    the in-place check makes none wrong there and keeps 2 exact merges likely (a method added beside
+    a like one reads as that one edited).
+
+    >>> lines = ("import sys", "", "if TYPE_CHECKING:", "    import os", "")
+    >>> orig = Original(["import re", "import sys", "", "", "class A:"], "python")
+    >>> cut_to_code([1, 0, 2], lines, orig, exact_key, last=True)
+    [1, 0, 1]
+    >>> cut_to_code([0, 0, 2], lines, Original(["import sys", "", "", "", "class A:"], "python"), exact_key,
+    ...             last=True) is None   # three blank lines in the original there
+    True
+    """
+    p, b, size = run
+    new = lines[b + size:] if last else lines[:b]
+    edge = range(size - 1, -1, -1) if last else range(size)
+    blank = next((i for i, j in enumerate(edge) if lines[b + j].strip()), size)
+    if not blank or blank == size or not any(line.strip() for line in new):
+        return None
+    cut = [p, b, size - blank] if last else [p + blank, b + blank, size - blank]
+    if all(is_trivial(line) for line in lines[cut[1]:cut[1] + cut[2]]) or any(
+            not is_trivial(line) and orig.positions(key, key(line)) for line in new):
+        return None
+    step, i, run_length = (1, p + size - blank, 0) if last else (-1, p + blank - 1, 0)
+    while 0 <= i < len(orig.lines) and not orig.lines[i].strip():
+        i, run_length = i + step, run_length + 1
+    beyond = orig.lines[i:i + NEAR] if last else orig.lines[max(i - NEAR + 1, 0):i + 1][::-1]
+    if run_length > MOST_BLANK or edits_lines_beside(new if last else new[::-1], beyond):
+        return None
+    return cut
 
 
 def docstring_above_docstring(anchor: str, new: tuple[str, ...], after: list[str]) -> bool:

@@ -1373,3 +1373,114 @@ def test_a_getter_added_beside_a_like_one_after_a_blank_line_is_not_certain():
         ''')
     result = merge(original, update, "javascript")
     assert result.confidence != "certain"
+
+
+def test_a_block_added_after_the_imports_keeps_the_originals_blank_lines_before_the_class():
+    """New lines framed by blank lines after the last anchor: the blank lines are the snippet's own, and
+    the original's two blank lines before the class stay whole (read as the anchor's, one of them would
+    go above the new block and leave one before the class)."""
+    original = d('''
+        import sys
+        from typing import NamedTuple
+
+        from ._elffile import ELFFile
+
+
+        class _MuslVersion(NamedTuple):
+            major: int
+        ''')
+    update = d('''
+        # ... existing code ...
+        import sys
+        from typing import TYPE_CHECKING, NamedTuple
+
+        from ._elffile import ELFFile
+
+        if TYPE_CHECKING:
+            from collections.abc import Iterator
+
+        # ... existing code ...
+        ''')
+    result = merge(original, update, "python")
+    assert (result.confidence, result.reasons) == ("certain", ())
+    assert result.text == original.replace("NamedTuple\n\n", "TYPE_CHECKING, NamedTuple\n\n").replace(
+        "ELFFile\n", "ELFFile\n\nif TYPE_CHECKING:\n    from collections.abc import Iterator\n")
+
+
+def test_new_lines_after_a_blank_edged_anchor_that_copy_the_original_are_not_certain():
+    """The same shape where the new lines repeat the original's code after the anchor (the block the
+    marker stands for, shown again beside a new one): not read as added, so not certain."""
+    original = d('''
+        from ..cloudpath import CloudPath
+
+
+        if TYPE_CHECKING:
+            from .s3client import S3Client
+
+
+        class S3Path(CloudPath):
+            pass
+        ''')
+    update = d('''
+        # ... existing code ...
+        from ..cloudpath import CloudPath
+
+        if TYPE_CHECKING:
+            from .s3client import S3Client
+
+        _PATTERN = re.compile("s3://")
+
+
+        # ... existing code ...
+        ''')
+    assert merge(original, update, "python").confidence != "certain"
+
+
+def test_an_import_added_in_a_long_run_of_blank_lines_is_not_certain():
+    """An import shown after the first of three blank lines: it may split the run (the original's three
+    stay three) or bring its own (four), so the merge is not certain."""
+    original = d('''
+        from __future__ import annotations
+
+
+
+        if TYPE_CHECKING:
+            from poetry.mixology.incompatibility import Incompatibility
+        ''')
+    update = d('''
+        from __future__ import annotations
+
+        from typing import TYPE_CHECKING
+
+
+        # ... existing code ...
+        ''')
+    assert merge(original, update, "python").confidence != "certain"
+
+
+def test_a_line_changed_above_a_blank_line_before_the_first_anchor_is_not_read_as_added():
+    """The snippet opens with the original's import changed, a blank line, then its first anchor: the
+    changed line is the original one above the blank line edited, not a line added after it (both
+    imports kept), so the merge is not certain."""
+    original = d('''
+        import sys
+        from typing import NamedTuple
+
+        from ._elffile import ELFFile
+
+
+        class _MuslVersion(NamedTuple):
+            major: int
+        ''')
+    update = d('''
+        # ... existing code ...
+        from typing import TYPE_CHECKING, NamedTuple
+
+        from ._elffile import ELFFile
+
+        if TYPE_CHECKING:
+            from collections.abc import Iterator
+
+        # ... existing code ...
+        ''')
+    assert merge(original, update, "python").confidence != "certain"
