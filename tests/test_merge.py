@@ -1440,20 +1440,23 @@ def test_an_import_added_in_a_long_run_of_blank_lines_is_not_certain():
     """An import shown after the first of three blank lines: it may split the run (the original's three
     stay three) or bring its own (four), so the merge is not certain."""
     original = d('''
-        from __future__ import annotations
+        import unittest
+        from enum import Enum
 
 
 
-        if TYPE_CHECKING:
-            from poetry.mixology.incompatibility import Incompatibility
+        class TestRandomBuilder(unittest.TestCase):
+            def test_next_bool(self):
+                self.assertIn(RandomBuilder.next_bool(), [True, False])
         ''')
     update = d('''
-        from __future__ import annotations
+        # ... unchanged code ...
+        from enum import Enum
 
-        from typing import TYPE_CHECKING
+        from piccolo.testing.random_builder import RandomBuilder
 
 
-        # ... existing code ...
+        # ... unchanged code ...
         ''')
     assert merge(original, update, "python").confidence != "certain"
 
