@@ -58,8 +58,8 @@ def read_edge(edge: tuple[str, ...], beside: list[str], key) -> EdgeReading:
         reach = context_reach(edge, beside, key)
         if reach is None:
             return EdgeReading(None, unsure=edge[0].strip())
-        return EdgeReading(reach, in_place=bool(reach[1]) and edited_in_place(beside[len(beside) - reach[1]:],
-                                                                               edge[reach[0]:]))
+        return EdgeReading(reach, in_place=bool(reach[1]) and replaced_in_place(beside[len(beside) - reach[1]:],
+                                                                                 edge[reach[0]:]))
     reach = blank_context_reach(edge, beside)
     return EdgeReading(reach, in_place=reach is not None, blank=reach is not None)
 
@@ -237,6 +237,32 @@ def edited_in_place(replaced: list[str], new: tuple[str, ...]) -> bool:
     False
     """
     return len(replaced) == len(new) and all(keeps_text(old, line) for old, line in zip(replaced, new))
+
+
+def replaced_in_place(replaced: list[str], new: tuple[str, ...]) -> bool:
+    """Whether the new lines between a segment's context and its anchor (``new``, ordered from the
+    context) take the place of the ``replaced`` original lines edited in place: as many
+    (``edited_in_place``), or more, the first ones each the replaced line at its place edited and the
+    others added after them (a value built in a variable first, then set up, then returned).
+    Where more, each line of the pairing is code (a trivial line keeps the text of any line that holds
+    its characters: a ``}`` pairs with any block's line), and no replaced line opens a block: a case, a
+    test or an entry of a table added above a like one reads as that one renamed, the rest of the new
+    lines its body. On the 22,504 known answers of the suite, ``data/train`` and ``runs/train-h``, the
+    pairing of more new lines makes 35 merges certain, all exact; without the block condition 4 more
+    are certain and wrong (and 5 exact), without the code condition 7 more exact.
+
+    >>> replaced_in_place(["function parse(_fields, config) {"], ("function parse(fields, config) {", "  check();"))
+    False
+    >>> replaced_in_place(["return value.replace(A, '');"], ("return value.replace(B, '');", "  .trim();"))
+    True
+    >>> replaced_in_place(["x = f(a)"], ("}", "x = f(b)"))
+    False
+    """
+    if len(new) == len(replaced):
+        return edited_in_place(replaced, new)
+    first = new[:len(replaced)]
+    return len(new) > len(replaced) and not any(line.rstrip().endswith(("{", ":")) for line in replaced) \
+        and not any(is_trivial(line) for line in (*replaced, *first)) and edited_in_place(replaced, first)
 
 
 def deletes_nothing(original: list[str], lines: tuple[str, ...], key) -> bool:

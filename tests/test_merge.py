@@ -1487,3 +1487,80 @@ def test_a_line_changed_above_a_blank_line_before_the_first_anchor_is_not_read_a
         # ... existing code ...
         ''')
     assert merge(original, update, "python").confidence != "certain"
+
+
+def test_a_line_edited_after_context_with_lines_added_under_it_is_certain():
+    """A segment's edge after its context: the original's `return` edited into a variable, then new lines
+    that set it up and return it, before the anchor. The first new line takes the returned line's
+    place, the others are added under it."""
+    original = d('''
+        const getConfig = options => {
+          const testConfig = {
+            ci: false,
+            config: false
+          };
+          return new Config(Object.assign({}, testConfig, options));
+        };
+
+        test('uses the defaults', async t => {
+          const config = getConfig({});
+          t.is(config.ci, false);
+        });
+        ''')
+    update = d('''
+        // ... existing code ...
+          };
+          const config = new Config(Object.assign({}, testConfig, options));
+          await config.init();
+
+          return config;
+        };
+
+        test('uses the defaults', async t => {
+        // ... existing code ...
+        ''')
+    result = merge(original, update, "javascript")
+    assert (result.confidence, result.reasons) == ("certain", ())
+    assert result.text == original.replace(
+        "  return new Config(Object.assign({}, testConfig, options));\n",
+        "  const config = new Config(Object.assign({}, testConfig, options));\n  await config.init();\n\n"
+        "  return config;\n")
+
+
+def test_cases_added_after_a_like_one_shown_from_its_body_are_not_certain():
+    """The same shape where the replaced line opens a block: two `case`s added after a like one, with the
+    same body, shown from the end of the case before it. Read with context, the first new `case` takes
+    the place of the original's `case 'v':` and the body anchors on the original's; so the merge is not
+    certain."""
+    original = d('''
+        function read(node, c) {
+          switch (node.name) {
+            case 'f':
+              if (c) {
+                current = c.f = {text: ''};
+              }
+              break;
+            case 'v':
+              if (c) {
+                current = c.v = {text: ''};
+              }
+              break;
+            case 'mergeCell':
+              break;
+          }
+        }
+        ''')
+    update = d('''
+        // ... rest of code ...
+              }
+              break;
+            case 'is':
+            case 't':
+              if (c) {
+                current = c.v = {text: ''};
+              }
+              break;
+            case 'mergeCell':
+        // ... rest of code ...
+        ''')
+    assert merge(original, update, "javascript").confidence != "certain"
