@@ -117,7 +117,7 @@ def _place_on(seg: Segment, index: int, orig: Original, lo: int, hi: int, key, h
         end, doubt = closed_definition(orig, end, trailing, seg.marker_after, hi, where)
         doubts += doubt
         inserted = seg.lines[tail[1] + tail[2] - 1].strip() and resumes_at_marker(orig.lines[end:hi],
-                                                                                  seg.marker_after)
+                                                                                  seg.marker_after, trailing)
         if end == unextended and any(line.strip() for line in trailing) and not inserted:
             doubts.append(f"{where} has new lines after its last anchor, which may replace the code there")
         elif inserted and orig.language == "python" and docstring_above_docstring(

@@ -19,14 +19,20 @@ _PY_HEADER = re.compile(r"\s*(async\s+def|def|class)\b.*:\s*(#.*)?$")
 _STRING_START = re.compile(r"[rRbBuU]?(\"|')")
 
 
-def resumes_at_marker(after: list[str], marker_indent: int) -> bool:
+def resumes_at_marker(after: list[str], marker_indent: int, new: tuple[str, ...] = ()) -> bool:
     """Whether the original code after a segment's last anchor (``after``) goes on at the indentation
     of the marker that follows the segment, or left of it: the marker stands for that code, so the new
     lines before the marker are added in front of it and replace nothing. The caller asks it only when
     that anchor ends on code: a blank line ending it may be one the new lines brought (packaging
     ``_musllinux.py``). On the known answers of the suite and ``data/train``, 21 merges whose only doubt
     this lifts are all exact; a marker left of the next line may close a block in place of its last
-    lines (poetry's ``legacy_repository.py``: a loop replaced by one call), which stays a doubt."""
+    lines (poetry's ``legacy_repository.py``: a loop replaced by one call), which stays a doubt. Nor
+    where the ``new`` lines end by opening a block and the marker sits right of them: it stands for that
+    block's body, which the original does not have (a function copied after itself, shown down to its
+    ``try:``: found by the property test once the anchor's blank lines were cut, ``cut_to_code``)."""
+    last = next((line for line in reversed(new) if line.strip()), "")
+    if last.rstrip().endswith((":", "{")) and indent_width(last) < marker_indent:
+        return False
     line = next((line for line in after if line.strip()), None)
     return line is not None and indent_width(line) <= marker_indent
 

@@ -1564,3 +1564,34 @@ def test_cases_added_after_a_like_one_shown_from_its_body_are_not_certain():
         // ... rest of code ...
         ''')
     assert merge(original, update, "javascript").confidence != "certain"
+
+
+def test_a_new_function_shown_down_to_its_try_before_a_deeper_marker_is_not_certain():
+    """A copy of a function added after it, shown down to its `try:` with the marker right of that line:
+    the marker stands for the new function's body, which the original does not have, so the new lines
+    are not an insertion in front of the code after the anchor."""
+    original = d('''
+        def _isfinite(x):
+            try:
+                return x.is_finite()
+            except AttributeError:
+                return math.isfinite(x)
+
+
+        def _sum(data):
+            return sum(data)
+        ''')
+    update = d('''
+        # ... existing code ...
+        def _isfinite(x):
+            try:
+                return x.is_finite()
+            except AttributeError:
+                return math.isfinite(x)
+
+
+        def copy_of__isfinite(x):
+            try:
+                # ... existing code ...
+        ''')
+    assert merge(original, update, "python").confidence != "certain"
