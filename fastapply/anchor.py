@@ -70,7 +70,7 @@ def _place_by_lines(seg: Segment, index: int, orig: Original, lo: int, hi: int, 
         first = last = cut_to_code(first, seg.lines, orig, key, last=True) or first
     else:
         last = cut_to_code(tail, seg.lines, orig, key, last=True) or tail
-    if (first, last) != (head, tail):
+    if placement.doubts and (first, last) != (head, tail):
         cut = _place_on(seg, index, orig, lo, hi, key, first, last, list(doubts))
         return cut if len(cut.doubts) < len(placement.doubts) else placement
     return placement

@@ -19,12 +19,12 @@ _PY_HEADER = re.compile(r"\s*(async\s+def|def|class)\b.*:\s*(#.*)?$")
 _STRING_START = re.compile(r"[rRbBuU]?(\"|')")
 
 
-def resumes_at_marker(after: list[str], marker_indent: int, new: tuple[str, ...] = ()) -> bool:
+def resumes_at_marker(after: list[str], marker_indent: int, new: tuple[str, ...]) -> bool:
     """Whether the original code after a segment's last anchor (``after``) goes on at the indentation
     of the marker that follows the segment, or left of it: the marker stands for that code, so the new
     lines before the marker are added in front of it and replace nothing. The caller asks it only when
     that anchor ends on code: a blank line ending it may be one the new lines brought (packaging
-    ``_musllinux.py``). On the known answers of the suite and ``data/train``, 21 merges whose only doubt
+    ``_musllinux.py``, read with that anchor cut to its code: ``cut_to_code``). On the known answers of the suite and ``data/train``, 21 merges whose only doubt
     this lifts are all exact; a marker left of the next line may close a block in place of its last
     lines (poetry's ``legacy_repository.py``: a loop replaced by one call), which stays a doubt. Nor
     where the ``new`` lines end by opening a block and the marker sits right of them: it stands for that
@@ -157,7 +157,8 @@ def cut_to_code(run: list[int], lines: tuple[str, ...], orig: Original, key, las
     wrong (cloudpathlib's, one of jupyter_client; checking only the original's lines close by keeps
     the second); without the limit on blank lines 2 more certain and wrong (synthetic imports added in
     runs of three); the in-place check keeps 2 exact merges likely (a method added beside a like one
-    reads as that one edited) and guards a shape none of them has.
+    reads as that one edited; a line of backticks keeps the text of any line with one) and guards a
+    shape none of them has (``tests/test_merge.py``).
 
     >>> lines = ("import sys", "", "if TYPE_CHECKING:", "    import os", "")
     >>> orig = Original(["import re", "import sys", "", "", "class A:"], "python")
