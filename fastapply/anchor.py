@@ -10,8 +10,9 @@ contains (``def foo`` replaces the original ``def foo``, see ``defplace.py``).
 Every reason to doubt a placement (an anchor that appears twice, a deletion hanging on one line...)
 is returned as a one-line ``doubt``; the merge is only certain when no segment has one. This module
 places one segment; ``merge.py`` splits the snippet, places the segments in order and assembles them.
-How a segment's edge lines meet the original is ``edges.py``'s question; a segment that anchors nowhere
-is placed at the end of its block by ``blockend.py``.
+How a segment's edge lines meet the original is ``edges.py``'s question, which of several readings of
+its anchors is meant ``readings.py``'s; a segment that anchors nowhere is placed at the end of its block
+by ``blockend.py``.
 
 Example: original ``a b c d e``, segment ``b X d`` -> replaces ``b c d`` (lines 1..3) with ``b X d``.
 """
@@ -19,16 +20,14 @@ Example: original ``a b c d e``, segment ``b X d`` -> replaces ``b c d`` (lines 
 from __future__ import annotations
 
 import difflib
-import re
-from collections import Counter
 
 from fastapply.blockend import place_at_block_end
 from fastapply.defplace import closed_definition, place_by_definitions, reopened_definition
 from fastapply.edges import (beside_anchor, cut_to_code, deletes_nothing, docstring_above_docstring, edge_doubt,
                              read_edge, resumes_at_marker)
 from fastapply.markers import indent_width
-from fastapply.segments import (Original, Placement, Segment, absorb_blank_edges, exact_key, is_trivial,
-                                keeps_text, loose_key)
+from fastapply.readings import NEAR_READING, covers_repeated_name, only_clean_reading
+from fastapply.segments import Original, Placement, Segment, absorb_blank_edges, exact_key, is_trivial, loose_key
 
 
 def place(seg: Segment, index: int, orig: Original, lo: int, scope: int | None) -> Placement | None:
@@ -200,11 +199,11 @@ def _anchors(orig: Original, key, skeys: list[str], lines: tuple[str, ...], lo: 
         run = head if which == "first" else tail
         run_keys = skeys[run[1]:run[1] + run[2]]
         # A run opened by a blank line anchors on its code, unless a same-named definition may be meant.
-        anchors_on_code = bool(run_keys[0].strip()) or any(k.strip() for k in run_keys) and not _covers_repeated_name(
+        anchors_on_code = bool(run_keys[0].strip()) or any(k.strip() for k in run_keys) and not covers_repeated_name(
             orig, start, end)
         near = any(0 < (e - s) - (end - start) <= NEAR_READING for s, e in readings if s <= start and e >= end)
-        settled = enclosed and not no_op or anchors_on_code and not near and _only_clean_reading(
-            orig, key, skeys, fits, (head, tail))
+        settled = enclosed and not no_op or anchors_on_code and not near and only_clean_reading(
+            orig, key, skeys, [_trimmed(*fit) for fit in fits], (head, tail))
         if not settled:
             shown = next((line.strip() for line in lines[run[1]:run[1] + run[2]] if line.strip()), "")
             doubts.append(f"{where}: its {which} anchor {shown!r} appears more than once")
@@ -214,110 +213,6 @@ def _anchors(orig: Original, key, skeys: list[str], lines: tuple[str, ...], lo: 
                                for run in (head, tail)):
         doubts.append(f"{where} deletes original lines {head[0] + head[2] + 1}-{tail[0]} on a one-line anchor")
     return head, tail, doubts
-
-
-# Another reading that covers a few more original lines than the clean one (a repeated pattern of
-# lines, such as a diff in a docstring, cut short) is as likely meant: the clean one is not settled.
-# Found by the property test on difflib's `- abcDefghiJkl / ? ^ ^ ^ / + ...` docstring; on the 22,504
-# known answers (`merge_bench.py --known ... --against`) it demotes 3 wrong certain merges and 26
-# exact ones, none in the suite.
-NEAR_READING = 3
-
-
-def _only_clean_reading(orig: Original, key, skeys: list[str], fits, taken) -> bool:
-    """Whether the reading ``taken`` is the only one of several that deletes nothing (``_clean``), or,
-    when none is clean, the only one that inserts the segment's new lines between its runs where they
-    meet in the original (lines of new code among them: lines that are all the original's own, between
-    runs that meet, show a deletion elsewhere).
-
-    A segment anchored on a line found in several places (a docstring's closing quotes, a ``/**``)
-    then has one reading that only adds or edits code, against others that would silently delete
-    what lies between anchors. On the known answers of the suite and ``data/train``, 51 merges whose
-    only doubts this lifts are all exact. The caller's checks: a run of blank lines alone is never the
-    anchor it settles, and a run that opens with a blank line settles only when its reading rewrites no
-    definition the file names twice (``_covers_repeated_name``): one reading of an added method that
-    rewrote a same-named one in another class came out clean (wtforms ``numeric.py``). With those, 13
-    more merges are settled, all exact (4 in the suite). A reading that inserts is not clean when the
-    new lines copy a line the file has elsewhere (an ``#if`` repeated, a test written like its
-    neighbours); when it is the only one that deletes nothing, brings new code and repeats no
-    definition's header (``_redefines``), 22 more merges are settled, all exact (2 in the suite), and
-    none of 3,600 random edits of standard library files (``tests/test_merge_properties.py``'s kind)
-    merges wrong where it did not before.
-    """
-    clean, inserts = set(), set()
-    for h, t, fit in fits:
-        head, tail = _trimmed(h, t, fit)
-        if _clean(orig, key, skeys, head, tail):
-            clean.add((head[0], tail[0] + tail[2]))
-        between = skeys[head[1] + head[2]:tail[1]]
-        if tail[0] == head[0] + head[2] and any(not is_trivial(k) and not orig.positions(key, k)
-                                                 for k in between) and not _redefines(orig, between):
-            inserts.add((head[0], tail[0] + tail[2]))  # new code between runs that meet in the original
-    head, tail = taken
-    return (clean or inserts) == {(head[0], tail[0] + tail[2])}
-
-
-def _redefines(orig: Original, new: list[str]) -> bool:
-    """Whether the ``new`` lines hold the header of a definition the file already has, at its
-    indentation: a second ``def previous(self):`` beside the first is an edit of it read as an
-    insertion."""
-    for d in orig.defs():
-        width, name = indent_width(orig.lines[d.header]), re.compile(rf"\b{re.escape(d.name)}\b")
-        if any(k.strip() and indent_width(k) == width and name.search(k) for k in new):
-            return True
-    return False
-
-
-def _covers_repeated_name(orig: Original, start: int, end: int) -> bool:
-    """Whether original[start:end] holds the header of a definition whose name the file defines more
-    than once (``_value`` in several classes): a snippet showing it may mean any of them."""
-    names = Counter(d.name for d in orig.defs())
-    return any(names[d.name] > 1 for d in orig.defs() if start <= d.header < end)
-
-
-def _clean(orig: Original, key, skeys: list[str], head: list[int], tail: list[int]) -> bool:
-    """Whether the reading with these anchors deletes nothing: it changes something, keeps every
-    non-blank original line it replaces (as it is, or edited into a new line: ``keeps_text``), writes
-    no line that the file has more often than the lines it replaces hold it (a copy of an original
-    line), and keeps the name of every definition it starts in. A reading that turns ``def code``
-    into ``def status`` may be an insertion of ``status`` next to ``code`` anchored in the wrong place;
-    one that edits an assertion in place and adds a second ``self.assertEqual(`` after it may be two
-    assertions added after the next one (wtforms ``tests/widgets.py``). Counting the copies, not only
-    lines the replaced ones lack, moves 5 of the 22,504 known answers: 3 wrong certain merges to
-    likely, 2 exact likely ones to certain.
-    """
-    start, end = head[0], tail[0] + tail[2]
-    old, new = orig.keys(key)[start:end], skeys[head[1]:tail[1] + tail[2]]
-    if [k for k in old if k.strip()] == [k for k in new if k.strip()]:
-        return False
-    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, old, new, autojunk=False).get_opcodes():
-        if tag in ("delete", "replace") and not _each_kept(old[i1:i2], new[j1:j2]):
-            return False
-    kept, added = Counter(old), Counter(new)
-    if any(added[k] > kept[k] and not is_trivial(k) and orig.positions(key, k) for k in added):
-        return False
-    text = "\n".join(new)
-    return all(d.name in text for d in orig.defs() if start <= d.header < end)
-
-
-def _each_kept(old: list[str], new: list[str]) -> bool:
-    """Whether each non-blank ``old`` line is edited into one of the ``new`` lines, in order.
-
-    >>> _each_kept(["x = 1", "", "y = 2"], ["x = 10", "z = 0", "y = 2  # two"])
-    True
-    >>> _each_kept(["x = 1", "y = 2"], ["print(x)"])
-    False
-    """
-    j = 0
-    for line in old:
-        if not line.strip():
-            continue
-        while j < len(new) and not (new[j].strip() and keeps_text(line, new[j])):
-            j += 1
-        if j == len(new):
-            return False
-        j += 1
-    return True
 
 
 def _trimmed(head: list[int], tail: list[int], fit: tuple[int, int]) -> tuple[list[int], list[int]]:
