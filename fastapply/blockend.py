@@ -6,7 +6,8 @@ closes. ``anchor.py`` turns to it when a segment's lines repeat no original line
 from __future__ import annotations
 
 from fastapply.markers import indent_width
-from fastapply.segments import Original, Placement, Segment, absorb_blank_edges, exact_key, is_closer
+from fastapply.segments import (Original, Placement, Segment, absorb_blank_edges, blank_run, exact_key,
+                                is_closer)
 
 
 def place_at_block_end(seg: Segment, index: int, orig: Original, lo: int, hi: int,
@@ -21,8 +22,7 @@ def place_at_block_end(seg: Segment, index: int, orig: Original, lo: int, hi: in
         limit = len(orig.lines)
     else:
         return None
-    while limit > lo and not orig.lines[limit - 1].strip():
-        limit -= 1
+    limit -= blank_run(orig.lines, limit - 1, -1, lo)
     body = [line for line in seg.lines if line.strip()]
     closers = 0
     while closers < len(body) and is_closer(body[-1 - closers]):

@@ -11,7 +11,7 @@ import re
 from typing import NamedTuple
 
 from fastapply.markers import indent_width
-from fastapply.segments import NEAR, Original, exact_key, is_trivial, keeps_text, lost_lines
+from fastapply.segments import NEAR, Original, blank_run, exact_key, is_trivial, keeps_text, lost_lines, opens_block
 
 EDGE_DELETION = 3  # non-blank lines a segment with no marker before (after) it may delete at the file's edge
 MOST_BLANK = 2  # the longest run of blank lines a style sets between blocks (PEP 8's two around definitions)
@@ -24,14 +24,15 @@ def resumes_at_marker(after: list[str], marker_indent: int, new: tuple[str, ...]
     of the marker that follows the segment, or left of it: the marker stands for that code, so the new
     lines before the marker are added in front of it and replace nothing. The caller asks it only when
     that anchor ends on code: a blank line ending it may be one the new lines brought (packaging
-    ``_musllinux.py``, read with that anchor cut to its code: ``cut_to_code``). On the known answers of the suite and ``data/train``, 21 merges whose only doubt
-    this lifts are all exact; a marker left of the next line may close a block in place of its last
-    lines (poetry's ``legacy_repository.py``: a loop replaced by one call), which stays a doubt. Nor
+    ``_musllinux.py``, read with that anchor cut to its code: ``cut_to_code``). On the known answers of
+    the suite and ``data/train``, 21 merges whose only doubt this lifts are all exact; a marker left of
+    the next line may close a block in place of its last lines (poetry's ``legacy_repository.py``: a loop
+    replaced by one call), which stays a doubt. Nor
     where the ``new`` lines end by opening a block and the marker sits right of them: it stands for that
     block's body, which the original does not have (a function copied after itself, shown down to its
     ``try:``: found by the property test once the anchor's blank lines were cut, ``cut_to_code``)."""
     last = next((line for line in reversed(new) if line.strip()), "")
-    if last.rstrip().endswith((":", "{")) and indent_width(last) < marker_indent:
+    if opens_block(last) and indent_width(last) < marker_indent:
         return False
     line = next((line for line in after if line.strip()), None)
     return line is not None and indent_width(line) <= marker_indent
@@ -132,7 +133,7 @@ def blank_context_reach(edge: tuple[str, ...], beside: list[str]) -> tuple[int, 
     if any(line.strip() for line in blank) or not all(line.strip() for line in replaced) \
             or not edited_in_place(replaced, rest):
         return None
-    if r > 1 and any(line.rstrip().endswith(("{", ":")) for line in replaced):
+    if r > 1 and any(opens_block(line) for line in replaced):
         return None
     return k, r
 
@@ -178,9 +179,9 @@ def cut_to_code(run: list[int], lines: tuple[str, ...], orig: Original, key, las
     if all(is_trivial(line) for line in lines[cut[1]:cut[1] + cut[2]]) or any(
             not is_trivial(line) and orig.positions(key, key(line)) for line in new):
         return None
-    step, i, run_length = (1, p + size - blank, 0) if last else (-1, p + blank - 1, 0)
-    while 0 <= i < len(orig.lines) and not orig.lines[i].strip():
-        i, run_length = i + step, run_length + 1
+    i, step = (p + size - blank, 1) if last else (p + blank - 1, -1)
+    run_length = blank_run(orig.lines, i, step)
+    i += step * run_length  # the original's first non-blank line beyond the run
     beyond = orig.lines[i:i + NEAR] if last else orig.lines[max(i - NEAR + 1, 0):i + 1][::-1]
     if run_length > MOST_BLANK or edits_lines_beside(new if last else new[::-1], beyond):
         return None
@@ -268,7 +269,7 @@ def replaced_in_place(replaced: list[str], new: tuple[str, ...]) -> bool:
     if len(new) == len(replaced):
         return edited_in_place(replaced, new)
     first = new[:len(replaced)]
-    return len(new) > len(replaced) and not any(line.rstrip().endswith(("{", ":")) for line in replaced) \
+    return len(new) > len(replaced) and not any(opens_block(line) for line in replaced) \
         and not any(is_trivial(line) for line in (*replaced, *first)) and edited_in_place(replaced, first)
 
 

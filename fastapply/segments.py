@@ -71,6 +71,25 @@ def is_trivial(line: str) -> bool:
     return len(stripped) <= 2 or stripped in CLOSERS
 
 
+def opens_block(line: str) -> bool:
+    """A line that opens a block its next lines are the body of: ends with ``{`` or ``:``."""
+    return line.rstrip().endswith(("{", ":"))
+
+
+def blank_run(lines: list[str], start: int, step: int, lo: int = 0, hi: int | None = None) -> int:
+    """How many blank lines follow one another from ``lines[start]`` on, going down (``step`` 1) or up
+    (-1), within ``lines[lo:hi]``.
+
+    >>> blank_run(["a", "", "", "b"], 1, 1), blank_run(["a", "", "", "b"], 2, -1), blank_run(["a", ""], 0, 1)
+    (2, 2, 0)
+    """
+    hi = len(lines) if hi is None else hi
+    n = 0
+    while lo <= start + step * n < hi and not lines[start + step * n].strip():
+        n += 1
+    return n
+
+
 def is_closer(line: str) -> bool:
     """A line that only closes blocks: ``}``, ``});``, ``end``..."""
     stripped = line.strip()
@@ -154,9 +173,7 @@ def absorb_blank_edges(orig: Original, seg: Segment, span: tuple[int, int], matc
     (start, end), (lo, hi), doubts = span, window, []
     if seg.marker_before is not None and not matched[0]:
         shown = next((i for i, line in enumerate(seg.lines) if line.strip()), 0)
-        blank = 0
-        while start - blank - 1 >= lo and not orig.lines[start - blank - 1].strip():
-            blank += 1
+        blank = blank_run(orig.lines, start - 1, -1, lo)
         if shown:
             start -= min(shown, blank)
             if shown != blank and not (keeps_all and blank > shown):
@@ -164,9 +181,7 @@ def absorb_blank_edges(orig: Original, seg: Segment, span: tuple[int, int], matc
     if seg.marker_after is not None and not matched[1]:
         last = next((i for i in range(len(seg.lines) - 1, -1, -1) if seg.lines[i].strip()), len(seg.lines) - 1)
         shown = len(seg.lines) - 1 - last
-        blank = 0
-        while end + blank < hi and not orig.lines[end + blank].strip():
-            blank += 1
+        blank = blank_run(orig.lines, end, 1, hi=hi)
         if shown:
             end += min(shown, blank)
             if shown != blank and not (keeps_all and blank > shown):
