@@ -20,13 +20,14 @@ Example: original ``a b c d e``, segment ``b X d`` -> replaces ``b c d`` (lines 
 from __future__ import annotations
 
 import difflib
+from dataclasses import replace
 
 from fastapply.blockend import place_at_block_end
 from fastapply.defplace import closed_definition, place_by_definitions, reopened_definition
 from fastapply.edges import (beside_anchor, cut_to_code, deletes_nothing, docstring_above_docstring, edge_doubt,
                              read_edge, resumes_at_marker)
 from fastapply.markers import indent_width
-from fastapply.readings import NEAR_READING, covers_repeated_name, only_clean_reading
+from fastapply.readings import NEAR_READING, covers_repeated_name, keeps_names, only_clean_reading
 from fastapply.segments import Original, Placement, Segment, absorb_blank_edges, exact_key, is_trivial, loose_key
 
 
@@ -62,14 +63,24 @@ def _place_by_lines(seg: Segment, index: int, orig: Original, lo: int, hi: int, 
     found = _anchors(orig, key, [key(line) for line in seg.lines], seg.lines, lo, hi, f"segment {index + 1}")
     if found is None:
         return None
-    head, tail, doubts = found
+    head, tail, doubts, others = found
     placement = _place_on(seg, index, orig, lo, hi, key, head, tail, list(doubts))
+    if others:  # doubts[0] says the anchors have other readings: moot where all place it alike, or settled
+        alternatives = [_place_on(seg, index, orig, lo, hi, key, h, t, []) for h, t in others]
+        if all(_writes_alike(other, placement) for other in alternatives):
+            doubts = doubts[1:]
+            placement = replace(placement, doubts=placement.doubts[1:])
+        elif head is tail:
+            placement = _only_doubtless(seg, orig, [replace(placement, doubts=placement.doubts[len(doubts):]),
+                                                    *alternatives]) or placement
+    if not placement.doubts:
+        return placement
     first = cut_to_code(head, seg.lines, orig, key, last=False) or head  # the anchors cut to their code
     if head is tail:  # one run: both of its edges
         first = last = cut_to_code(first, seg.lines, orig, key, last=True) or first
     else:
         last = cut_to_code(tail, seg.lines, orig, key, last=True) or tail
-    if placement.doubts and (first, last) != (head, tail):
+    if (first, last) != (head, tail):
         cut = _place_on(seg, index, orig, lo, hi, key, first, last, list(doubts))
         return cut if len(cut.doubts) < len(placement.doubts) else placement
     return placement
@@ -141,7 +152,8 @@ def _place_on(seg: Segment, index: int, orig: Original, lo: int, hi: int, key, h
 
 def _anchors(orig: Original, key, skeys: list[str], lines: tuple[str, ...], lo: int, hi: int, where: str):
     """The segment's first and last anchors in original[lo:hi] as ``[original line, segment line, length]``
-    runs, with the doubts about them; None when no line anchors.
+    runs, with the doubts about them and the other readings of them (``(first, last)`` pairs; where there
+    are any, the first doubt says so); None when no line anchors.
 
     The first anchor is the longest run of the segment's opening lines found in the original (or,
     when the segment opens with new code, its first matching non-trivial lines); the last likewise
@@ -171,11 +183,13 @@ def _anchors(orig: Original, key, skeys: list[str], lines: tuple[str, ...], lo: 
             return None
         if not heads or not tails:  # one anchor run only: it is both the first and the last
             runs = heads or tails
-            doubts = [] if len(runs) == 1 else [f"{where}: its anchor {lines[runs[0][1]].strip()!r} appears "
-                                                f"{len(runs)} times"]
-            return runs[0], runs[0], doubts
+            if len(runs) == 1:
+                return runs[0], runs[0], [], []
+            shown = lines[runs[0][1]].strip()
+            return runs[0], runs[0], [f"{where}: its anchor {shown!r} appears {len(runs)} times"], [
+                (run, run) for run in runs[1:]]
     if heads[0][1] == 0 and heads[0][2] == n:  # the whole segment is original code
-        return heads[0], heads[0], _unchanged_doubts(orig, key, skeys, heads, lo, hi, where)
+        return heads[0], heads[0], _unchanged_doubts(orig, key, skeys, heads, lo, hi, where), []
     # A reading is a (first, last) pair of candidates in order; runs may be cut short, as the lines
     # where they meet may be new code that merely looks like the original (a copied function).
     fits = [(h, t, fit) for h in heads for t in tails for fit in [_fit(lines, h, t)] if fit is not None]
@@ -188,7 +202,7 @@ def _anchors(orig: Original, key, skeys: list[str], lines: tuple[str, ...], lo: 
     h, t, fit = min(fits, key=lambda fit: (fit[1][0] + fit[1][2] - fit[0][0], -fit[0][2] - fit[1][2]))
     head, tail = _trimmed(h, t, fit)
     start, end = head[0], tail[0] + tail[2]
-    doubts = []
+    doubts, others = [], []
     if len(readings) > 1:
         longest = (max(f[0][2] for f in fits), max(f[1][2] for f in fits))
         enclosed = all(s <= start and e >= end for s, e in readings) and (h[2], t[2]) == longest and min(
@@ -207,12 +221,41 @@ def _anchors(orig: Original, key, skeys: list[str], lines: tuple[str, ...], lo: 
         if not settled:
             shown = next((line.strip() for line in lines[run[1]:run[1] + run[2]] if line.strip()), "")
             doubts.append(f"{where}: its {which} anchor {shown!r} appears more than once")
+            others = [_trimmed(*fit) for fit in fits if (fit[0][0], fit[1][0] + fit[1][2]) != (start, end)]
     removed = tail[0] - head[0] - head[2]
     added = tail[1] - head[1] - head[2]
     if removed > added and any(_solid(lines, run) < 2 and not _unique_line(orig, key, lines, run)
                                for run in (head, tail)):
         doubts.append(f"{where} deletes original lines {head[0] + head[2] + 1}-{tail[0]} on a one-line anchor")
-    return head, tail, doubts
+    return head, tail, doubts, others
+
+
+def _writes_alike(a: Placement, b: Placement) -> bool:
+    """Whether two placements of a segment write the same lines over the same original range: then
+    which reading of its anchors is meant is moot (a segment that ends the file, ending on a line the
+    file has twice, is placed alike from either; on the 22,504 known answers, 8 merges, all exact)."""
+    return (a.start, a.end, a.lines) == (b.start, b.end, b.lines)
+
+
+def _only_doubtless(seg: Segment, orig: Original, placements: list[Placement]) -> Placement | None:
+    """Of the placements of a segment on each place its one anchor run occurs (each with its own
+    doubts), the only one without a doubt, where the segment has a marker on both sides and that
+    placement keeps the name of every definition it rewrites; else None.
+
+    A segment anchored on one line the file has several times (``return isinstance(other, MaxKey)``
+    in two methods) with new lines around it fits where those lines read as the original's context or
+    its lines edited in place, and leaves doubts elsewhere. On the 22,504 known answers, 42 merges are
+    settled so, all exact. A segment with no marker on one side reaches the file's edge from any of
+    them, and the one deleting least is not always meant (a struct folded into the function above it):
+    32 more exact and 1 wrong, left uncertain. A reading that renames the definition whose lines it
+    edits may be a new function added beside a like one (``function II`` after ``function HH``): 3
+    more wrong, none exact, left uncertain.
+    """
+    doubtless = [p for p in placements if not p.doubts]
+    if seg.marker_before is None or seg.marker_after is None or len(doubtless) != 1:
+        return None
+    only = doubtless[0]
+    return only if keeps_names(orig, only.start, only.end, only.lines) else None
 
 
 def _trimmed(head: list[int], tail: list[int], fit: tuple[int, int]) -> tuple[list[int], list[int]]:

@@ -96,6 +96,12 @@ def _clean(orig: Original, key, skeys: list[str], head: list[int], tail: list[in
     kept, added = Counter(old), Counter(new)
     if any(added[k] > kept[k] and not is_trivial(k) and orig.positions(key, k) for k in added):
         return False
+    return keeps_names(orig, start, end, new)
+
+
+def keeps_names(orig: Original, start: int, end: int, new: list[str]) -> bool:
+    """Whether ``new`` lines in place of original[start:end] keep the name of every definition that
+    starts there (a ``def code`` turned into ``def status`` may be ``status`` added beside it)."""
     text = "\n".join(new)
     return all(d.name in text for d in orig.defs() if start <= d.header < end)
 

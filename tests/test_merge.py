@@ -1595,3 +1595,137 @@ def test_a_new_function_shown_down_to_its_try_before_a_deeper_marker_is_not_cert
                 # ... existing code ...
         ''')
     assert merge(original, update, "python").confidence != "certain"
+
+
+def test_a_segment_ending_the_file_on_a_line_the_file_has_twice_is_certain():
+    """The file's last lines shown with no marker after them, ending on a docstring's closing quotes,
+    which the file has twice: either quotes read as the last anchor place the segment alike, so which
+    one is meant is moot."""
+    original = d('''
+        from .blocks import ToolUseBlock
+
+        __all__ = ["ResponseToolUseBlock"]
+
+        ResponseToolUseBlock = ToolUseBlock
+        """
+        ResponseToolUseBlock has been renamed to ToolUseBlock
+        """
+        ''')
+    update = d('''
+        # ... existing code ...
+        __all__ = ["ResponseToolUseBlock"]
+
+        ResponseToolUseBlock = ToolUseBlock
+        """
+        Deprecated: ResponseToolUseBlock has been renamed to ToolUseBlock
+        """
+        ''')
+    result = merge(original, update, "python")
+    assert (result.confidence, result.reasons) == ("certain", ())
+    assert result.text == original.replace("ResponseToolUseBlock has been", "Deprecated: ResponseToolUseBlock has been")
+
+
+def test_a_segment_anchored_on_a_line_two_methods_have_is_placed_where_its_edges_are_the_originals():
+    """A segment whose one anchor line is in two methods, after an edited line: only in the first method
+    are the lines above it the original's context and its line edited in place."""
+    original = d('''
+        class MaxKey:
+            def __setstate__(self, state: Any) -> None:
+                pass
+
+            def __eq__(self, other: Any) -> bool:
+                return isinstance(other, MaxKey)
+
+            def __hash__(self) -> int:
+                return hash(self._type_marker)
+
+            def __le__(self, other: Any) -> bool:
+                return isinstance(other, MaxKey)
+
+            def __repr__(self) -> str:
+                return "MaxKey()"
+        ''')
+    update = d('''
+        # ... existing code ...
+                pass
+
+            def __eq__(self, other: object) -> bool:
+                return isinstance(other, MaxKey)
+
+            # ... existing code ...
+        ''')
+    result = merge(original, update, "python")
+    assert (result.confidence, result.reasons) == ("certain", ())
+    assert result.text == original.replace("__eq__(self, other: Any)", "__eq__(self, other: object)")
+
+
+def test_a_function_added_after_a_like_one_anchored_on_their_common_line_is_not_certain():
+    """A new function written like the one before it, shown with the comment opening after it: its
+    `return` line, which each such function has, anchors it, and only the reading that edits the last
+    function in place has no doubt; but it renames that function, which may stay beside the new one."""
+    original = d('''
+        /**
+         * MD5 hash algorithm.
+         */
+        var MD5 = Hasher.extend({});
+
+        function GG(a, b, x) {
+            var n = a + (b & x);
+            return (n << 3) + b;
+        }
+
+        function HH(a, b, x) {
+            var n = a + (b ^ x);
+            return (n << 3) + b;
+        }
+
+        /**
+         * The hash.
+         */
+        var hash = MD5.hash;
+
+        /**
+         * The HMAC.
+         */
+        var hmac = MD5.hmac;
+        ''')
+    update = d('''
+        // ... existing code ...
+
+        function II(a, b, x) {
+            var n = a + (b | ~x);
+            return (n << 3) + b;
+        }
+
+        /**
+         // ... existing code ...
+        ''')
+    assert merge(original, update, "javascript").confidence != "certain"
+
+
+def test_a_segment_to_the_end_anchored_on_a_line_two_methods_have_is_not_certain():
+    """A segment with no marker after it, anchored on a line two methods have: placed in the second, it
+    deletes nothing, but the edit may well fold the second class into the first method, deleting it."""
+    original = d('''
+        class Signed:
+            def dump(self, out):
+                value = self.value
+                if value < 0:
+                    return Unsigned(value).dump(out)
+                out.write_signed(value)
+
+
+        class Unsigned:
+            def dump(self, out):
+                value = self.value
+                out.write_unsigned(value)
+        ''')
+    update = d('''
+        # ... existing code ...
+                value = self.value
+                if value >= 0:
+                    out.write_unsigned(value)
+                else:
+                    out.write_signed(value)
+        ''')
+    assert merge(original, update, "python").confidence != "certain"
