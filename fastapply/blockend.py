@@ -5,6 +5,7 @@ closes. ``anchor.py`` turns to it when a segment's lines repeat no original line
 
 from __future__ import annotations
 
+from fastapply.edges import edge_doubt
 from fastapply.markers import indent_width
 from fastapply.segments import (Original, Placement, Segment, absorb_blank_edges, blank_run, exact_key,
                                 is_closer)
@@ -45,12 +46,13 @@ def place_at_block_end(seg: Segment, index: int, orig: Original, lo: int, hi: in
         if own is not None:
             # the snippet's last segment opens with closing lines and goes on with new code (eventemitter3
             # ``index.d.ts``: `}` then `module.exports = ...`): the file's last such lines are those, and
-            # the code after them is the new end of the file
-            after = sum(1 for line in orig.lines[own:limit] if line.strip()) - _leading_closers(body)
-            doubt = (f"segment {index + 1} anchors only on closing lines, the file's last copy of them; it "
-                     f"replaces the {after} line(s) after them" if after else
-                     f"segment {index + 1} anchors only on the file's last closing lines; it was added after them")
-            return Placement(own, limit, seg.lines, (doubt,))
+            # the code after them is the new end of the file, which may replace a few lines as any
+            # segment with no marker after it may (``edge_doubt``)
+            opening = _leading_closers(body)
+            after = [line for line in orig.lines[own:limit] if line.strip()][opening:]
+            doubts = edge_doubt(after, tuple(body[opening:]), f"segment {index + 1} anchors only on the file's "
+                                f"last closing lines, with no marker after it", "last")
+            return Placement(own, limit, seg.lines, tuple(doubts))
         return Placement(limit, limit, seg.lines, (f"segment {index + 1} anchors nowhere; it was added at the end",))
     if seg.marker_after is not None and seg.marker_after > indent_width(orig.lines[scope]):
         return None  # the marker after it is still inside the block: its place there is unknown

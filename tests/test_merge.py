@@ -1078,8 +1078,9 @@ def test_a_snippet_that_shows_the_file_start_without_a_marker_deletes_a_few_line
 def test_a_last_segment_that_opens_with_closing_lines_puts_its_code_after_the_files_last_copy_of_them():
     """`}` then new code, the snippet's end: the `}` is the file's last one (a namespace's, not the class's
     above it) and the code goes after it, in place of any lines after it (eventemitter3 ``index.d.ts``:
-    its two `export` lines become `module.exports = ...`); a doubt, as a lone closing line anchors weakly.
-    Where the file has no such closing lines, the segment is only added at the end."""
+    its two `export` lines become `module.exports = ...`). Like any segment with no marker after it, it
+    may replace a few lines there, or no more than it writes; replacing more is a doubt. Where the file
+    has no such closing lines, the segment is only added at the end."""
     original = d('''
         declare class Emitter {
           emit(event: string): boolean;
@@ -1092,15 +1093,19 @@ def test_a_last_segment_that_opens_with_closing_lines_puts_its_code_after_the_fi
     update = "// ... unchanged code ...\n}\n\nmodule.exports = Emitter;\n"
     result = merge(original, update, "typescript")
     assert result.text == original + "\nmodule.exports = Emitter;\n"
-    assert (result.confidence, result.reasons) == (
-        "likely", ("segment 1 anchors only on the file's last closing lines; it was added after them",))
+    assert (result.confidence, result.reasons) == ("certain", ())
 
     exported = original + "\nexport default Emitter;\n"  # the new code replaces the lines after the last `}`
     result = merge(exported, update, "typescript")
     assert result.text == original + "\nmodule.exports = Emitter;\n"
+    assert (result.confidence, result.reasons) == ("certain", ())
+
+    many = original + "\nexport const a = 1;\nexport const b = 2;\nexport const c = 3;\nexport default Emitter;\n"
+    result = merge(many, update, "typescript")
+    assert result.text == original + "\nmodule.exports = Emitter;\n"
     assert (result.confidence, result.reasons) == ("likely", (
-        "segment 1 anchors only on closing lines, the file's last copy of them; it replaces the 1 line(s) after "
-        "them",))
+        "segment 1 anchors only on the file's last closing lines, with no marker after it; the last 4 non-blank "
+        "original lines would be deleted",))
 
     result = merge(original, "// ... unchanged code ...\n});\n\nrun();\n", "typescript")
     assert result.reasons[0] == "segment 1 anchors nowhere; it was added at the end"
