@@ -249,9 +249,10 @@ def edited_in_place(replaced: list[str], new: tuple[str, ...]) -> bool:
 
 def replaced_in_place(replaced: list[str], new: tuple[str, ...]) -> bool:
     """Whether the new lines between a segment's context and its anchor (``new``, ordered from the
-    context) take the place of the ``replaced`` original lines edited in place: as many
-    (``edited_in_place``), or more, the first ones each the replaced line at its place edited and the
-    others added after them (a value built in a variable first, then set up, then returned).
+    context) take the place of the ``replaced`` original lines edited in place: laid out again
+    (``reformats``), as many (``edited_in_place``), or more, the first ones each the replaced line at its
+    place edited and the others added after them (a value built in a variable first, then set up, then
+    returned).
     Where more, each line of the pairing is code (a trivial line keeps the text of any line that holds
     its characters: a ``}`` pairs with any block's line), and no replaced line opens a block: a case, a
     test or an entry of a table added above a like one reads as that one renamed, the rest of the new
@@ -266,11 +267,31 @@ def replaced_in_place(replaced: list[str], new: tuple[str, ...]) -> bool:
     >>> replaced_in_place(["x = f(a)"], ("}", "x = f(b)"))
     False
     """
+    if reformats(replaced, new):
+        return True
     if len(new) == len(replaced):
         return edited_in_place(replaced, new)
     first = new[:len(replaced)]
     return len(new) > len(replaced) and not any(opens_block(line) for line in replaced) \
         and not any(is_trivial(line) for line in (*replaced, *first)) and edited_in_place(replaced, first)
+
+
+def reformats(replaced: list[str], new: tuple[str, ...]) -> bool:
+    """Whether the ``new`` lines are the ``replaced`` ones laid out again: the same text but for
+    whitespace and line breaks (a long condition split over several lines). The lines may come in either
+    order, as those of a segment's closing edge come reversed. On the 22,504 known answers, 3 merges more
+    are certain so, all exact (jsdom ``HTMLOptionElement-impl.js`` in the suite).
+
+    >>> reformats(["if (a && (b || c)) {"], ("if (", "  a &&", "  (b || c)", ") {"))
+    True
+    >>> reformats(["if (a && (b || c)) {"], ("if (", "  a ||", "  (b || c)", ") {"))
+    False
+    """
+    return any(_bare(old) == _bare(lines) for old, lines in ((replaced, new), (replaced[::-1], new[::-1])))
+
+
+def _bare(lines) -> str:
+    return "".join("".join(lines).split())
 
 
 def deletes_nothing(original: list[str], lines: tuple[str, ...], key) -> bool:

@@ -1734,3 +1734,36 @@ def test_a_segment_to_the_end_anchored_on_a_line_two_methods_have_is_not_certain
                     out.write_signed(value)
         ''')
     assert merge(original, update, "python").confidence != "certain"
+
+
+def test_a_condition_split_over_lines_before_a_marker_is_certain():
+    """A segment that ends by laying a long `if` out over several lines, with the marker after it: the
+    new lines are the original's one line with its text unchanged, so they take its place."""
+    original = d('''
+        function childTextContent(root) {
+          let text = "";
+          for (const child of root._children()) {
+            if (child._localName === "script" && (child._namespaceURI === HTML_NS || child._namespaceURI === SVG_NS)) {
+              continue;
+            }
+            text += child.textContent;
+          }
+          return text;
+        }
+        ''')
+    update = d('''
+        // ... existing code ...
+          for (const child of root._children()) {
+            if (
+              child._localName === "script" &&
+              (child._namespaceURI === HTML_NS || child._namespaceURI === SVG_NS)
+            ) {
+              continue;
+            }
+            // ... existing code ...
+        ''')
+    result = merge(original, update, "javascript")
+    assert (result.confidence, result.reasons) == ("certain", ())
+    one_line = [line for line in original.splitlines(keepends=True) if line.startswith("    if (child")][0]
+    laid_out = "".join(update.splitlines(keepends=True)[2:6])
+    assert result.text == original.replace(one_line, laid_out)
