@@ -246,10 +246,10 @@ def _only_doubtless(seg: Segment, orig: Original, placements: list[Placement]) -
     in two methods) with new lines around it fits where those lines read as the original's context or
     its lines edited in place, and leaves doubts elsewhere. On the 22,504 known answers, 43 merges are
     settled so, all exact. A segment with no marker on one side reaches the file's edge from any of
-    them, and the one deleting least is not always meant (a struct folded into the function above it):
-    32 more exact and 1 wrong, left uncertain. A reading that renames the definition whose lines it
-    edits may be a new function added beside a like one (``function II`` after ``function HH``): 3
-    more wrong, none exact, left uncertain.
+    them, and the one deleting least is not always meant (a struct folded into the function above it,
+    in ormsgpack and tokenizers): without that condition 33 more exact and 4 wrong. A reading that
+    renames the definition whose lines it edits may be a new function added beside a like one
+    (``function II`` after ``function HH``): without that check 4 more exact and 3 wrong.
     """
     doubtless = [p for p in placements if not p.doubts]
     if seg.marker_before is None or seg.marker_after is None or len(doubtless) != 1:

@@ -8,6 +8,7 @@ answer that lifts a doubt says, in its docstring, on how many known answers it w
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import NamedTuple
 
 from fastapply.markers import indent_width
@@ -279,18 +280,21 @@ def replaced_in_place(replaced: list[str], new: tuple[str, ...]) -> bool:
 def reformats(replaced: list[str], new: tuple[str, ...]) -> bool:
     """Whether the ``new`` lines are the ``replaced`` ones laid out again: the same text but for
     whitespace and line breaks (a long condition split over several lines). The lines may come in either
-    order, as those of a segment's closing edge come reversed. On the 22,504 known answers, 3 merges more
-    are certain so, all exact (jsdom ``HTMLOptionElement-impl.js`` in the suite).
+    order, as those of a segment's closing edge come reversed; blank lines alone are not laid out again.
+    On the 22,504 known answers, 3 merges more are certain so, all exact (jsdom
+    ``HTMLOptionElement-impl.js`` in the suite).
 
     >>> reformats(["if (a && (b || c)) {"], ("if (", "  a &&", "  (b || c)", ") {"))
     True
     >>> reformats(["if (a && (b || c)) {"], ("if (", "  a ||", "  (b || c)", ") {"))
     False
     """
-    return any(_bare(old) == _bare(lines) for old, lines in ((replaced, new), (replaced[::-1], new[::-1])))
+    return bool(_bare(replaced)) and any(_bare(old) == _bare(lines)
+                                         for old, lines in ((replaced, new), (replaced[::-1], new[::-1])))
 
 
-def _bare(lines) -> str:
+def _bare(lines: Sequence[str]) -> str:
+    """The lines' text with every whitespace character and line break taken out."""
     return "".join("".join(lines).split())
 
 
