@@ -15,8 +15,9 @@ def place_at_block_end(seg: Segment, index: int, orig: Original, lo: int, hi: in
                        scope: int | None) -> Placement | None:
     """Place a segment that anchors nowhere by the end of its block: its closing lines (``}``, ``end``)
     are the block's own; with none, it goes last in the block that the marker after it closes (or last
-    in the file, doubtfully, when the snippet ends with it: in place of what follows the file's last
-    copy of the closing lines it opens with, when it does)."""
+    in the file, doubtfully, when the snippet ends with it; when it opens with closing lines, in place
+    of what follows the file's last copy of them, a doubt only where that deletes more than a segment
+    with no marker after it may)."""
     if scope is not None:
         limit = hi
     elif seg.marker_after is None:

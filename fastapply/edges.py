@@ -288,6 +288,8 @@ def reformats(replaced: list[str], new: tuple[str, ...]) -> bool:
     True
     >>> reformats(["if (a && (b || c)) {"], ("if (", "  a ||", "  (b || c)", ") {"))
     False
+    >>> reformats(["", ""], ())
+    False
     """
     return bool(_bare(replaced)) and any(_bare(old) == _bare(lines)
                                          for old, lines in ((replaced, new), (replaced[::-1], new[::-1])))
