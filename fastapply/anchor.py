@@ -64,15 +64,14 @@ def _place_by_lines(seg: Segment, index: int, orig: Original, lo: int, hi: int, 
     if found is None:
         return None
     head, tail, doubts, others = found
-    placement = _place_on(seg, index, orig, lo, hi, key, head, tail, list(doubts))
+    own = _place_on(seg, index, orig, lo, hi, key, head, tail, [])  # with its edges' doubts only
     if others:  # doubts[0] says the anchors have other readings: moot where all place it alike, or settled
         alternatives = [_place_on(seg, index, orig, lo, hi, key, h, t, []) for h, t in others]
-        if all(_writes_alike(other, placement) for other in alternatives):
+        if all(_writes_alike(other, own) for other in alternatives):
             doubts = doubts[1:]
-            placement = replace(placement, doubts=placement.doubts[1:])
-        elif head is tail:
-            placement = _only_doubtless(seg, orig, [replace(placement, doubts=placement.doubts[len(doubts):]),
-                                                    *alternatives]) or placement
+        elif head is tail and (settled := _only_doubtless(seg, orig, [own, *alternatives])) is not None:
+            return settled
+    placement = replace(own, doubts=(*doubts, *own.doubts))
     if not placement.doubts:
         return placement
     first = cut_to_code(head, seg.lines, orig, key, last=False) or head  # the anchors cut to their code

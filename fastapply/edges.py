@@ -8,11 +8,11 @@ answer that lifts a doubt says, in its docstring, on how many known answers it w
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
 from typing import NamedTuple
 
 from fastapply.markers import indent_width
-from fastapply.segments import NEAR, Original, blank_run, exact_key, is_trivial, keeps_text, lost_lines, opens_block
+from fastapply.segments import (NEAR, Original, blank_run, exact_key, is_trivial, keeps_text, loose_key, lost_lines,
+                                opens_block)
 
 EDGE_DELETION = 3  # non-blank lines a segment with no marker before (after) it may delete at the file's edge
 MOST_BLANK = 2  # the longest run of blank lines a style sets between blocks (PEP 8's two around definitions)
@@ -291,13 +291,9 @@ def reformats(replaced: list[str], new: tuple[str, ...]) -> bool:
     >>> reformats(["", ""], ())
     False
     """
-    return bool(_bare(replaced)) and any(_bare(old) == _bare(lines)
-                                         for old, lines in ((replaced, new), (replaced[::-1], new[::-1])))
-
-
-def _bare(lines: Sequence[str]) -> str:
-    """The lines' text with every whitespace character and line break taken out."""
-    return "".join("".join(lines).split())
+    old, ours, old_reversed, ours_reversed = ("".join(map(loose_key, lines))
+                                              for lines in (replaced, new, replaced[::-1], new[::-1]))
+    return bool(old) and (old == ours or old_reversed == ours_reversed)
 
 
 def deletes_nothing(original: list[str], lines: tuple[str, ...], key) -> bool:
