@@ -27,7 +27,7 @@ from fastapply.defplace import closed_definition, place_by_definitions, reopened
 from fastapply.edges import (beside_anchor, cut_to_code, deletes_nothing, docstring_above_docstring, edge_doubt,
                              read_edge, resumes_at_marker)
 from fastapply.markers import indent_width
-from fastapply.readings import NEAR_READING, covers_repeated_name, keeps_names, only_clean_reading
+from fastapply.readings import NEAR_READING, covers_repeated_name, cut_definition, keeps_names, only_clean_reading
 from fastapply.segments import Original, Placement, Segment, absorb_blank_edges, exact_key, is_trivial, loose_key
 
 
@@ -226,6 +226,8 @@ def _anchors(orig: Original, key, skeys: list[str], lines: tuple[str, ...], lo: 
     if removed > added and any(_solid(lines, run) < 2 and not _unique_line(orig, key, lines, run)
                                for run in (head, tail)):
         doubts.append(f"{where} deletes original lines {head[0] + head[2] + 1}-{tail[0]} on a one-line anchor")
+    elif head is not tail and (cut := cut_definition(orig, key, skeys, head, tail)) is not None:
+        doubts.append(f"{where} deletes the start of {cut!r} and keeps the rest of it")
     return head, tail, doubts, others
 
 

@@ -14,7 +14,7 @@ import re
 from collections import Counter
 
 from fastapply.markers import indent_width
-from fastapply.segments import Original, is_trivial, keeps_text
+from fastapply.segments import Original, is_trivial, keeps_text, lost_lines
 
 # Another reading that covers a few more original lines than the clean one (a repeated pattern of
 # lines, such as a diff in a docstring, cut short) is as likely meant: the clean one is not settled.
@@ -73,6 +73,30 @@ def covers_repeated_name(orig: Original, start: int, end: int) -> bool:
     than once (``_value`` in several classes): a snippet showing it may mean any of them."""
     names = Counter(d.name for d in orig.defs())
     return any(names[d.name] > 1 for d in orig.defs() if start <= d.header < end)
+
+
+def cut_definition(orig: Original, key, skeys: list[str], head: list[int], tail: list[int]) -> str | None:
+    """The name of a definition the reading with these anchors cuts, where the segment's last line
+    also occurs nearer, so that a shorter match of it would replace fewer lines; else None.
+
+    A definition is cut when its header is among the original lines the reading loses (``lost_lines``)
+    and its body goes on after the last anchor, under the definition above it, with its name nowhere
+    in the segment. A segment that edits a line in place and ends on two lines that a later function
+    also has (``kernels = self.ksm.find_kernel_specs()`` and the assertion after it) is otherwise
+    anchored on that function, deleting every test between. On the 22,504 known answers it demotes
+    4 wrong certain merges to likely and no exact one; without the nearer match, 7 exact ones too
+    (functions merged into one, ``setup`` and ``teardown`` into a fixture). Its mirror (a definition
+    losing its end to a segment whose first line also occurs nearer) demotes 3 exact merges and no
+    wrong one: not asked.
+    """
+    start, end = head[0], tail[0] + tail[2]
+    if is_trivial(skeys[-1]) or tail[1] + tail[2] < len(skeys) or not any(
+            start + head[2] <= p < end - 1 for p in orig.positions(key, skeys[-1])):
+        return None
+    new = skeys[head[1]:tail[1] + tail[2]]
+    lost, text = lost_lines(orig.keys(key)[start:end], new), "\n".join(new)
+    return next((d.name for d in orig.defs() if start <= d.header < end < d.end and d.header - start in lost
+                 and d.name not in text), None)
 
 
 def _clean(orig: Original, key, skeys: list[str], head: list[int], tail: list[int]) -> bool:

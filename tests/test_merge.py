@@ -1767,3 +1767,39 @@ def test_a_condition_split_over_lines_before_a_marker_is_certain():
     one_line = [line for line in original.splitlines(keepends=True) if line.startswith("    if (child")][0]
     laid_out = "".join(update.splitlines(keepends=True)[2:6])
     assert result.text == original.replace(one_line, laid_out)
+
+
+def test_a_line_edited_before_two_lines_a_later_test_has_is_not_read_as_deleting_the_tests_between():
+    """A segment that edits a test's call so that it and the assertion after it read like two lines of
+    a later test: anchored there, it would delete every test between and the later one's header; the
+    shorter match of its last line, in its own test, edits the one line in place."""
+    original = d('''
+        class TestSpecs(unittest.TestCase):
+            def test_find_specs(self):
+                kernels = self.manager.find_all_specs()
+                self.assertEqual(kernels["sample"], self.sample_dir)
+
+            def test_allowed_names(self):
+                manager = SpecManager()
+                manager.allowed = {"foo"}
+                assert not manager.find_specs()
+
+            def test_spec_priority(self):
+                directory = TemporaryDirectory()
+                self.manager.dirs.append(directory.name)
+                kernels = self.manager.find_specs()
+                self.assertEqual(kernels["sample"], self.sample_dir)
+                self.manager.dirs.insert(0, directory.name)
+                kernels = self.manager.find_specs()
+                self.assertEqual(kernels["sample"], directory.name)
+        ''')
+    update = d('''
+        # ... existing code ...
+            def test_find_specs(self):
+                kernels = self.manager.find_specs()
+                self.assertEqual(kernels["sample"], self.sample_dir)
+            # ... existing code ...
+        ''')
+    result = merge(original, update, "python")
+    assert result.confidence == "certain"
+    assert result.text == original.replace("find_all_specs()", "find_specs()")
