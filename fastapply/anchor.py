@@ -72,8 +72,8 @@ def _place_by_lines(seg: Segment, index: int, orig: Original, lo: int, hi: int, 
         elif head is tail and (settled := _only_doubtless(seg, orig, [own, *alternatives])) is not None:
             return settled
     placement = replace(own, doubts=(*doubts, *own.doubts))
-    if not placement.doubts:
-        return placement
+    if _settled(placement, index):
+        return replace(placement, doubts=())
     first = cut_to_code(head, seg.lines, orig, key, last=False) or head  # the anchors cut to their code
     if head is tail:  # one run: both of its edges
         first = last = cut_to_code(first, seg.lines, orig, key, last=True) or first
@@ -83,6 +83,24 @@ def _place_by_lines(seg: Segment, index: int, orig: Original, lo: int, hi: int, 
         cut = _place_on(seg, index, orig, lo, hi, key, first, last, list(doubts))
         return cut if len(cut.doubts) < len(placement.doubts) else placement
     return placement
+
+
+def _settled(placement: Placement, index: int) -> bool:
+    """Whether a placement has no doubt, or only that the new lines after its last anchor replace one
+    original line before the common line it ends on (``"diba"`` made ``"diba",`` and a new item before
+    the list's ``]``): that line closes the block the anchor is in, and the one line before it is what
+    the segment rewrites. On the 22,504 known answers, 37 merges so are all exact (maturin's
+    ``pyo3_binding.rs`` in the suite); the same doubt before the first anchor is 25 exact to 5 wrong
+    (a closer of whichever block came before, the anchor misplaced), so it stays. Asked only once the
+    reading is chosen: among the readings of an anchor found twice the doubt still tells them apart
+    (pngjs ``parser-async.js``: lifted there, one wrong merge more).
+    """
+    return not placement.doubts or placement.doubts == (_replaced(index, 1, "after its last anchor"),)
+
+
+def _replaced(index: int, lines: int, side: str) -> str:
+    """The doubt that a segment's new edge lines take the place of ``lines`` original lines on ``side``."""
+    return f"segment {index + 1} replaces {lines} original line(s) {side}"
 
 
 def _place_on(seg: Segment, index: int, orig: Original, lo: int, hi: int, key, head: list[int], tail: list[int],
@@ -101,7 +119,7 @@ def _place_on(seg: Segment, index: int, orig: Original, lo: int, hi: int, key, h
         if reading is not None and reading.unsure:
             doubts.append(f"{where} {opens} with {reading.unsure!r}, which may be the original's or new")
         elif reading is not None and reading.reach is not None and reading.reach[1]:
-            replaced.append((f"{where} replaces {reading.reach[1]} original line(s) {side}", reading.in_place))
+            replaced.append((_replaced(index, reading.reach[1], side), reading.in_place))
     reach_before, reach_after = (None if reading is None else reading.reach for reading in readings)
     blank_before, blank_after = (reading is not None and reading.blank for reading in readings)
     if seg.marker_before is None:

@@ -1803,3 +1803,43 @@ def test_a_line_edited_before_two_lines_a_later_test_has_is_not_read_as_deleting
     result = merge(original, update, "python")
     assert result.confidence == "certain"
     assert result.text == original.replace("find_all_specs()", "find_specs()")
+
+
+def test_a_line_replaced_before_the_closing_line_a_segment_ends_on_is_certain_but_not_after_the_opening_one():
+    """New code after the last anchor, then the common line the block goes on with (`try:`): the one
+    original line between is what the segment rewrites. Mirrored, a common line before the first anchor
+    may close whichever block came before, so the same reading stays a doubt there."""
+    original = d('''
+        import os
+
+
+        def write_secret(path, text):
+            with open(path, "w") as f:
+                f.write(text)
+                f.flush()
+            try:
+                os.chmod(path, 0o600)
+            except OSError:
+                pass
+            text = open(path).read()
+            return text
+        ''')
+    after = d('''
+        # ... existing code ...
+                f.write(text)
+                written.append(path)
+            try:
+                # ... existing code ...
+        ''')
+    result = merge(original, after, "python")
+    assert (result.confidence, result.reasons) == ("certain", ())
+    assert result.text == original.replace("        f.flush()\n", "        written.append(path)\n")
+    before = d('''
+        # ... existing code ...
+                pass
+            written.append(path)
+            return text
+        ''')
+    result = merge(original, before, "python")
+    assert result.reasons == ("segment 1 replaces 1 original line(s) before its first anchor",)
+    assert result.text == original.replace("    text = open(path).read()\n", "    written.append(path)\n")
