@@ -24,8 +24,8 @@ from dataclasses import replace
 
 from fastapply.blockend import place_at_block_end
 from fastapply.defplace import closed_definition, place_by_definitions, reopened_definition
-from fastapply.edges import (beside_anchor, cut_to_code, deletes_nothing, docstring_above_docstring, edge_doubt,
-                             read_edge, resumes_at_marker)
+from fastapply.edges import (beside_anchor, cut_past_opened, cut_to_code, deletes_nothing, docstring_above_docstring,
+                             edge_doubt, read_edge, resumes_at_marker)
 from fastapply.markers import indent_width
 from fastapply.readings import NEAR_READING, covers_repeated_name, cut_definition, keeps_names, only_clean_reading
 from fastapply.segments import Original, Placement, Segment, absorb_blank_edges, exact_key, is_trivial, loose_key
@@ -74,7 +74,8 @@ def _place_by_lines(seg: Segment, index: int, orig: Original, lo: int, hi: int, 
     placement = replace(own, doubts=(*doubts, *own.doubts))
     if _settled(placement, index):
         return replace(placement, doubts=())
-    first = cut_to_code(head, seg.lines, orig, key, last=False) or head  # the anchors cut to their code
+    first = cut_past_opened(head, seg.lines) or head  # the anchors cut to a new block's end, then to their code
+    first = cut_to_code(first, seg.lines, orig, key, last=False) or first
     if head is tail:  # one run: both of its edges
         first = last = cut_to_code(first, seg.lines, orig, key, last=True) or first
     else:

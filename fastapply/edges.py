@@ -11,8 +11,8 @@ import re
 from typing import NamedTuple
 
 from fastapply.markers import indent_width
-from fastapply.segments import (NEAR, Original, blank_run, exact_key, is_trivial, keeps_text, loose_key, lost_lines,
-                                opens_block)
+from fastapply.segments import (NEAR, Original, blank_run, exact_key, is_closer, is_trivial, keeps_text, loose_key,
+                                lost_lines, opens_block)
 
 EDGE_DELETION = 3  # non-blank lines a segment with no marker before (after) it may delete at the file's edge
 MOST_BLANK = 2  # the longest run of blank lines a style sets between blocks (PEP 8's two around definitions)
@@ -187,6 +187,36 @@ def cut_to_code(run: list[int], lines: tuple[str, ...], orig: Original, key, las
     if run_length > MOST_BLANK or edits_lines_beside(new if last else new[::-1], beyond):
         return None
     return cut
+
+
+def cut_past_opened(run: list[int], lines: tuple[str, ...]) -> list[int] | None:
+    """A segment's first anchor run ``[original line, segment line, length]`` that opens inside a block the
+    new line before it opens, cut to start after that block: the run's lines up to the block's end
+    (its body and closer) are then the new block's own, which only look like the original's. A new
+    ``if (this.opts.ignoreScripts) { return }`` added after an ``if`` ending in the same ``return }``
+    anchored on those two lines, so that the new lines split the original block (pacote's ``git.js``).
+    None where the line before the run opens no block, where the block does not end in the run with a
+    closing line (``}``) under its opener, or where the run keeps no non-trivial line past it. A block
+    that ends where the indentation does (a ``case 't':`` label, Python) is left alone: cases added
+    after a like one with the same body may as well replace its label (exceljs ``worksheet-reader.js``).
+    The caller keeps the cut reading where it has fewer doubts: on the 22,504 known answers, 2 likely
+    (wrong) merges so become certain and exact, and nothing else moves.
+
+    >>> lines = ("if (skip) {", "  return", "}", "", "// prepare", "run()")
+    >>> cut_past_opened([8, 1, 5], lines)   # "return", "}" are the new block's: anchor from the blank line
+    [10, 3, 3]
+    >>> cut_past_opened([8, 1, 2], lines) is None   # nothing left past the block
+    True
+    """
+    p, b, size = run
+    if b == 0 or not opens_block(lines[b - 1]):
+        return None
+    width = indent_width(lines[b - 1])
+    closer = next((j for j in range(b, b + size) if lines[j].strip() and indent_width(lines[j]) <= width), None)
+    if closer is None or indent_width(lines[closer]) != width or not is_closer(lines[closer]) or all(
+            is_trivial(line) for line in lines[closer + 1:b + size]):
+        return None
+    return [p + closer + 1 - b, closer + 1, size - (closer + 1 - b)]
 
 
 def docstring_above_docstring(anchor: str, new: tuple[str, ...], after: list[str]) -> bool:

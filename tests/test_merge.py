@@ -1843,3 +1843,32 @@ def test_a_line_replaced_before_the_closing_line_a_segment_ends_on_is_certain_bu
     result = merge(original, before, "python")
     assert result.reasons == ("segment 1 replaces 1 original line(s) before its first anchor",)
     assert result.text == original.replace("    text = open(path).read()\n", "    written.append(path)\n")
+
+
+def test_a_new_block_ending_like_the_block_before_the_anchor_is_added_after_it():
+    """A new `if` block added after one that ends the same way (`return` and `}`), above a comment: read
+    from the end, the anchor takes the new block's last lines for the original's, which splits the old
+    block; cut past the new block, it anchors on the comment and adds the block whole."""
+    original = d('''
+        function prepare(mani) {
+          if (!hasPrepare(mani)) {
+            return
+          }
+
+          // only one instance of a git dep is prepared
+          return run(mani)
+        }
+        ''')
+    update = d('''
+        // ... existing code ...
+
+          if (options.ignoreScripts) {
+            return
+          }
+
+          // only one instance of a git dep is prepared
+          // ... existing code ...
+        ''')
+    result = merge(original, update, "javascript")
+    assert (result.confidence, result.reasons) == ("certain", ())
+    assert result.text == original.replace("  }\n\n", "  }\n\n  if (options.ignoreScripts) {\n    return\n  }\n\n", 1)
