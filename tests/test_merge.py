@@ -1348,9 +1348,11 @@ def test_a_blank_context_line_above_a_line_edited_in_place_is_the_originals():
     assert result.text == original.replace('"../NormalModule"', '"../module/NormalModule"')
 
 
-def test_a_getter_added_beside_a_like_one_after_a_blank_line_is_not_certain():
+def test_a_getter_added_beside_a_like_one_after_a_blank_line_is_added_not_read_as_it_edited():
     """The same shape where the new lines are a whole definition like the one above the anchor: a getter
-    added beside its neighbour reads as that neighbour edited, line for line, so the merge is not certain."""
+    added beside its neighbour would read as that neighbour edited, line for line. Its closing `}` is its
+    own, not the neighbour's, so the anchor is the next method and the getter is added before it, the
+    neighbour kept under the marker."""
     original = d('''
         class Cache {
         	get size() {
@@ -1377,7 +1379,8 @@ def test_a_getter_added_beside_a_like_one_after_a_blank_line_is_not_certain():
         		// ...
         ''')
     result = merge(original, update, "javascript")
-    assert result.confidence != "certain"
+    assert (result.confidence, result.reasons) == ("certain", ())
+    assert result.text == original.replace("\n\tentries", "\n\tget maxAge() {\n\t\treturn this.#maxAge;\n\t}\n\n\tentries")
 
 
 def test_a_block_added_after_the_imports_keeps_the_originals_blank_lines_before_the_class():
@@ -1872,3 +1875,33 @@ def test_a_new_block_ending_like_the_block_before_the_anchor_is_added_after_it()
     result = merge(original, update, "javascript")
     assert (result.confidence, result.reasons) == ("certain", ())
     assert result.text == original.replace("  }\n\n", "  }\n\n  if (options.ignoreScripts) {\n    return\n  }\n\n", 1)
+
+
+def test_a_new_test_ending_like_the_test_before_it_is_added_whole():
+    """A new test added between two, ending in `});` as the one before it does: read from the end, the
+    anchor takes that `});` for the original's, which leaves the test before it unclosed; the new
+    test's block is its own, so the anchor is the next test and the new one is added whole."""
+    original = d('''
+        test("parses arrays", () => {
+          expect(schema.parse([1, 2])).toEqual([1, 2]);
+        });
+
+        test("fails on sparse arrays", () => {
+          expect(() => schema.parse([1, , 2])).toThrow();
+        });
+        ''')
+    update = d('''
+        // ... existing code ...
+
+        test("fails before parsing when too long", () => {
+          const result = schema.max(2).safeParse([1, 2, 3]);
+          expect(result.success).toBe(false);
+        });
+
+        test("fails on sparse arrays", () => {
+        // ... existing code ...
+        ''')
+    result = merge(original, update, "javascript")
+    assert (result.confidence, result.reasons) == ("certain", ())
+    new_test = "".join(update.splitlines(keepends=True)[2:7])
+    assert result.text == original.replace('test("fails on sparse', new_test + 'test("fails on sparse')
