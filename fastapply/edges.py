@@ -221,7 +221,7 @@ def cut_past_opened(run: list[int], lines: tuple[str, ...]) -> list[int] | None:
             continue  # closed among the new lines, or still open past the run
         if indent_width(lines[end]) != width or not is_closer(lines[end]):
             return None
-        last = max(last or end, end)
+        last = end if last is None else max(last, end)
     if last is None or all(is_trivial(line) for line in lines[last + 1:b + size]):
         return None
     return [p + last + 1 - b, last + 1, size - (last + 1 - b)]
