@@ -245,7 +245,7 @@ def _anchors(orig: Original, key, skeys: list[str], lines: tuple[str, ...], lo: 
     if removed > added and any(_solid(lines, run) < 2 and not _unique_line(orig, key, lines, run)
                                for run in (head, tail)):
         doubts.append(f"{where} deletes original lines {head[0] + head[2] + 1}-{tail[0]} on a one-line anchor")
-    elif head is not tail and (cut := cut_definition(orig, key, skeys, head, tail)) is not None:
+    elif head is not tail and (cut := cut_definition(orig, key, skeys, lines[-1], head, tail)) is not None:
         doubts.append(f"{where} deletes the start of {cut!r} and keeps the rest of it")
     return head, tail, doubts, others
 

@@ -75,9 +75,9 @@ def covers_repeated_name(orig: Original, start: int, end: int) -> bool:
     return any(names[d.name] > 1 for d in orig.defs() if start <= d.header < end)
 
 
-def cut_definition(orig: Original, key, skeys: list[str], head: list[int], tail: list[int]) -> str | None:
+def cut_definition(orig: Original, key, skeys: list[str], last: str, head: list[int], tail: list[int]) -> str | None:
     """The name of a definition the reading with these anchors cuts, where the segment's last line
-    also occurs nearer, so that a shorter match of it would replace fewer lines; else None.
+    (``last``) also occurs nearer, so that a shorter match of it would replace fewer lines; else None.
 
     A definition is cut when its header is among the original lines the reading loses (``lost_lines``)
     and its body goes on after the last anchor, under the definition above it, with its name nowhere
@@ -90,7 +90,7 @@ def cut_definition(orig: Original, key, skeys: list[str], head: list[int], tail:
     wrong one: not asked.
     """
     start, end = head[0], tail[0] + tail[2]
-    if is_trivial(skeys[-1]) or tail[1] + tail[2] < len(skeys) or not any(
+    if is_trivial(last) or tail[1] + tail[2] < len(skeys) or not any(
             start + head[2] <= p < end - 1 for p in orig.positions(key, skeys[-1])):
         return None
     new = skeys[head[1]:tail[1] + tail[2]]
