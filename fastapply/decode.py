@@ -130,7 +130,8 @@ def speculative_generate(
     # prefill: the first token, or with a target that can, the answer's first tokens too where the drafter
     # already guesses them (``opening_draft``): they are verified in the prompt's own pass, as the limit
     # (one pass over prompt and answer) would read them
-    draft = opening_draft(drafter, min(MAX_DRAFT, max_new_tokens - 1)) if hasattr(target, "prefill_draft") else []
+    draft = (through_stop(opening_draft(drafter, min(MAX_DRAFT, max_new_tokens - 1)), stop_ids)
+             if hasattr(target, "prefill_draft") else [])
     if draft:
         choices = target.prefill_draft(prompt_ids, draft)
         if hasattr(choices, "expect"):
@@ -166,6 +167,7 @@ def speculative_generate(
             chains = []
         else:
             chains = drafter.candidates(out, limit) if trees else [drafter.propose(out, limit)]
+            chains = [through_stop(chain, stop_ids) for chain in chains]
         draft = chains[0] if chains else []
         calm = getattr(drafter, "calm", None)
         k = choose_draft_length(target.cost, tracker.rate(drafter.source), min(limit, len(draft)), calm,
@@ -226,6 +228,17 @@ def speculative_generate(
             by_source[source] -= past
         del out[done:]
     return out, stats()
+
+
+def through_stop(draft: list[int], stop_ids: Collection[int]) -> list[int]:
+    """``draft`` up to and with its first stop id: a token drafted after it is never written (kept, the
+    stop ends the answer; rejected, so is the rest), so it is not verified (a draft model drafts on past
+    the EOS it foresees).
+
+    >>> through_stop([5, 6, 1, 7, 8], {1}), through_stop([5, 6], {1})
+    ([5, 6, 1], [5, 6])
+    """
+    return next((draft[:i + 1] for i, token in enumerate(draft) if token in stop_ids), draft)
 
 
 def common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
