@@ -12,7 +12,7 @@ from typing import NamedTuple
 
 from fastapply.markers import indent_width
 from fastapply.segments import (NEAR, Original, blank_run, exact_key, is_closer, is_trivial, keeps_text, loose_key,
-                                lost_lines, opens_block)
+                                lost_lines, opens_block, outdent)
 
 EDGE_DELETION = 3  # non-blank lines a segment with no marker before (after) it may delete at the file's edge
 MOST_BLANK = 2  # the longest run of blank lines a style sets between blocks (PEP 8's two around definitions)
@@ -214,12 +214,10 @@ def cut_past_opened(run: list[int], lines: tuple[str, ...]) -> list[int] | None:
     p, b, size = run
     last = None  # the last line of the run that closes a block opened before it
     for opener in (i for i in range(b) if opens_block(lines[i])):
-        width = indent_width(lines[opener])
-        end = next((j for j in range(opener + 1, b + size) if lines[j].strip() and indent_width(lines[j]) <= width),
-                   None)
-        if end is None or end < b:
+        end = outdent(lines, opener, b + size)
+        if not b <= end < b + size:
             continue  # closed among the new lines, or still open past the run
-        if indent_width(lines[end]) != width or not is_closer(lines[end]):
+        if indent_width(lines[end]) != indent_width(lines[opener]) or not is_closer(lines[end]):
             return None
         last = end if last is None else max(last, end)
     if last is None or all(is_trivial(line) for line in lines[last + 1:b + size]):

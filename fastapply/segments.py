@@ -10,6 +10,7 @@ anchor on. This module places nothing itself: ``anchor.py``, ``defplace.py`` and
 from __future__ import annotations
 
 import difflib
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from fastapply.defs import Definition, definitions
@@ -90,6 +91,18 @@ def blank_run(lines: list[str], start: int, step: int, lo: int = 0, hi: int | No
     return n
 
 
+def outdent(lines: Sequence[str], line: int, stop: int | None = None) -> int:
+    """The first non-blank line after ``lines[line]`` (before ``stop``) indented no deeper than it: where
+    the block it heads ends, or its closing line; ``stop`` (the end) where there is none.
+
+    >>> outdent(["if x:", "    a", "", "b"], 0), outdent(["f() {", "  a", "}"], 0), outdent(["if x:", "  a"], 0)
+    (3, 2, 2)
+    """
+    stop = len(lines) if stop is None else stop
+    width = indent_width(lines[line])
+    return next((j for j in range(line + 1, stop) if lines[j].strip() and indent_width(lines[j]) <= width), stop)
+
+
 def is_closer(line: str) -> bool:
     """A line that only closes blocks: ``}``, ``});``, ``end``..."""
     stripped = line.strip()
@@ -150,9 +163,7 @@ class Original:
     def block_end(self, line: int) -> int:
         """One past the indentation block headed by ``line`` (its closing ``}``/``end`` included)."""
         width = indent_width(self.lines[line])
-        j = line + 1
-        while j < len(self.lines) and (not self.lines[j].strip() or indent_width(self.lines[j]) > width):
-            j += 1
+        j = outdent(self.lines, line)
         if j < len(self.lines) and indent_width(self.lines[j]) == width and self.lines[j].strip()[:1] in ")]}" \
                 or j < len(self.lines) and self.lines[j].strip() == "end":
             j += 1
