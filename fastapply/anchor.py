@@ -185,18 +185,22 @@ def _anchors(orig: Original, key, skeys: list[str], lines: tuple[str, ...], lo: 
         matcher = difflib.SequenceMatcher(is_trivial, orig.keys(key)[lo:hi], skeys, autojunk=False)
         blocks = [(b, size) for _, b, size in matcher.get_matching_blocks()
                   if size and not all(is_trivial(line) for line in lines[b:b + size])]
+        # a block whose every place is out of order with the other edge's runs (``_fit``) anchors nothing:
+        # the next one may
         if not heads:
             limit = min((t[1] for t in tails), default=n)
-            inside = [(b, size) for b, size in blocks if b + size <= limit]
-            if inside:
-                b, size = inside[0]
-                heads = [[p, b, size] for p in orig.occurrences(key, skeys[b:b + size], lo, hi)]
+            for b, size in [(b, size) for b, size in blocks if b + size <= limit]:
+                heads = [[p, b, size] for p in orig.occurrences(key, skeys[b:b + size], lo, hi)
+                         if not tails or any(_fit(lines, [p, b, size], t) for t in tails)]
+                if heads:
+                    break
         if not tails:
             limit = max((h[1] + h[2] for h in heads), default=0)
-            inside = [(b, size) for b, size in blocks if b >= limit]
-            if inside:
-                b, size = inside[-1]
-                tails = [[p, b, size] for p in orig.occurrences(key, skeys[b:b + size], lo, hi)]
+            for b, size in [(b, size) for b, size in blocks if b >= limit][::-1]:
+                tails = [[p, b, size] for p in orig.occurrences(key, skeys[b:b + size], lo, hi)
+                         if not heads or any(_fit(lines, h, [p, b, size]) for h in heads)]
+                if tails:
+                    break
         if not heads and not tails:
             return None
         if not heads or not tails:  # one anchor run only: it is both the first and the last

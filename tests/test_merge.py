@@ -1905,3 +1905,36 @@ def test_a_new_test_ending_like_the_test_before_it_is_added_whole():
     assert (result.confidence, result.reasons) == ("certain", ())
     new_test = "".join(update.splitlines(keepends=True)[2:7])
     assert result.text == original.replace('test("fails on sparse', new_test + 'test("fails on sparse')
+
+
+def test_a_new_function_whose_return_type_the_file_opens_with_is_added_after_the_anchor():
+    """A function appended at the end of the file, anchored on the last function's `return element;` and
+    `}`: its lines from the end match nothing after the anchor, and its return type line matches only
+    the file's first line, before the anchor, where no reading fits. That match is passed over for
+    none, the anchor alone, so the function is added after it (it was read as a segment that anchors
+    nowhere and ends the block, before its `}`, doubling `return element;`)."""
+    original = d('''
+        element_t *
+        element_create(document_t *document)
+        {
+            element_t *element = calloc(1, sizeof(element_t));
+
+            return element;
+        }
+        ''')
+    update = d('''
+        // ...
+            return element;
+        }
+
+        element_t *
+        element_destroy(element_t *element)
+        {
+            free(element);
+            return NULL;
+        }
+        ''')
+    result = merge(original, update, "c")
+    assert (result.confidence, result.reasons) == ("certain", ())
+    assert result.text == original + "".join(update.splitlines(keepends=True)[3:])
+
