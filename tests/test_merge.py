@@ -1938,3 +1938,35 @@ def test_a_new_function_whose_return_type_the_file_opens_with_is_added_after_the
     assert (result.confidence, result.reasons) == ("certain", ())
     assert result.text == original + "".join(update.splitlines(keepends=True)[3:])
 
+
+def test_a_segment_ending_the_file_after_a_line_an_earlier_test_ends_with_too_is_not_certain():
+    """A new test appended after `Builder(config)`, which ends the file's last test and an earlier one:
+    the earlier copy, followed by blank lines as the snippet shows them, matches three lines and the
+    last line one, as the file ends there. Both are candidates, so the merge is not certain (it
+    replaced the last test with the new one, as long as it)."""
+    original = d('''
+        def test_one(tmp):
+            config = {"name": "one"}
+            with raises(ValueError):
+                Builder(config)
+
+
+        def test_two(tmp):
+            config = {"name": "two"}
+            with raises(TypeError):
+                Builder(config)
+        ''')
+    update = d('''
+        # ... existing code ...
+                Builder(config)
+
+
+        def test_three(tmp):
+            config = {"name": "three"}
+            builder = Builder(config)
+            assert builder.name == "three"
+            assert builder.built
+        ''')
+    result = merge(original, update, "python")
+    assert result.confidence != "certain"
+    assert "its anchor 'Builder(config)' appears 2 times" in " ".join(result.reasons)
