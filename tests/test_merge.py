@@ -1970,3 +1970,39 @@ def test_a_segment_ending_the_file_after_a_line_an_earlier_test_ends_with_too_is
     result = merge(original, update, "python")
     assert result.confidence != "certain"
     assert "its anchor 'Builder(config)' appears 2 times" in " ".join(result.reasons)
+
+
+def test_a_method_edited_whole_after_the_closing_line_before_it_is_placed_by_its_name():
+    """A segment showing the closing `}` of the method before, then a method whose every line is
+    edited: no line but the `}` matches, so it is placed by the method's name, the `}` being the
+    original's right before it (it anchored nowhere)."""
+    original = d('''
+        impl Dict {
+            fn len(&self) -> usize {
+                self.data.len()
+            }
+
+            fn as_bytes<'p>(&self, py: Python<'p>) -> PyResult<&'p PyBytes> {
+                Ok(PyBytes::new(py, &self.data))
+            }
+
+            fn dict_id(&self) -> u32 {
+                self.id
+            }
+        }
+        ''')
+    update = d('''
+        // ...
+            }
+
+            fn as_bytes<'p>(&self, py: Python<'p>) -> PyResult<Bound<'p, PyBytes>> {
+                Ok(PyBytes::new_bound(py, &self.data))
+            }
+
+            // ...
+        ''')
+    result = merge(original, update, "rust")
+    assert (result.confidence, result.reasons) == ("certain", ())
+    assert result.text == original.replace(
+        "PyResult<&'p PyBytes> {\n        Ok(PyBytes::new(py",
+        "PyResult<Bound<'p, PyBytes>> {\n        Ok(PyBytes::new_bound(py")
