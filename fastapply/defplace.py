@@ -151,7 +151,7 @@ def _after_closers(seg: Segment, index: int, orig: Original, lo: int, hi: int, l
     blank line, then ``fn as_bytes...``, every line of it edited): the definitions are placed by name,
     and the closing lines are the original's right before them, or the segment is not placed so. On
     the 22,504 known answers, 5 more merges certain, all exact (zstandard's ``compression_dict.rs``,
-    whose every other line is new, had no candidate); none moved otherwise."""
+    whose segment edits every line but the ``}``, had no candidate); none moved otherwise."""
     rest = place_by_definitions(replace(seg, lines=seg.lines[lead:]), index, orig, lo, hi)
     if rest is None or rest.start - lead < lo:
         return None

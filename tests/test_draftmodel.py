@@ -104,7 +104,12 @@ def test_greedy_with_a_draft_model_equals_generate(target, drafts, tokenizer, po
     def recorded(context, model=None):
         drafter = build(context, model)
         propose = drafter.propose
-        drafter.propose = lambda out, k: proposals.append((len(out), propose(out, k))) or proposals[-1][1]
+
+        def propose_and_record(out, k):
+            proposals.append((len(out), propose(out, k)))
+            return proposals[-1][1]
+
+        drafter.propose = propose_and_record
         return drafter
 
     result = run_plan(HFTarget(target), tokenizer, plan, policy, 96, {tokenizer.eos_token_id},
