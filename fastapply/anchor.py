@@ -185,22 +185,14 @@ def _anchors(orig: Original, key, skeys: list[str], lines: tuple[str, ...], lo: 
         matcher = difflib.SequenceMatcher(is_trivial, orig.keys(key)[lo:hi], skeys, autojunk=False)
         blocks = [(b, size) for _, b, size in matcher.get_matching_blocks()
                   if size and not all(is_trivial(line) for line in lines[b:b + size])]
-        # a block whose every place is out of order with the other edge's runs (``_fit``) anchors nothing:
-        # the next one may
         if not heads:
             limit = min((t[1] for t in tails), default=n)
-            for b, size in [(b, size) for b, size in blocks if b + size <= limit]:
-                heads = [[p, b, size] for p in orig.occurrences(key, skeys[b:b + size], lo, hi)
-                         if not tails or any(_fit(lines, [p, b, size], t) for t in tails)]
-                if heads:
-                    break
+            heads = _placed_in_order(orig, key, skeys, lo, hi, [(b, size) for b, size in blocks if b + size <= limit],
+                                     lambda run: not tails or any(_fit(lines, run, t) for t in tails))
         if not tails:
             limit = max((h[1] + h[2] for h in heads), default=0)
-            for b, size in [(b, size) for b, size in blocks if b >= limit][::-1]:
-                tails = [[p, b, size] for p in orig.occurrences(key, skeys[b:b + size], lo, hi)
-                         if not heads or any(_fit(lines, h, [p, b, size]) for h in heads)]
-                if tails:
-                    break
+            tails = _placed_in_order(orig, key, skeys, lo, hi, [(b, size) for b, size in blocks if b >= limit][::-1],
+                                     lambda run: not heads or any(_fit(lines, h, run) for h in heads))
         if not heads and not tails:
             return None
         if not heads or not tails:  # one anchor run only: it is both the first and the last
@@ -252,6 +244,19 @@ def _anchors(orig: Original, key, skeys: list[str], lines: tuple[str, ...], lo: 
     elif head is not tail and (cut := cut_definition(orig, key, skeys, lines[-1], head, tail)) is not None:
         doubts.append(f"{where} deletes the start of {cut!r} and keeps the rest of it")
     return head, tail, doubts, others
+
+
+def _placed_in_order(orig: Original, key, skeys: list[str], lo: int, hi: int, blocks: list[tuple[int, int]],
+                     in_order) -> list[list[int]]:
+    """The places ``[original line, segment line, length]`` of the first of ``blocks`` (segment line,
+    length) that has some where ``in_order`` (with the other edge's runs, ``_fit``); a block whose every
+    place is out of order anchors nothing, and the next one may. Empty where none has."""
+    for b, size in blocks:
+        places = orig.occurrences(key, skeys[b:b + size], lo, hi)
+        runs = [run for run in ([p, b, size] for p in places) if in_order(run)]
+        if runs:
+            return runs
+    return []
 
 
 def _writes_alike(a: Placement, b: Placement) -> bool:

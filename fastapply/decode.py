@@ -238,7 +238,8 @@ def through_stop(draft: list[int], stop_ids: Collection[int]) -> list[int]:
     >>> through_stop([5, 6, 1, 7, 8], {1}), through_stop([5, 6], {1})
     ([5, 6, 1], [5, 6])
     """
-    return next((draft[:i + 1] for i, token in enumerate(draft) if token in stop_ids), draft)
+    cut = stop_index(draft, 0, stop_ids, ())
+    return draft if cut is None else draft[:cut]
 
 
 def common_prefix(a: Sequence[int], b: Sequence[int]) -> int:

@@ -156,7 +156,7 @@ def _after_closers(seg: Segment, index: int, orig: Original, lo: int, hi: int, l
     if rest is None or rest.start - lead < lo:
         return None
     begin = rest.start - lead
-    if [exact_key(line) for line in orig.lines[begin:rest.start]] != [exact_key(line) for line in seg.lines[:lead]]:
+    if orig.keys(exact_key)[begin:rest.start] != [exact_key(line) for line in seg.lines[:lead]]:
         return None
     return replace(rest, start=begin, lines=seg.lines[:lead] + rest.lines)
 
