@@ -2,7 +2,8 @@
 
 ``DraftModelDrafter`` runs the draft model greedily on ``prompt + output``, with its own KV cache
 (an ``HFTarget`` used as an engine), and proposes up to ``max_tokens`` tokens, stopping early where the
-draft's own probability of its next token falls under ``min_confidence``. It works only when asked to
+draft's own probability of its next token falls under ``min_confidence``, and after a stop id (the
+answer's end: nothing after it is ever verified). It works only when asked to
 propose: it then rolls its cache back to what it has in common with the output and feeds the rest in
 one pass, so as fastapply's fallback (``fastapply+draft-model``), consulted only where no pointer
 source is live, it costs nothing in between.
@@ -53,12 +54,14 @@ class DraftModelDrafter:
     costly = True  # each proposal runs the draft model: the loop does not ask for drafts it would decline
 
     def __init__(self, model, prompt_ids: Sequence[int], max_tokens: int = MAX_TOKENS,
-                 min_confidence: float = MIN_CONFIDENCE, vocab: Collection[int] | None = None):
+                 min_confidence: float = MIN_CONFIDENCE, vocab: Collection[int] | None = None,
+                 stop_ids: Collection[int] = ()):
         self.model = model
         self.prompt_ids = list(prompt_ids)
         self.max_tokens = max_tokens
         self.min_confidence = min_confidence
         self.vocab = vocab  # the token ids it may propose; None: all
+        self.stop_ids = frozenset(stop_ids)  # a draft ends with the first of these it proposes
         self.engine: DraftEngine | None = None  # built at the first proposal
         self.fed: list[int] = []  # the tokens in the engine's cache: a prefix of prompt + out, then drafts
 
@@ -68,7 +71,7 @@ class DraftModelDrafter:
             return []
         self._catch_up([*self.prompt_ids, *out])
         draft = [self.engine.pending]
-        while len(draft) < limit:
+        while len(draft) < limit and draft[-1] not in self.stop_ids:
             self._feed([draft[-1]])
             if self.engine.confidence < self.min_confidence:
                 break
@@ -126,13 +129,15 @@ class DraftEngine(HFTarget):
 
 
 def draft_model_factory(model, vocab: Collection[int] | None = None, max_tokens: int = MAX_TOKENS,
-                        min_confidence: float = MIN_CONFIDENCE) -> Callable[[DraftContext, object], Drafter]:
+                        min_confidence: float = MIN_CONFIDENCE,
+                        stop_ids: Collection[int] = ()) -> Callable[[DraftContext, object], Drafter]:
     """The ``draft-model`` entry of ``draft.make_drafter``'s ``models``: a ``DraftModelDrafter`` per
-    request over the loaded draft ``model``; with ``vocab``, it scores those ids and the prompt's."""
+    request over the loaded draft ``model``; with ``vocab``, it scores those ids and the prompt's; its
+    drafts end at the first of ``stop_ids``."""
 
     def build(context: DraftContext, target: object = None) -> Drafter:  # the target is not needed
         return DraftModelDrafter(model, context.prompt_ids, max_tokens, min_confidence,
-                                 with_prompt(vocab, context.prompt_ids))
+                                 with_prompt(vocab, context.prompt_ids), stop_ids)
 
     return build
 
@@ -140,8 +145,8 @@ def draft_model_factory(model, vocab: Collection[int] | None = None, max_tokens:
 def load_draft_model(path: str, model, tokenizer, max_tokens: int = MAX_TOKENS,
                      min_confidence: float = MIN_CONFIDENCE) -> Callable[[DraftContext, object], Drafter]:
     """Load the draft model at ``path`` on ``model``'s device and dtype, check that it shares
-    ``tokenizer``, and return its ``draft_model_factory``."""
-    from fastapply.loading import load_model, resolve_named
+    ``tokenizer``, and return its ``draft_model_factory`` (drafts end at ``model``'s stop ids)."""
+    from fastapply.loading import load_model, resolve_named, stop_ids_of
 
     weights = next(model.parameters())
     draft, draft_tokenizer = load_model(path, weights.device.type, str(weights.dtype).removeprefix("torch."))
@@ -150,7 +155,7 @@ def load_draft_model(path: str, model, tokenizer, max_tokens: int = MAX_TOKENS,
     target_size = model.get_output_embeddings().weight.shape[0]
     if vocab is None and draft.get_output_embeddings().weight.shape[0] > target_size:
         vocab = range(target_size)  # never propose an id the model has no embedding for
-    return draft_model_factory(draft, vocab, max_tokens, min_confidence)
+    return draft_model_factory(draft, vocab, max_tokens, min_confidence, stop_ids_of(model, tokenizer))
 
 
 def check_vocabulary(tokenizer, draft, draft_tokenizer, name: str) -> None:

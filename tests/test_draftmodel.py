@@ -92,13 +92,24 @@ def test_a_draft_stops_where_the_draft_model_is_unsure(target):
     assert DraftModelDrafter(target, prompt).propose([7], 0) == []
 
 
+def test_a_draft_ends_with_a_stop_id(target):
+    """Nothing after the answer's end is verified, so the draft model does not draft past it."""
+    prompt = list(range(10, 60))
+    ahead = greedy_steps(target, prompt + [7], 6)
+    stop = ahead[2]
+    drafted = DraftModelDrafter(target, prompt, max_tokens=6, min_confidence=0.0, stop_ids={stop}).propose([7], 100)
+    assert drafted == ahead[:ahead.index(stop) + 1]
+    first = DraftModelDrafter(target, prompt, max_tokens=6, min_confidence=0.0, stop_ids={ahead[0]})
+    assert first.propose([7], 100) == ahead[:1]
+
+
 @pytest.mark.parametrize("policy", POLICIES)
 @pytest.mark.parametrize("draft", ["itself", "perturbed", "unrelated"])
 @pytest.mark.parametrize("case", range(len(CASES)))
 def test_greedy_with_a_draft_model_equals_generate(target, drafts, tokenizer, policy, draft, case):
     plan = plan_edit(tokenizer, *CASES[case])
     expected = greedy_reference(target, tokenizer, plan.prompt_ids, 96)
-    build = draft_model_factory(drafts[draft], min_confidence=0.0)
+    build = draft_model_factory(drafts[draft], min_confidence=0.0, stop_ids={tokenizer.eos_token_id})
     proposals = []  # (tokens out, what the draft model proposed after them)
 
     def recorded(context, model=None):
@@ -117,8 +128,8 @@ def test_greedy_with_a_draft_model_equals_generate(target, drafts, tokenizer, po
     assert result.token_ids == expected
     if draft == "itself":  # the model drafting for itself: every token it drafts is right
         assert proposals and result.stats.sources.get("draft-model", 0) > 0
-        for done, proposal in proposals:  # up to the EOS it foresees, where the loop cuts the draft
-            assert proposal[:len(expected) - done] == expected[done:done + len(proposal)]
+        for done, proposal in proposals:  # through the EOS it foresees, never past it
+            assert proposal == expected[done:done + len(proposal)]
         if policy == "draft-model":  # every pass is the draft model's: the loop keeps every token it verifies
             assert result.stats.accepted == result.stats.proposed
 
