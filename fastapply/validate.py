@@ -69,7 +69,7 @@ def validate(original: str, output: str, update: str, language: str | None, clos
             lines, where = far or kept, "far from the edit" if far else "that a lazy marker of the update keeps"
             problems.append(Problem("unrelated-deletion", f"the output deletes {len(lines)} original line(s) {where} "
                                                           f"(lines {lines[0] + 1}-{lines[-1] + 1})"))
-    not_applied = edit_not_applied(original, output, update, language)
+    not_applied = edit_not_applied(original, output, update, language, instruction)
     if not_applied:
         problems.append(Problem("edit-not-applied", not_applied))
     unasked = None if instruction.strip() else unasked_change(original, output, update, language, merged)
@@ -106,15 +106,19 @@ def snippet_code(update: str, language: str | None) -> list[str]:
             if line.strip() and not marker and not has_inline_marker(line) and not _PROSE.fullmatch(line.strip())]
 
 
-def edit_not_applied(original: str, output: str, update: str, language: str | None) -> str | None:
+def edit_not_applied(original: str, output: str, update: str, language: str | None,
+                     instruction: str = "") -> str | None:
     """Why ``output`` does not apply ``update``, or None: it is the original unchanged although the
-    update adds code, it leaves out lines the update adds, or it leaves out lines of the original that
-    the update shows as kept (its context: a snippet's lines are the new file's lines). An update that
-    shares no line with the original or the output and has no marker reads as prose (an instruction):
-    only the first check applies to it.
+    update adds code or an ``instruction`` asks for a change (as ``engine.merge_settles`` has it for a
+    merge), it leaves out lines the update adds, or it leaves out lines of the original that the update
+    shows as kept (its context: a snippet's lines are the new file's lines). An update that shares no
+    line with the original or the output and has no marker reads as prose (an instruction): only the
+    first check applies to it.
 
     >>> edit_not_applied("a = 1\\n", "a = 1\\n", "a = 1\\nb = 2\\n", "python")
     'the output is the original unchanged, but the update adds code'
+    >>> edit_not_applied("a = 1\\n", "a = 1\\n", "# ...\\n", "python", "Delete a.")
+    'the output is the original unchanged, but the instruction asks for a change'
     >>> edit_not_applied("a = 1\\nb = 2\\n", "c = 3\\n", "# ...\\nb = 2\\nc = 3\\n", "python")[:54]
     'the output leaves out 1 line(s) the update keeps, such'
     """
@@ -123,6 +127,8 @@ def edit_not_applied(original: str, output: str, update: str, language: str | No
     added = [line for line in code if line not in old]  # the code the edit adds
     if added and output == original:
         return "the output is the original unchanged, but the update adds code"
+    if instruction.strip() and output == original:
+        return "the output is the original unchanged, but the instruction asks for a change"
     written = {line.strip() for line in output.split("\n")}
     if _reads_as_prose(update, old | written, language):
         return None

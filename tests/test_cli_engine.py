@@ -116,7 +116,6 @@ def test_merge_first_returns_a_certain_merge_without_running_the_model():
     assert outcome.engine == "merge" and outcome.text == SAMPLE_EXPECTED
 
 
-
 def test_a_merge_that_changes_nothing_does_not_settle_an_instruction():
     """A snippet of context and markers beside "Delete the function b." merges to the file unchanged,
     certain: the model, not the merge, answers the instruction; with no model nothing is written. The
@@ -140,6 +139,28 @@ def test_a_merge_that_changes_nothing_does_not_settle_an_instruction():
     assert refused.value.reasons == ("uncertain-merge",) and "changes nothing" in str(refused.value)
     settled = resolve_edit(original, update, "python", "auto", run_model, merge_first=True)
     assert settled.engine == "merge" and settled.text == original and len(drafts) == 1
+
+
+def test_a_model_that_leaves_the_file_unchanged_beside_an_instruction_is_refused_unless_forced():
+    """The instruction asks for a change the snippet does not show; an answer that is the original
+    unchanged did not make it (fastapply-small so answered "Delete the function save."), and is not
+    written as if it had."""
+    from fastapply.engine import EditRefused, ModelRun, resolve_edit
+
+    original = "def a():\n    return 1\n\n\ndef b():\n    return 2\n"
+    update = "# ... existing code ...\n"
+
+    def unchanged(shown, merged, watch):
+        return ModelRun(shown, True, {})
+
+    for engine in ("auto", "model"):
+        with pytest.raises(EditRefused) as refused:
+            resolve_edit(original, update, "python", engine, unchanged, instruction="Delete the function b.")
+        assert refused.value.reasons == ("edit-not-applied",)
+        assert "the instruction asks for a change" in str(refused.value)
+    forced = resolve_edit(original, update, "python", "auto", unchanged, force=True, instruction="Delete b.")
+    assert forced.text == original and [p.name for p in forced.problems] == ["edit-not-applied"]
+
 
 def test_a_deletion_the_instruction_asks_for_is_validated_as_asked():
     from fastapply.engine import EditRefused, ModelRun, resolve_edit
