@@ -23,7 +23,8 @@ from fastapply.errors import RefusedError, UsageError
 from fastapply.focus import focus as focus_of
 from fastapply.markers import only_markers
 from fastapply.merge import MergeResult, merge
-from fastapply.validate import Problem, RefusalWatch, validate
+from fastapply.syntax import count_errors
+from fastapply.validate import Problem, RefusalWatch, reads_as_prose, validate
 
 ENGINES = ("auto", "merge", "model")
 
@@ -131,11 +132,35 @@ def merge_settles(merged: MergeResult, original: str, instruction: str = "") -> 
 
 def _checked(original: str, update: str, language: str | None, result: ModelRun, merged: MergeResult | None,
              force: bool, instruction: str = "") -> EditOutcome:
+    hint = _prose_hint(original, update, language, instruction)
     if result.stopped is not None:
         raise EditRefused(f"{result.stopped.message}; the model was stopped there and nothing was written "
-                          f"(--force writes its whole answer)", (result.stopped.name,), merged, (result.stopped,), result)
+                          f"(--force writes its whole answer){hint}", (result.stopped.name,), merged,
+                          (result.stopped,), result)
     problems = validate(original, result.text, update, language, result.closed, instruction, merged)
     if problems and not force:
-        raise EditRefused("; ".join(p.message for p in problems) + "; nothing was written (--force writes it)",
+        raise EditRefused("; ".join(p.message for p in problems) + f"; nothing was written (--force writes it){hint}",
                           tuple(p.name for p in problems), merged, problems, result)
     return EditOutcome(result.text, "model", merged, problems, result)
+
+
+def _prose_hint(original: str, update: str, language: str | None, instruction: str) -> str:
+    """What a refusal adds where the edit is prose alone ("add a docstring to load"): no lazy marker, no
+    line of the file, words rather than code, and no code in the file's language. A model shown it as
+    the update may write it back as the file, which is then refused for its syntax, not for what went
+    wrong.
+
+    >>> bool(_prose_hint("x = 1\\n", "add a docstring to load", "python", ""))
+    True
+    >>> _prose_hint("x = 1\\n", "y = compute(x) + 2", "python", ""), _prose_hint("x = 1\\n", "return the sum", "python", "Do it.")
+    ('', '')
+    """
+    text = " ".join(update.split())
+    wordy = len(text.split()) >= 3 and sum(c.isalpha() or c == " " for c in text) >= 0.85 * len(text)
+    if instruction.strip() or not wordy or not reads_as_prose(update, {line.strip() for line in original.split("\n")},
+                                                             language):
+        return ""
+    if language is not None and not count_errors(update, language):
+        return ""  # words that are code ("return the sum" is not, "import os" would be)
+    return ("; the edit reads as an instruction, not code: give the changed code with lazy markers for the rest "
+            "(an instruction goes beside it, --instruction)")

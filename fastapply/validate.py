@@ -130,7 +130,7 @@ def edit_not_applied(original: str, output: str, update: str, language: str | No
     if instruction.strip() and output == original:
         return "the output is the original unchanged, but the instruction asks for a change"
     written = {line.strip() for line in output.split("\n")}
-    if _reads_as_prose(update, old | written, language):
+    if reads_as_prose(update, old | written, language):
         return None
     missing = [line for line in added if line not in written]
     if missing:
@@ -157,7 +157,7 @@ def unshown_lines(original: str, output: str, update: str, language: str | None)
     ['a = 5']
     """
     old, new = original.split("\n"), output.split("\n")
-    if _reads_as_prose(update, {line.strip() for line in old + new}, language):
+    if reads_as_prose(update, {line.strip() for line in old + new}, language):
         return []
     shown = {line.strip() for line in update.split("\n")} | {""}
     marker = marker_lines(new, language)  # a marker left is markers-left's problem
@@ -185,7 +185,7 @@ def kept_beside_whole_file(original: str, output: str, update: str, language: st
     if count_markers(update, language) or merged.confidence != "none":
         return []
     old, new = original.split("\n"), output.split("\n")
-    if _reads_as_prose(update, {line.strip() for line in old + new}, language):
+    if reads_as_prose(update, {line.strip() for line in old + new}, language):
         return []
     shown = {line.strip() for line in update.split("\n")} | {""}
     original_lines = {line.strip() for line in old}
@@ -273,7 +273,7 @@ class RefusalWatch:
         return self.problem
 
 
-def _reads_as_prose(update: str, file_lines: set[str], language: str | None) -> bool:
+def reads_as_prose(update: str, file_lines: set[str], language: str | None) -> bool:
     """Whether ``update`` is prose, not a snippet: it has no lazy marker and shares no line with the file
     (``file_lines``: the stripped lines of the original and the output)."""
     shown = {line.strip() for line in update.split("\n") if line.strip()}

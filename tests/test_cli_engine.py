@@ -162,6 +162,24 @@ def test_a_model_that_leaves_the_file_unchanged_beside_an_instruction_is_refused
     assert forced.text == original and [p.name for p in forced.problems] == ["edit-not-applied"]
 
 
+def test_a_refused_edit_of_prose_alone_says_it_reads_as_an_instruction():
+    """fastapply-small, given "add a docstring to load saying it reads a file" as the edit, wrote it back
+    as the file: refused for its syntax, and the refusal says what the edit was taken for."""
+    from fastapply.engine import EditRefused, ModelRun, resolve_edit
+
+    def writes_the_update(update):
+        return lambda shown, merged, watch: ModelRun(update + "\n", True, {})
+
+    prose = "add a docstring to load saying it reads a file"
+    with pytest.raises(EditRefused) as refused:
+        resolve_edit(SAMPLE_PY, prose, "python", "auto", writes_the_update(prose))
+    assert "syntax error" in str(refused.value) and "reads as an instruction" in str(refused.value)
+    code = "def unrelated():\n    return compute(1) + 2"  # code sharing no line with the file: no hint
+    with pytest.raises(EditRefused) as refused:
+        resolve_edit(SAMPLE_PY, code, "python", "auto", lambda shown, merged, watch: ModelRun(shown, True, {}))
+    assert "reads as an instruction" not in str(refused.value)
+
+
 def test_a_deletion_the_instruction_asks_for_is_validated_as_asked():
     from fastapply.engine import EditRefused, ModelRun, resolve_edit
 
