@@ -132,14 +132,14 @@ def merge_settles(merged: MergeResult, original: str, instruction: str = "") -> 
 
 def _checked(original: str, update: str, language: str | None, result: ModelRun, merged: MergeResult | None,
              force: bool, instruction: str = "") -> EditOutcome:
-    hint = _prose_hint(original, update, language, instruction)
     if result.stopped is not None:
         raise EditRefused(f"{result.stopped.message}; the model was stopped there and nothing was written "
-                          f"(--force writes its whole answer){hint}", (result.stopped.name,), merged,
-                          (result.stopped,), result)
+                          f"(--force writes its whole answer){_prose_hint(original, update, language, instruction)}",
+                          (result.stopped.name,), merged, (result.stopped,), result)
     problems = validate(original, result.text, update, language, result.closed, instruction, merged)
     if problems and not force:
-        raise EditRefused("; ".join(p.message for p in problems) + f"; nothing was written (--force writes it){hint}",
+        raise EditRefused("; ".join(p.message for p in problems) + "; nothing was written (--force writes it)"
+                          + _prose_hint(original, update, language, instruction),
                           tuple(p.name for p in problems), merged, problems, result)
     return EditOutcome(result.text, "model", merged, problems, result)
 
