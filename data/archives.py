@@ -14,7 +14,7 @@ from pathlib import Path, PurePosixPath
 
 from fastapply.errors import FastapplyError
 from fastapply.fileio import decode
-from fastapply.syntax import language_for_path
+from fastapply.syntax import SOURCE_LANGUAGES, language_for_path
 
 MAX_FILE_BYTES = 256_000  # far above 400 lines of code; larger files are data or generated
 
@@ -28,7 +28,7 @@ def _strip_top(name: str) -> str | None:
 
 def _add(tree: dict[str, str], name: str, data: bytes) -> None:
     path = _strip_top(name)
-    if path is None or language_for_path(path) is None or len(data) > MAX_FILE_BYTES:
+    if path is None or language_for_path(path, SOURCE_LANGUAGES) is None or len(data) > MAX_FILE_BYTES:
         return
     try:
         text, _fmt = decode(data, path)

@@ -49,7 +49,7 @@ from data.edits import text_skip_reason
 from data.licenses import pypi_license
 from fastapply.errors import FastapplyError
 from fastapply.fileio import decode
-from fastapply.syntax import language_for_path
+from fastapply.syntax import SOURCE_LANGUAGES, language_for_path
 from fastapply.tasks import dump_tasks
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -121,7 +121,7 @@ def installed_packages(paths: list[str] | None, eval_names: frozenset[str]) -> t
             skipped.setdefault(reason, []).append(name)
             continue
         files = sorted((str(f), Path(dist.locate_file(f))) for f in dist.files
-                       if f.parts[0] != ".." and language_for_path(str(f)))
+                       if f.parts[0] != ".." and language_for_path(str(f), SOURCE_LANGUAGES))
         found[name] = Package(name, dist.metadata["Version"], expression, tuple(files))
     return sorted(found.values(), key=lambda p: p.name), {k: sorted(v) for k, v in sorted(skipped.items())}
 
@@ -134,7 +134,7 @@ def stdlib_package() -> Package:
         dirs[:] = sorted(d for d in dirs if d not in ("site-packages", "dist-packages", "__pycache__"))
         for file_name in names:
             path = Path(folder, file_name)
-            if language_for_path(file_name):
+            if language_for_path(file_name, SOURCE_LANGUAGES):
                 files.append((path.relative_to(root).as_posix(), path))
     return Package(STDLIB, platform.python_version(), "PSF-2.0", tuple(sorted(files)))
 
@@ -157,7 +157,7 @@ def read_source(path: str, file: Path) -> tuple[str, str] | str:
     reason = text_skip_reason(path, text)
     if reason == "C++ header named .h":
         return text, "cpp"
-    return reason or (text, language_for_path(path))
+    return reason or (text, language_for_path(path, SOURCE_LANGUAGES))
 
 
 def text_key(text: str) -> str:

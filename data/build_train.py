@@ -55,7 +55,7 @@ from data.styles import has_free_marker, snippet_for
 from data.transforms import TRANSFORMS as TREE_TRANSFORMS
 from data.transforms_python import TRANSFORMS as PYTHON_TRANSFORMS
 from fastapply.errors import FastapplyError
-from fastapply.syntax import count_errors, language_for_path
+from fastapply.syntax import SOURCE_LANGUAGES, count_errors, language_for_path
 from fastapply.tasks import dump_tasks
 
 TRANSFORMS = TREE_TRANSFORMS | PYTHON_TRANSFORMS
@@ -125,7 +125,7 @@ def synthetic_examples(origin: Origin, tree: dict[str, str], spec: TrainSpec, se
     files of ``origin`` at ``origin.version_to``)."""
     out = []
     for path in sorted(tree):
-        text, language = tree[path], language_for_path(path)
+        text, language = tree[path], language_for_path(path, SOURCE_LANGUAGES)
         n_lines = len(text.splitlines())
         if (language is None or not 5 <= n_lines <= spec.max_lines or path_skip_reason(path)
                 or text_skip_reason(path, text) or build_output(path, tree) or count_errors(text, language)):

@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
-from fastapply.syntax import count_errors, language_for_path
+from fastapply.syntax import SOURCE_LANGUAGES, count_errors, language_for_path
 
 # Folders whose files are copies of other projects' code or build outputs.
 SKIP_DIRS = frozenset({
@@ -79,7 +79,7 @@ def path_skip_reason(path: str) -> str | None:
         return "vendored or build output"
     if SKIP_NAME.search(parts[-1]):
         return "generated or minified name"
-    if language_for_path(path) is None:
+    if language_for_path(path, SOURCE_LANGUAGES) is None:
         return "unknown language"
     return None
 
@@ -131,7 +131,7 @@ def skip_reason(path: str, original: str, edited: str, max_lines: int, max_hunks
     removed, added = changed_lines(original, edited)
     if versions and all(any(v in line for v in versions) for line in removed + added if line.strip()):
         return "version bump only"
-    language = language_for_path(path)
+    language = language_for_path(path, SOURCE_LANGUAGES)
     if count_errors(original, language) or count_errors(edited, language):
         return "does not parse cleanly"
     return None
@@ -147,5 +147,6 @@ def find_edits(old_tree: dict[str, str], new_tree: dict[str, str], max_lines: in
         if original == edited or build_output(path, old_tree) or build_output(path, new_tree):
             continue
         if skip_reason(path, original, edited, max_lines, max_hunks, versions) is None:
-            edits.append(FileEdit(path, language_for_path(path), original, edited, count_hunks(original, edited)))
+            edits.append(FileEdit(path, language_for_path(path, SOURCE_LANGUAGES), original, edited,
+                                  count_hunks(original, edited)))
     return edits

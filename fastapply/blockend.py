@@ -1,6 +1,8 @@
 """Placing a segment that anchors nowhere by the end of its block: its closing lines (``}``, ``end``) are
 the block's own, or it is new code that goes last in the block (or the file) the marker after it
-closes. ``anchor.py`` turns to it when a segment's lines repeat no original line it can anchor on.
+closes; and, the mirror, a snippet's first lines that only open blocks (``{`` of a JSON file) are the
+file's own first lines. ``anchor.py`` turns to it when a segment's lines repeat no original line it
+can anchor on.
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ def place_at_block_end(seg: Segment, index: int, orig: Original, lo: int, hi: in
     in the file, doubtfully, when the snippet ends with it; when it opens with closing lines, in place
     of what follows the file's last copy of them, a doubt only where that deletes more than a segment
     with no marker after it may)."""
+    if seg.marker_before is None and scope is None and seg.marker_after is not None:
+        return _place_at_file_start(seg, index, orig)
     if scope is not None:
         limit = hi
     elif seg.marker_after is None:
@@ -62,6 +66,29 @@ def place_at_block_end(seg: Segment, index: int, orig: Original, lo: int, hi: in
         limit -= 1  # before the block's own closing line
     return Placement(limit, limit, seg.lines, (f"segment {index + 1} anchors nowhere; it was added at the end of "
                                                f"the block {orig.lines[scope].strip()!r}",))
+
+
+def _place_at_file_start(seg: Segment, index: int, orig: Original) -> Placement | None:
+    """The snippet opens with lines that only open blocks (``{`` of a JSON file, then a marker inside
+    it): the file's own first lines, when they are the same. The mirror of closing lines ending the
+    snippet; a doubt where the marker after them is not inside their block (it may stand for nothing)."""
+    body = [line for line in seg.lines if line.strip()]
+    if not body or not all(_is_opener(line) for line in body):
+        return None
+    rows = [i for i, line in enumerate(orig.lines) if line.strip()][:len(body)]
+    if [exact_key(orig.lines[i]) for i in rows] != [exact_key(line) for line in body]:
+        return None
+    start, end, doubts = absorb_blank_edges(orig, seg, (0, rows[-1] + 1), (True, False), (0, len(orig.lines)),
+                                            f"segment {index + 1}")
+    if seg.marker_after <= indent_width(body[-1]):
+        doubts.append(f"segment {index + 1} only repeats opening lines")
+    return Placement(start, end, seg.lines, tuple(doubts))
+
+
+def _is_opener(line: str) -> bool:
+    """A line that only opens blocks: ``{``, ``[``, ``({``."""
+    stripped = line.strip()
+    return 0 < len(stripped) <= 3 and all(char in "([{" for char in stripped)
 
 
 def last_closers(lines: list[str], body: list[str], lo: int, limit: int) -> int | None:

@@ -152,8 +152,10 @@ def _prose_hint(original: str, update: str, language: str | None, instruction: s
 
     >>> bool(_prose_hint("x = 1\\n", "add a docstring to load", "python", ""))
     True
-    >>> _prose_hint("x = 1\\n", "y = compute(x) + 2", "python", ""), _prose_hint("x = 1\\n", "return the sum", "python", "Do it.")
-    ('', '')
+    >>> _prose_hint("x = 1\\n", "y = compute(x) + 2", "python", "")  # code
+    ''
+    >>> _prose_hint("x = 1\\n", "return the sum", "python", "Do it.")  # an instruction beside it
+    ''
     """
     text = " ".join(update.split())
     wordy = len(text.split()) >= 3 and sum(c.isalpha() or c == " " for c in text) >= 0.85 * len(text)

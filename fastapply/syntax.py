@@ -7,6 +7,7 @@ so importing this module is cheap. It does not merge, validate or judge edits; i
 from __future__ import annotations
 
 import importlib
+from collections.abc import Collection
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import PurePath
@@ -38,19 +39,36 @@ LANGUAGES: dict[str, Language] = {
         Language("c", (".c", ".h"), "//", ("/*", "*/"), "tree_sitter_c"),
         Language("cpp", (".cc", ".cpp", ".cxx", ".hpp", ".hh", ".hxx"), "//", ("/*", "*/"), "tree_sitter_cpp"),
         Language("ruby", (".rb",), "#", None, "tree_sitter_ruby"),
+        Language("csharp", (".cs",), "//", ("/*", "*/"), "tree_sitter_c_sharp"),
+        Language("kotlin", (".kt", ".kts"), "//", ("/*", "*/"), "tree_sitter_kotlin"),
+        Language("swift", (".swift",), "//", ("/*", "*/"), "tree_sitter_swift"),
+        Language("scala", (".scala", ".sc"), "//", ("/*", "*/"), "tree_sitter_scala"),
+        Language("php", (".php",), "//", ("/*", "*/"), "tree_sitter_php", "language_php"),
+        Language("lua", (".lua",), "--", ("--[[", "]]"), "tree_sitter_lua"),
+        Language("bash", (".sh", ".bash"), "#", None, "tree_sitter_bash"),
+        Language("css", (".css",), None, ("/*", "*/"), "tree_sitter_css"),
+        Language("html", (".html", ".htm"), None, ("<!--", "-->"), "tree_sitter_html"),
+        Language("markdown", (".md", ".markdown"), None, ("<!--", "-->"), "tree_sitter_markdown"),
+        # JSON has no comments, but snippets of it carry ``// ...`` markers, which the grammar accepts
+        Language("json", (".json",), "//", ("/*", "*/"), "tree_sitter_json"),
+        Language("yaml", (".yaml", ".yml"), "#", None, "tree_sitter_yaml"),
+        Language("toml", (".toml",), "#", None, "tree_sitter_toml"),
     ]
 }
+# The languages of the eval suite and the training data: what ``data/`` builds its tasks from.
+SOURCE_LANGUAGES = ("python", "javascript", "typescript", "tsx", "go", "rust", "java", "c", "cpp", "ruby")
 
 
-def language_for_path(path: str | PurePath) -> str | None:
-    """The language name for a file name by its extension, or None when fastapply does not know it.
+def language_for_path(path: str | PurePath, among: Collection[str] | None = None) -> str | None:
+    """The language name for a file name by its extension, or None when fastapply does not know it (or
+    it is not one of ``among``).
 
-    >>> language_for_path("src/app.tsx")
-    'tsx'
+    >>> language_for_path("src/app.tsx"), language_for_path("ci.yml"), language_for_path("ci.yml", SOURCE_LANGUAGES)
+    ('tsx', 'yaml', None)
     """
     suffix = PurePath(path).suffix.lower()
     for lang in LANGUAGES.values():
-        if suffix in lang.extensions:
+        if suffix in lang.extensions and (among is None or lang.name in among):
             return lang.name
     return None
 
