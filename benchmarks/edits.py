@@ -1,9 +1,11 @@
 """Seeded random edits of real source files, for the merge benchmark.
 
 ``corpus()`` lists real files on this machine (the Python standard library's sources, JavaScript files
-of the node installation); ``random_edit(rng, text, language)`` makes one plausible edit of a file:
-lines inserted, replaced or deleted, a function body changed, a function added or removed. It does
-not make snippets (``fastapply.snippet.make_snippet`` does) nor merge them.
+of the node installation), ``sources(dirs)`` the files of any language fastapply knows under some
+folders; ``random_edit(rng, text, language)`` makes one plausible edit of a file: lines inserted,
+replaced or deleted, a function body changed, a function added or removed (in Python and JavaScript;
+in the other languages, lines only, the new ones borrowed from elsewhere in the file and changed). It
+does not make snippets (``fastapply.snippet.make_snippet`` does) nor merge them.
 """
 
 from __future__ import annotations
@@ -52,20 +54,48 @@ def corpus(language: str, min_lines: int = 40, max_lines: int = 800) -> list[Pat
     return out
 
 
-def random_edit(rng: random.Random, text: str, language: str) -> tuple[str, str]:
-    """(edited text, kind of edit): one to three edits of the kinds below, far enough apart."""
+def sources(dirs: list[Path], min_lines: int = 20, max_lines: int = 400) -> dict[str, list[Path]]:
+    """The files under ``dirs`` of each language fastapply knows (by extension), sorted, UTF-8 with LF
+    line ends, sizes bounded."""
+    from fastapply.syntax import language_for_path
+
+    out: dict[str, list[Path]] = {}
+    for path in sorted(p for root in dirs for p in Path(root).rglob("*") if p.is_file()):
+        language = language_for_path(path)
+        if language is None:
+            continue
+        try:
+            text = path.read_text("utf-8")
+        except (UnicodeDecodeError, OSError):
+            continue
+        if "\r" not in text and "\x0c" not in text and min_lines <= text.count("\n") <= max_lines:
+            out.setdefault(language, []).append(path)
+    return out
+
+
+def random_edit(rng: random.Random, text: str, language: str, lines_only: bool = False) -> tuple[str, str]:
+    """(edited text, kind of edit): one to three edits of the kinds below, far enough apart; of lines
+    alone, borrowed from the file, with ``lines_only`` or in a language other than Python and JavaScript."""
     lines = text.splitlines(keepends=True)
     kinds = []
+    pool = None if lines_only or language not in _DEF else language  # None: lines borrowed from the file
     for _ in range(rng.choice([1, 1, 1, 2, 3])):
-        kind = rng.choice(["insert", "replace", "delete", "body", "add-function", "delete-function",
-                           "rename"])
-        lines = _EDITS[kind](rng, lines, language) or lines
+        kind = rng.choice(["insert", "replace", "delete", "body", "add-function", "delete-function", "rename"]
+                          if pool else ["insert", "replace", "delete"])
+        lines = _EDITS[kind](rng, lines, pool) or lines
         kinds.append(kind)
     return "".join(lines), "+".join(kinds)
 
 
-def _new_line(rng: random.Random, like: str, language: str) -> str:
+def _new_line(rng: random.Random, like: str, language: str | None, lines: list[str]) -> str:
     indent = like[: len(like) - len(like.lstrip())] if like.strip() else ""
+    if language is None:  # another line of the file, a word of it changed
+        line = rng.choice([line for line in lines if line.strip()]).strip()
+        found = list(re.finditer(r"[A-Za-z_]\w{2,}", line))
+        if found:
+            word = rng.choice(found)
+            line = line[:word.end()] + f"{rng.randrange(100)}" + line[word.end():]
+        return indent + line + "\n"
     pool = NEW_LINES if language == "python" else NEW_JS_LINES
     return indent + rng.choice(pool) + f"  {'#' if language == 'python' else '//'} edit {rng.randrange(1000)}\n"
 
@@ -79,7 +109,8 @@ def _insert(rng, lines, language):
     i = _code_line(rng, lines)
     if i is None:
         return None
-    return lines[: i + 1] + [_new_line(rng, lines[i], language) for _ in range(rng.randint(1, 4))] + lines[i + 1:]
+    new = [_new_line(rng, lines[i], language, lines) for _ in range(rng.randint(1, 4))]
+    return lines[: i + 1] + new + lines[i + 1:]
 
 
 def _replace(rng, lines, language):
@@ -87,7 +118,7 @@ def _replace(rng, lines, language):
     if i is None:
         return None
     n = rng.randint(1, 3)
-    return lines[:i] + [_new_line(rng, lines[i], language) for _ in range(n)] + lines[i + rng.randint(1, 3):]
+    return lines[:i] + [_new_line(rng, lines[i], language, lines) for _ in range(n)] + lines[i + rng.randint(1, 3):]
 
 
 def _delete(rng, lines, language):
@@ -128,7 +159,7 @@ def _body(rng, lines, language):
     start, end = rng.choice(functions)
     i = rng.randrange(start + 1, end)
     like = lines[i] if lines[i].strip() else lines[start + 1]
-    return lines[:i] + [_new_line(rng, like, language) for _ in range(rng.randint(1, 3))] + lines[i + 1:]
+    return lines[:i] + [_new_line(rng, like, language, lines) for _ in range(rng.randint(1, 3))] + lines[i + 1:]
 
 
 def _add_function(rng, lines, language):

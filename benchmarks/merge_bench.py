@@ -2,6 +2,7 @@
 
     python benchmarks/merge_bench.py                 # 1,200 edits, seed 0
     python benchmarks/merge_bench.py --edits 300 --seed 1
+    python benchmarks/merge_bench.py --sources DIR... --replay 0   # every language of the files under DIR
     python benchmarks/merge_bench.py --known evals/tasks/suite.jsonl.gz data/train/train.jsonl.gz \
         data/train/valid.jsonl.gz        # known answers instead of generated edits
 
@@ -14,6 +15,11 @@ edits resolved as ``certain``, and the median merge time on files of 350-450 lin
 ``--replay`` edits, the forward passes speculative edits need on a ``ReplayTarget`` (a target that
 answers the edited file, so passes measure the draft alone) drafting from the original file vs from
 the merged candidate first. Prints tables and writes ``benchmarks/results/merge.json``.
+
+With ``--sources``, the files are those under the given folders, of every language fastapply knows,
+each language drawn as often, and every edit is of lines alone (inserted, replaced, deleted; new lines
+are other lines of the file with a word changed), the same kinds in every language so that languages
+compare; written to ``benchmarks/results/merge-languages.json``.
 
 With ``--known``, the edits are tasks in the eval suite's schema (the suite, the training set): each
 update is merged into its original and compared with the task's expected file; the same figures by
@@ -42,7 +48,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from edits import corpus, random_edit  # noqa: E402
+from edits import corpus, random_edit, sources  # noqa: E402
 
 from fastapply.bench import cpu_model  # noqa: E402
 from fastapply.merge import merge  # noqa: E402
@@ -51,21 +57,27 @@ from fastapply.syntax import count_errors  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results" / "merge.json"
 KNOWN_RESULTS = RESULTS.with_name("merge-known.json")
+SOURCES_RESULTS = RESULTS.with_name("merge-languages.json")
 
 
-def run(n_edits: int, seed: int, js_share: float, replay: int) -> dict:
+def run(n_edits: int, seed: int, js_share: float, replay: int, dirs: list[Path] | None = None) -> dict:
+    """``n_edits`` generated edits: of Python and JavaScript (``js_share`` of them) files, or with ``dirs``,
+    of the files under them, each language drawn as often."""
     rng = random.Random(seed)
-    files = {"python": corpus("python"), "javascript": corpus("javascript")}
-    if not files["javascript"]:
+    files = sources(dirs) if dirs else {"python": corpus("python"), "javascript": corpus("javascript")}
+    if not dirs and not files["javascript"]:
         js_share = 0.0
     texts: dict[Path, str] = {}
     rows = []
     redrawn = 0
     while len(rows) < n_edits:
-        language = "javascript" if rng.random() < js_share else "python"
+        if dirs:
+            language = rng.choice(sorted(files))
+        else:
+            language = "javascript" if rng.random() < js_share else "python"
         path = rng.choice(files[language])
         text = texts.setdefault(path, path.read_text("utf-8"))
-        edited, kind = random_edit(rng, text, language)
+        edited, kind = random_edit(rng, text, language, lines_only=bool(dirs))
         context = rng.choice([1, 2, 3, 3])
         if edited == text or count_errors(edited, language) > count_errors(text, language):
             redrawn += 1
@@ -82,7 +94,7 @@ def run(n_edits: int, seed: int, js_share: float, replay: int) -> dict:
             passes = replay_passes(text, snippet, edited, result.text)
             if passes is not None:
                 rows[-1]["passes"] = passes
-    return summarise(rows, redrawn, seed, js_share)
+    return summarise(rows, redrawn, seed, js_share, dirs)
 
 
 def replay_passes(original: str, snippet: str, edited: str, merged: str | None) -> dict | None:
@@ -182,7 +194,7 @@ def run_known(paths: list[Path], merges: Path | None = None, against: Path | Non
     }
 
 
-def summarise(rows: list[dict], redrawn: int, seed: int, js_share: float) -> dict:
+def summarise(rows: list[dict], redrawn: int, seed: int, js_share: float, dirs: list[Path] | None = None) -> dict:
     around_400 = [r["seconds"] for r in rows if 350 <= r["lines"] <= 450]
     replayed = [r for r in rows if "passes" in r]
 
@@ -196,8 +208,9 @@ def summarise(rows: list[dict], redrawn: int, seed: int, js_share: float) -> dic
                 "tokens_per_pass_merged_draft": tokens / merged if merged else None,
                 "pass_reduction": 1 - merged / original if original else None}
     return {
-        "command": f"python benchmarks/merge_bench.py --edits {len(rows)} --seed {seed} --js-share {js_share} "
-                   f"--replay {len(replayed)}",
+        "command": f"python benchmarks/merge_bench.py --edits {len(rows)} --seed {seed} "
+                   + (f"--sources {' '.join(str(d) for d in dirs)} " if dirs else f"--js-share {js_share} ")
+                   + f"--replay {len(replayed)}",
         "machine": machine(),
         "redrawn_edits": redrawn,
         "all": figures(rows),
@@ -244,9 +257,9 @@ def show(report: dict) -> None:
                            str(f["passes_merged_draft"]), f"{f['tokens_per_pass_original_draft']:.1f} -> "
                            f"{f['tokens_per_pass_merged_draft']:.1f}", f"{100 * f['pass_reduction']:.1f}%")
         Console(width=150).print(replay)
-    console.print(f"median merge time: {report['median_ms_all']:.1f} ms (all files), "
-                  f"{report['median_ms_350_450_lines']:.1f} ms on {report['files_350_450_lines']} edits of "
-                  f"350-450-line files")
+    around_400 = (f", {report['median_ms_350_450_lines']:.1f} ms on {report['files_350_450_lines']} edits of "
+                  f"350-450-line files" if report["median_ms_350_450_lines"] is not None else "")
+    console.print(f"median merge time: {report['median_ms_all']:.1f} ms (all files){around_400}")
 
 
 def show_known(report: dict) -> None:
@@ -281,6 +294,9 @@ def main() -> None:
     parser.add_argument("--js-share", type=float, default=0.3, help="share of edits of JavaScript files")
     parser.add_argument("--replay", type=int, default=200,
                         help="also count decoding passes (ReplayTarget) with each draft on the first N edits")
+    parser.add_argument("--sources", type=Path, nargs="+", metavar="DIR",
+                        help="edit the files under these folders, of every language fastapply knows, each "
+                             "language as often (instead of Python and JavaScript)")
     parser.add_argument("--known", type=Path, nargs="+", metavar="TASKS",
                         help="merge these task files (eval-suite schema, .jsonl or .jsonl.gz) instead of "
                              "generated edits")
@@ -288,7 +304,8 @@ def main() -> None:
     parser.add_argument("--against", type=Path, help="with --known: list the tasks whose merge differs from this "
                                                      "earlier --merges file")
     parser.add_argument("--out", type=Path, help=f"JSON written (default {RESULTS.name}, or "
-                                                 f"{KNOWN_RESULTS.name} with --known, in benchmarks/results)")
+                                                 f"{KNOWN_RESULTS.name} with --known, {SOURCES_RESULTS.name} with "
+                                                 f"--sources, in benchmarks/results)")
     args = parser.parse_args()
     if (args.merges or args.against) and not args.known:
         parser.error("--merges and --against go with --known")
@@ -296,8 +313,8 @@ def main() -> None:
         report = run_known(args.known, args.merges, args.against)
         out = args.out or KNOWN_RESULTS
     else:
-        report = run(args.edits, args.seed, args.js_share, args.replay)
-        out = args.out or RESULTS
+        report = run(args.edits, args.seed, args.js_share, args.replay, args.sources)
+        out = args.out or (SOURCES_RESULTS if args.sources else RESULTS)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(report, indent=2) + "\n")
     (show_known if args.known else show)(report)
