@@ -3,7 +3,7 @@
 ``unrelated_deletions`` finds original lines the output deletes far from every line the update repeats
 and outside every definition it touches; ``marker_deletions`` finds original lines a lazy marker of the
 update keeps (``kept_by_markers``: where the snippet pins the marker's reach down) and the output
-deletes. A definition the update or the instruction asks to delete by name ("Remove the function
+deletes; ``part_taken_whole`` the lines an output that is a part of the file alone deletes. A definition the update or the instruction asks to delete by name ("Remove the function
 `save`.") is left out of both. This module judges lines; it does not name problems or write anything.
 """
 
@@ -15,7 +15,7 @@ from collections import Counter
 
 from fastapply.blockend import last_closers
 from fastapply.defs import definitions
-from fastapply.markers import marker_lines
+from fastapply.markers import count_markers, indent_width, marker_lines
 from fastapply.segments import is_trivial, keeps_text, lost_lines
 
 _NEAR = 3  # deleted lines this close to a line the update repeats count as part of the edit
@@ -52,6 +52,36 @@ def unrelated_deletions(original: str, output: str, update: str, language: str |
         if tag in ("delete", "replace") and not _left_out(old, i1, i2, neighbours):
             far.extend(i for i in range(i1, i2) if old[i].strip() and i not in touched)
     return far
+
+
+def part_taken_whole(original: str, output: str, update: str, language: str | None) -> list[int]:
+    """Original lines (0-based) that the output, being the update alone, deletes (the update does not
+    show them), where the update cannot be the whole new file: it has no lazy marker and its first line
+    is indented deeper than the original's (a block from inside the file, ``  db:`` of a YAML service). Every update with no marker among the
+    known answers of the suite and ``data/train`` is a whole file, and none starts so; fastapply-small,
+    given such a part, wrote it alone as the file.
+
+    >>> part_taken_whole("a:\\n  x: 1\\nb:\\n  y: 2\\n", "b:\\n  y: 3\\n", "b:\\n  y: 3\\n", "yaml")
+    []
+    >>> part_taken_whole("a:\\n  x: 1\\nb:\\n  y: 2\\n", "b:\\n  y: 3\\n", "  b:\\n    y: 3\\n", "yaml")
+    [0, 1, 3]
+    """
+    old, shown = original.split("\n"), update.split("\n")
+    first = [next((line for line in lines if line.strip()), "") for lines in (old, shown)]
+    if count_markers(update, language) or not first[1] or indent_width(first[1]) <= indent_width(first[0]):
+        return []
+    from_update = {line.strip() for line in shown}
+    written = [line.strip() for line in output.split("\n") if line.strip()]
+    if not written or any(line not in from_update for line in written):
+        return []
+    kept = Counter(written)
+    deleted = []
+    for i, line in enumerate(old):
+        if line.strip() and kept[line.strip()] > 0:
+            kept[line.strip()] -= 1
+        elif line.strip():
+            deleted.append(i)
+    return deleted
 
 
 def _asked_deletions(defs: list, update: str, instruction: str) -> set[int]:

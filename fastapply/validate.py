@@ -19,7 +19,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 
-from fastapply.deletions import marker_deletions, unrelated_deletions
+from fastapply.deletions import marker_deletions, part_taken_whole, unrelated_deletions
 from fastapply.markers import count_markers, has_inline_marker, is_marker_text, marker_lines
 from fastapply.merge import MergeResult, merge
 from fastapply.segments import is_trivial
@@ -65,6 +65,12 @@ def validate(original: str, output: str, update: str, language: str | None, clos
     if not (merged.confidence == "certain" and merged.text == output):
         far = unrelated_deletions(original, output, update, language, instruction)
         kept = [] if far else marker_deletions(original, output, update, language, instruction)
+        alone = [] if far or kept else part_taken_whole(original, output, update, language)
+        if alone:
+            problems.append(Problem("unrelated-deletion", f"the update has no lazy markers and starts indented, so "
+                                                          f"it is a part of the file, but the output is the update "
+                                                          f"alone: it deletes {len(alone)} original line(s) the "
+                                                          f"update does not show (lines {alone[0] + 1}-{alone[-1] + 1})"))
         if far or kept:
             lines, where = far or kept, "far from the edit" if far else "that a lazy marker of the update keeps"
             problems.append(Problem("unrelated-deletion", f"the output deletes {len(lines)} original line(s) {where} "

@@ -414,3 +414,21 @@ def test_a_watch_waits_for_an_update_that_may_be_prose_and_ignores_an_instructio
     told = RefusalWatch("a = 1\n", "# ...\nb = 1\n", "python", instruction="Add b and c.")
     assert told.lines(["a = 1", "b = 1", "c = 2", "b = 1", "b = 1"]) is None
     assert validate("a = 1\n", "a = 1\nb = 1\nc = 2\n", "# ...\nb = 1\n", "python", instruction="Add b and c.") == ()
+
+
+COMPOSE = 'services:\n  web:\n    image: nginx\n    ports:\n      - "80:80"\n  db:\n    image: postgres\n    ports:\n' \
+          '      - "5432:5432"\n'
+DB_PART = '  db:\n    image: postgres:16\n    ports:\n      - "5432:5432"\n'
+
+
+def test_an_output_that_is_an_indented_part_alone_deletes_the_rest_of_the_file():
+    """fastapply-small, given the ``db`` service of a compose file with no markers, wrote it alone as the
+    file: every deleted line is near a line the update repeats in a file this short, so only the update's
+    indented first line (a file does not start inside a block) says it is a part, not the new file."""
+    expected = COMPOSE.replace("image: postgres\n", "image: postgres:16\n")
+    assert validate(COMPOSE, expected, DB_PART, "yaml") == ()
+    written = 'db:\n    image: postgres:16\n    ports:\n      - "5432:5432"\n'  # the model's answer
+    problems = validate(COMPOSE, written, DB_PART, "yaml")
+    assert names(problems) == ["unrelated-deletion"] and "the update alone" in problems[0].message
+    whole = DB_PART.replace("  db:", "db:").replace("\n    ", "\n  ").replace("\n      ", "\n    ")
+    assert validate(COMPOSE, whole, whole, "yaml") == ()  # a whole new file, as the update shows it
