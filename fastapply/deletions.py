@@ -3,8 +3,10 @@
 ``unrelated_deletions`` finds original lines the output deletes far from every line the update repeats
 and outside every definition it touches; ``marker_deletions`` finds original lines a lazy marker of the
 update keeps (``kept_by_markers``: where the snippet pins the marker's reach down) and the output
-deletes; ``part_taken_whole`` the lines an output that is a part of the file alone deletes. A definition the update or the instruction asks to delete by name ("Remove the function
-`save`.") is left out of both. This module judges lines; it does not name problems or write anything.
+deletes. A definition the update or the instruction asks to delete by name ("Remove the function
+`save`.") is left out of both. ``part_taken_whole`` finds the lines an output deletes by being the
+update alone where the update is a part of the file. This module judges lines; it does not name
+problems or write anything.
 """
 
 from __future__ import annotations
@@ -57,9 +59,9 @@ def unrelated_deletions(original: str, output: str, update: str, language: str |
 def part_taken_whole(original: str, output: str, update: str, language: str | None) -> list[int]:
     """Original lines (0-based) that the output, being the update alone, deletes (the update does not
     show them), where the update cannot be the whole new file: it has no lazy marker and its first line
-    is indented deeper than the original's (a block from inside the file, ``  db:`` of a YAML service). Every update with no marker among the
-    known answers of the suite and ``data/train`` is a whole file, and none starts so; fastapply-small,
-    given such a part, wrote it alone as the file.
+    is indented deeper than the original's (a block from inside the file, ``  db:`` of a YAML service).
+    Every update with no marker among the known answers of the suite and ``data/train`` is a whole file,
+    and none starts so; fastapply-small, given such a part, wrote it alone as the file.
 
     >>> part_taken_whole("a:\\n  x: 1\\nb:\\n  y: 2\\n", "b:\\n  y: 3\\n", "b:\\n  y: 3\\n", "yaml")
     []
