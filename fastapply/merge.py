@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from fastapply.anchor import place
 from fastapply.defplace import place_by_definitions
 from fastapply.defs import definitions
+from fastapply.edges import EDGE_DELETION
 from fastapply.markers import has_inline_marker, indent_width, marker_lines
 from fastapply.segments import Original, Placement, Segment, is_trivial
 from fastapply.syntax import count_errors, get_language
@@ -182,7 +183,47 @@ def _unmarked(orig: Original, snippet: list[str]) -> tuple[list[Placement] | Non
     guess = place(Segment(tuple(snippet), 0, 0), 0, orig, 0, None)
     if guess is None:
         return None, ["the snippet has no lazy markers and matches no part of the original"]
+    if not guess.doubts and (guess.start, guess.end) == _pinned_block(orig.lines, snippet):
+        return [guess], []
     return [guess], ["the snippet has no lazy markers and is not the whole file; it replaced the part it matches"]
+
+
+def _pinned_block(original: list[str], snippet: list[str]) -> tuple[int, int] | None:
+    """The original lines a snippet without markers stands in place of, where it can only be a block of
+    the file, edited inside: its first line is indented deeper than the file's (a file does not start
+    inside a block; every such snippet of the known answers is the whole file, and none starts so), its
+    first and last lines are each the original's once, in that order, the block ends after the last (the
+    next line is no deeper than its first line, a header, or shallower than its lines, a run at one
+    depth: else lines after it may be deleted, ``image:`` shown without the ``ports:`` after it), and it
+    leaves out no more of the original lines between them than ``EDGE_DELETION`` or the new lines it
+    shows (more would be code elided without a marker). None otherwise.
+
+    >>> original = ["a:\\n", "  x: 1\\n", "  y: 2\\n", "  z: 3\\n", "b:\\n"]
+    >>> _pinned_block(original, ["  x: 1\\n", "  y: 5\\n", "  z: 3\\n"]), _pinned_block(original, ["a:\\n", "  x: 1\\n"])
+    ((1, 4), None)
+    >>> _pinned_block(original, ["  x: 1\\n", "  y: 5\\n"]) is None  # z may be deleted
+    True
+    """
+    shown = [line.rstrip() for line in snippet if line.strip()]
+    first_line = next((line for line in original if line.strip()), "")
+    if len(shown) < 2 or indent_width(shown[0]) <= indent_width(first_line):
+        return None
+    lines = [line.rstrip() for line in original]
+    if lines.count(shown[0]) != 1 or lines.count(shown[-1]) != 1:
+        return None
+    start, last = lines.index(shown[0]), lines.index(shown[-1])
+    if last <= start:
+        return None
+    after = next((line for line in lines[last + 1:] if line.strip()), None)
+    # the block it shows ends after its last line: the next line is no deeper than its header, or, where it
+    # has none (its lines are a run at one depth), shallower than them
+    header = indent_width(shown[1]) > indent_width(shown[0])
+    if after is not None and indent_width(after) > indent_width(shown[0]) - (0 if header else 1):
+        return None  # the block goes on after it: the snippet may end where lines were deleted
+    inside = {line.strip() for line in lines[start:last + 1]}
+    left_out = [line for line in lines[start:last + 1] if line.strip() and line not in shown]
+    new = [line for line in shown if line.strip() not in inside]
+    return (start, last + 1) if len(left_out) <= max(EDGE_DELETION, len(new)) else None
 
 
 def _headless(orig: Original, placements: list[Placement]) -> list[str]:

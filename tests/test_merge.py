@@ -2006,3 +2006,30 @@ def test_a_method_edited_whole_after_the_closing_line_before_it_is_placed_by_its
     assert result.text == original.replace(
         "PyResult<&'p PyBytes> {\n        Ok(PyBytes::new(py",
         "PyResult<Bound<'p, PyBytes>> {\n        Ok(PyBytes::new_bound(py")
+
+
+COMPOSE = 'services:\n  web:\n    image: nginx\n    ports:\n      - "80:80"\n  db:\n    image: postgres\n    ports:\n' \
+          '      - "5432:5432"\n  cache:\n    image: redis\n'
+
+
+def test_a_block_shown_alone_without_markers_replaces_its_lines_where_it_is_pinned():
+    """A snippet with no marker whose first line is indented is a block of the file, not the whole file:
+    with its first and last lines found once, and the block ending after them, it is certain."""
+    update = '  db:\n    image: postgres:16\n    ports:\n      - "5432:5432"\n'
+    merged = merge(COMPOSE, update, "yaml")
+    assert (merged.confidence, merged.text) == ("certain", COMPOSE.replace("image: postgres\n", "image: postgres:16\n"))
+    method = "    def load(self):\n        x = read(self.path)\n        return parse(x, strict=True)\n"
+    original = ("class Store:\n    def load(self):\n        x = read(self.path)\n        return parse(x)\n\n"
+                "    def save(self):\n        write(self.path)\n")
+    assert merge(original, method, "python").text == original.replace("parse(x)", "parse(x, strict=True)")
+
+
+@pytest.mark.parametrize("update, why", [
+    ('  db:\n    image: postgres:16\n', "ports: goes on after the last line shown: it may be deleted"),
+    ('    image: postgres:16\n    ports:\n', "a run at one depth, its block going on after it"),
+    ('  web:\n    image: nginx:1\n      - "5432:5432"\n', "six lines left out between its ends: code elided"),
+    ('services:\n  db:\n    image: postgres:16\n', "not indented: it may be the whole new file"),
+    ('    ports:\n      - "5432:5432"\n', "its first line twice in the file"),
+])
+def test_a_block_shown_alone_is_not_certain_where_it_may_end_early_or_be_the_file(update, why):
+    assert merge(COMPOSE, update, "yaml").confidence != "certain", why
