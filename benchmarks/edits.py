@@ -5,7 +5,8 @@ of the node installation), ``sources(dirs)`` the files of any language fastapply
 folders; ``random_edit(rng, text, language)`` makes one plausible edit of a file: lines inserted,
 replaced or deleted, a function body changed, a function added or removed (in Python and JavaScript;
 in the other languages, lines only, the new ones borrowed from elsewhere in the file and changed). It
-does not make snippets (``fastapply.snippet.make_snippet`` does) nor merge them.
+does not make snippets (``fastapply.snippet.make_snippet`` does), but for ``block_edit``, whose snippet
+is the edited block itself; nor merges them.
 """
 
 from __future__ import annotations
@@ -85,6 +86,35 @@ def random_edit(rng: random.Random, text: str, language: str, lines_only: bool =
         lines = _EDITS[kind](rng, lines, pool) or lines
         kinds.append(kind)
     return "".join(lines), "+".join(kinds)
+
+
+def block_edit(rng: random.Random, text: str, language: str) -> tuple[str, str, str] | None:
+    """(edited text, snippet, kind of edit): one line inside an indented block of the file replaced, inserted or deleted,
+    and the edited block alone as the snippet, with no marker (a changed block pasted as it is); None
+    where the file has no such block. The block's first and last lines stay as they are: a snippet with
+    no marker cannot show an edit there. Its new line is borrowed from the file, a word changed."""
+    from fastapply.markers import indent_width
+
+    lines = text.splitlines(keepends=True)
+    starts = [i for i, line in enumerate(lines) if line.strip() and indent_width(line) > 0
+              and (i == 0 or not lines[i - 1].strip() or indent_width(lines[i - 1]) < indent_width(line))]
+    if not starts:
+        return None
+    start = rng.choice(starts)
+    end = start + 1
+    while end < len(lines) and (not lines[end].strip() or indent_width(lines[end]) >= indent_width(lines[start])):
+        end += 1
+    while end > start + 1 and not lines[end - 1].strip():
+        end -= 1
+    end = min(end, start + rng.randint(3, 25))
+    if end - start < 3:
+        return None
+    block = lines[start:end]
+    k = rng.randrange(1, len(block) - 1)
+    kind = rng.choice(["replace", "insert", "delete"])
+    new = [_new_line(rng, block[k], None, lines)]
+    edited = block[:k] + (new if kind == "replace" else [block[k]] + new if kind == "insert" else []) + block[k + 1:]
+    return "".join(lines[:start] + edited + lines[end:]), "".join(edited), f"block-{kind}"
 
 
 def _new_line(rng: random.Random, like: str, language: str | None, lines: list[str]) -> str:

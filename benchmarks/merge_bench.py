@@ -19,7 +19,9 @@ the merged candidate first. Prints tables and writes ``benchmarks/results/merge.
 With ``--sources``, the files are those under the given folders, of every language fastapply knows,
 each language drawn as often, and every edit is of lines alone (inserted, replaced, deleted; new lines
 are other lines of the file with a word changed), the same kinds in every language so that languages
-compare; written to ``benchmarks/results/merge-languages.json``.
+compare; written to ``benchmarks/results/merge-languages.json``. With ``--blocks`` as well, each
+snippet is an indented block of the file alone, one line inside it edited, with no marker (a changed
+block pasted as it is, ``edits.block_edit``): ``merge-blocks.json``.
 
 With ``--known``, the edits are tasks in the eval suite's schema (the suite, the training set): each
 update is merged into its original and compared with the task's expected file; the same figures by
@@ -48,7 +50,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from edits import corpus, random_edit, sources  # noqa: E402
+from edits import block_edit, corpus, random_edit, sources  # noqa: E402
 
 from fastapply.bench import cpu_model  # noqa: E402
 from fastapply.merge import merge  # noqa: E402
@@ -58,11 +60,14 @@ from fastapply.syntax import count_errors  # noqa: E402
 RESULTS = Path(__file__).resolve().parent / "results" / "merge.json"
 KNOWN_RESULTS = RESULTS.with_name("merge-known.json")
 SOURCES_RESULTS = RESULTS.with_name("merge-languages.json")
+BLOCKS_RESULTS = RESULTS.with_name("merge-blocks.json")
 
 
-def run(n_edits: int, seed: int, js_share: float, replay: int, dirs: list[Path] | None = None) -> dict:
+def run(n_edits: int, seed: int, js_share: float, replay: int, dirs: list[Path] | None = None,
+        blocks: bool = False) -> dict:
     """``n_edits`` generated edits: of Python and JavaScript (``js_share`` of them) files, or with ``dirs``,
-    of the files under them, each language drawn as often."""
+    of the files under them, each language drawn as often; with ``blocks``, each snippet is a changed
+    block alone (``edits.block_edit``)."""
     rng = random.Random(seed)
     files = sources(dirs) if dirs else {"python": corpus("python"), "javascript": corpus("javascript")}
     if not dirs and not files["javascript"]:
@@ -77,12 +82,17 @@ def run(n_edits: int, seed: int, js_share: float, replay: int, dirs: list[Path] 
             language = "javascript" if rng.random() < js_share else "python"
         path = rng.choice(files[language])
         text = texts.setdefault(path, path.read_text("utf-8"))
-        edited, kind = random_edit(rng, text, language, lines_only=bool(dirs))
-        context = rng.choice([1, 2, 3, 3])
+        if blocks:
+            edited, snippet, kind = block_edit(rng, text, language) or (text, "", "")
+            context = 0
+        else:
+            edited, kind = random_edit(rng, text, language, lines_only=bool(dirs))
+            context = rng.choice([1, 2, 3, 3])
         if edited == text or count_errors(edited, language) > count_errors(text, language):
             redrawn += 1
             continue
-        snippet = make_snippet(text, edited, language, context=context)
+        if not blocks:
+            snippet = make_snippet(text, edited, language, context=context)
         start = time.perf_counter()
         result = merge(text, snippet, language)
         seconds = time.perf_counter() - start
@@ -94,7 +104,7 @@ def run(n_edits: int, seed: int, js_share: float, replay: int, dirs: list[Path] 
             passes = replay_passes(text, snippet, edited, result.text)
             if passes is not None:
                 rows[-1]["passes"] = passes
-    return summarise(rows, redrawn, seed, js_share, dirs)
+    return summarise(rows, redrawn, seed, js_share, dirs, blocks)
 
 
 def replay_passes(original: str, snippet: str, edited: str, merged: str | None) -> dict | None:
@@ -194,7 +204,8 @@ def run_known(paths: list[Path], merges: Path | None = None, against: Path | Non
     }
 
 
-def summarise(rows: list[dict], redrawn: int, seed: int, js_share: float, dirs: list[Path] | None = None) -> dict:
+def summarise(rows: list[dict], redrawn: int, seed: int, js_share: float, dirs: list[Path] | None = None,
+              blocks: bool = False) -> dict:
     around_400 = [r["seconds"] for r in rows if 350 <= r["lines"] <= 450]
     replayed = [r for r in rows if "passes" in r]
 
@@ -210,13 +221,15 @@ def summarise(rows: list[dict], redrawn: int, seed: int, js_share: float, dirs: 
     return {
         "command": f"python benchmarks/merge_bench.py --edits {len(rows)} --seed {seed} "
                    + (f"--sources {' '.join(str(d) for d in dirs)} " if dirs else f"--js-share {js_share} ")
+                   + ("--blocks " if blocks else "")
                    + f"--replay {len(replayed)}",
         "machine": machine(),
         "redrawn_edits": redrawn,
         "all": figures(rows),
         "by_language": {lang: figures([r for r in rows if r["language"] == lang])
                         for lang in sorted({r["language"] for r in rows})},
-        "by_context": {str(c): figures([r for r in rows if r["context"] == c]) for c in (1, 2, 3)},
+        "by_context": {str(c): figures([r for r in rows if r["context"] == c])
+                       for c in sorted({r["context"] for r in rows}) if c},
         "median_ms_all": 1000 * statistics.median(r["seconds"] for r in rows),
         "median_ms_350_450_lines": 1000 * statistics.median(around_400) if around_400 else None,
         "files_350_450_lines": len(around_400),
@@ -297,6 +310,8 @@ def main() -> None:
     parser.add_argument("--sources", type=Path, nargs="+", metavar="DIR",
                         help="edit the files under these folders, of every language fastapply knows, each "
                              "language as often (instead of Python and JavaScript)")
+    parser.add_argument("--blocks", action="store_true",
+                        help="with --sources: each snippet is a changed indented block alone, with no marker")
     parser.add_argument("--known", type=Path, nargs="+", metavar="TASKS",
                         help="merge these task files (eval-suite schema, .jsonl or .jsonl.gz) instead of "
                              "generated edits")
@@ -309,12 +324,14 @@ def main() -> None:
     args = parser.parse_args()
     if (args.merges or args.against) and not args.known:
         parser.error("--merges and --against go with --known")
+    if args.blocks and not args.sources:
+        parser.error("--blocks goes with --sources")
     if args.known:
         report = run_known(args.known, args.merges, args.against)
         out = args.out or KNOWN_RESULTS
     else:
-        report = run(args.edits, args.seed, args.js_share, args.replay, args.sources)
-        out = args.out or (SOURCES_RESULTS if args.sources else RESULTS)
+        report = run(args.edits, args.seed, args.js_share, args.replay, args.sources, args.blocks)
+        out = args.out or (BLOCKS_RESULTS if args.blocks else SOURCES_RESULTS if args.sources else RESULTS)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(report, indent=2) + "\n")
     (show_known if args.known else show)(report)
