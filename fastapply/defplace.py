@@ -122,6 +122,9 @@ def place_by_definitions(seg: Segment, index: int, orig: Original, lo: int, hi: 
             if edits_lines_beside(tuple(body), old_body):
                 doubts.append(f"{where} shows only the first lines of {d.name!r}'s body, edited; the rest of it "
                               f"may be left to a marker")
+            elif _cut_short(body, old_body):
+                doubts.append(f"{where} shows {d.name!r} ending before the original's last lines; it may be "
+                              f"cut short")
             missing = _members(orig.defs(), same[0]) - _members(found, d)
             if missing:
                 doubts.append(f"{where} shows {d.name!r} without {', '.join(sorted(missing))}, which would be deleted")
@@ -144,6 +147,25 @@ def place_by_definitions(seg: Segment, index: int, orig: Original, lo: int, hi: 
         doubts.append(f"{where} does not end with a marker, yet the original has code after it")
     start, end, doubt = absorb_blank_edges(orig, seg, (start, end), (False, False), (lo, hi), where)
     return Placement(start, end, seg.lines, tuple(doubts + doubt))
+
+
+def _cut_short(body: list[str], old_body: list[str]) -> bool:
+    """Whether a definition's new body ends on a line of the original body with two or more of the
+    original's lines after it that the new body does not show: the first lines of a function, one
+    deleted, and no marker for the rest (``repr_int`` shown down to ``i = ...``, its ``j = ...`` and
+    ``return s`` left out), which reads as the function cut there.
+
+    >>> _cut_short(["    a = 1", "    b = 2"], ["    a = 0", "    b = 2", "    c = 3", "    return c"])
+    True
+    >>> _cut_short(["    a = 1", "    return c"], ["    a = 0", "    b = 2", "    c = 3", "    return c"])
+    False
+    """
+    shown = [line.strip() for line in body if line.strip()]
+    old = [line.strip() for line in old_body if line.strip()]
+    if not shown or shown[-1] not in old:
+        return False
+    after = old[len(old) - old[::-1].index(shown[-1]):]
+    return len([line for line in after if line not in shown and not is_closer(line)]) >= 2
 
 
 def _after_closers(seg: Segment, index: int, orig: Original, lo: int, hi: int, lead: int) -> Placement | None:

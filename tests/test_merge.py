@@ -2033,3 +2033,18 @@ def test_a_block_shown_alone_without_markers_replaces_its_lines_where_it_is_pinn
 ])
 def test_a_block_shown_alone_is_not_certain_where_it_may_end_early_or_be_the_file(update, why):
     assert merge(COMPOSE, update, "yaml").confidence != "certain", why
+
+
+def test_a_definition_shown_alone_down_to_a_line_before_its_end_is_not_certain():
+    """``repr_int``'s first lines, one deleted, and no marker for the rest: the function cut there, or its
+    last lines left out? Placed by its name it would lose ``j = ...`` and ``return s``."""
+    original = ("class Repr:\n    def repr_int(self, x, level):\n        s = builtins.repr(x)\n"
+                "        if len(s) > self.maxlong:\n            i = max(0, (self.maxlong-3)//2)\n"
+                "            j = max(0, self.maxlong-3-i)\n            s = s[:i] + self.fillvalue + s[len(s)-j:]\n"
+                "        return s\n\n    def repr_list(self, x, level):\n        return list(x)\n")
+    update = ("    def repr_int(self, x, level):\n        if len(s) > self.maxlong:\n"
+              "            i = max(0, (self.maxlong-3)//2)\n")
+    merged = merge(original, update, "python")
+    assert merged.confidence != "certain" and any("cut short" in reason for reason in merged.reasons)
+    whole = update + "            j = max(0, self.maxlong-3-i)\n            return x\n        return s\n"
+    assert merge(original, whole, "python").confidence == "certain"  # down to its last line: the new function
