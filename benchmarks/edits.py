@@ -88,10 +88,10 @@ def random_edit(rng: random.Random, text: str, language: str, lines_only: bool =
     return "".join(lines), "+".join(kinds)
 
 
-def block_edit(rng: random.Random, text: str, language: str) -> tuple[str, str, str] | None:
-    """(edited text, snippet, kind of edit): one line inside an indented block of the file replaced, inserted or deleted,
-    and the edited block alone as the snippet, with no marker (a changed block pasted as it is); None
-    where the file has no such block. The block's first and last lines stay as they are: a snippet with
+def block_edit(rng: random.Random, text: str) -> tuple[str, str, str] | None:
+    """(edited text, snippet, kind of edit): one line inside an indented block of the file replaced,
+    inserted or deleted, and the edited block alone as the snippet, with no marker (a changed block
+    pasted as it is); None where the file has no such block. The block's first and last lines stay as they are: a snippet with
     no marker cannot show an edit there. Its new line is borrowed from the file, a word changed."""
     from fastapply.markers import indent_width
 

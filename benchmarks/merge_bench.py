@@ -83,7 +83,7 @@ def run(n_edits: int, seed: int, js_share: float, replay: int, dirs: list[Path] 
         path = rng.choice(files[language])
         text = texts.setdefault(path, path.read_text("utf-8"))
         if blocks:
-            edited, snippet, kind = block_edit(rng, text, language) or (text, "", "")
+            edited, snippet, kind = block_edit(rng, text) or (text, "", "")
             context = 0
         else:
             edited, kind = random_edit(rng, text, language, lines_only=bool(dirs))

@@ -3,8 +3,9 @@
 The snippet is split at lazy markers (``markers.py``) into segments; each segment is placed in the
 original in order (``anchor.py``): lines it repeats anchor it, lines it leaves out between anchors are
 deleted, and each marker keeps the original code between the segments around it. A snippet with no
-marker is the whole new file (when it parses and keeps every top-level definition of the original) or
-new versions of the definitions it contains, matched by kind and name.
+marker is the whole new file (when it parses and keeps every top-level definition of the original),
+new versions of the definitions it contains, matched by kind and name, or a block of the file pasted
+alone (its first line indented, its ends found once: ``_pinned_block``).
 
 The result says how far to trust it: ``certain`` only when every segment anchored uniquely, nothing
 was guessed, no definition lost its header while its body stayed, and the merged file parses with no
@@ -199,8 +200,10 @@ def _pinned_block(original: list[str], snippet: list[str]) -> tuple[int, int] | 
     shows (more would be code elided without a marker). None otherwise.
 
     >>> original = ["a:\\n", "  x: 1\\n", "  y: 2\\n", "  z: 3\\n", "b:\\n"]
-    >>> _pinned_block(original, ["  x: 1\\n", "  y: 5\\n", "  z: 3\\n"]), _pinned_block(original, ["a:\\n", "  x: 1\\n"])
-    ((1, 4), None)
+    >>> _pinned_block(original, ["  x: 1\\n", "  y: 5\\n", "  z: 3\\n"])
+    (1, 4)
+    >>> _pinned_block(original, ["a:\\n", "  x: 1\\n"]) is None  # not indented: it may be the whole file
+    True
     >>> _pinned_block(original, ["  x: 1\\n", "  y: 5\\n"]) is None  # z may be deleted
     True
     """
