@@ -59,7 +59,9 @@ class TrainConfig:
     # Runtime.
     device: str = "auto"  # auto, cpu, cuda, mps
     dtype: str = "auto"  # base weights: bfloat16 on GPU, float32 on CPU (full mode keeps float32 master weights)
-    autocast: str = "auto"  # auto: bfloat16 matmuls on GPU only; bfloat16: on any device (CPUs with AVX512-BF16 or AMX gain ~1.35x); off
+    # auto: bfloat16 matmuls on a GPU and on a CPU with AVX512-BF16 or AMX (~1.35x there); bfloat16: on
+    # any device (emulated, several times slower than float32, on other CPUs); off
+    autocast: str = "auto"
     gradient_checkpointing: bool = True  # recompute activations in backward: ~30% slower, far less memory
     seed: int = 0
     log_every: int = 10  # steps

@@ -262,15 +262,31 @@ def _record_eval(model, examples, pad_id, batch_size, device, autocast, step, me
 
 
 def autocast_context(device: str, setting: str = "auto"):
-    """The context the forward passes run in: bfloat16 autocast (trainable weights stay float32) on a GPU
-    under "auto", on any device under "bfloat16", nowhere under "off"."""
+    """The context the forward passes run in: bfloat16 autocast (trainable weights stay float32) under
+    "auto" on a GPU and on a CPU that computes bfloat16 natively, on any device under "bfloat16" (with a
+    warning on a CPU that does not: it is emulated there, several times slower than float32), nowhere
+    under "off"."""
     import contextlib
 
     import torch
 
-    if setting == "bfloat16" or (setting == "auto" and device == "cuda"):
+    native = device != "cpu" or cpu_has_bfloat16()
+    if setting == "bfloat16" and not native:
+        log.warning("this CPU has no native bfloat16 (AVX512-BF16 or AMX): bfloat16 autocast is emulated, "
+                    "several times slower than float32 (autocast: off or auto)")
+    if setting == "bfloat16" or (setting == "auto" and native):
         return torch.autocast(device, dtype=torch.bfloat16)
     return contextlib.nullcontext()
+
+
+def cpu_has_bfloat16(cpuinfo: str = "/proc/cpuinfo") -> bool:
+    """Whether this machine's CPU computes bfloat16 natively (the avx512_bf16 or amx_bf16 flag; False
+    where the flags cannot be read)."""
+    try:
+        flags = set(Path(cpuinfo).read_text().split())
+    except OSError:
+        return False
+    return bool(flags & {"avx512_bf16", "amx_bf16"})
 
 
 def _save(model, tokenizer, config: TrainConfig, directory: Path, optimizer, scheduler, step: int,

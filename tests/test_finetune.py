@@ -455,8 +455,29 @@ def test_bfloat16autocast_context_trains_on_cpu_with_float32_adapter_weights(app
         config_for(apply_model.out_dir, train_file, autocast="fp8")
     with autocast_context("cpu", "bfloat16"):
         assert (torch.ones(2, 2) @ torch.ones(2, 2)).dtype == torch.bfloat16
-    with autocast_context("cpu", "auto"):  # a CPU keeps float32 unless the config asks
-        assert (torch.ones(2, 2) @ torch.ones(2, 2)).dtype == torch.float32
+
+
+
+def test_auto_autocast_takes_bfloat16_only_on_a_cpu_that_computes_it_natively(tmp_path, monkeypatch, caplog):
+    """Emulated, bfloat16 autocast made a LoRA step of fastapply-small over 6x slower than float32 on a CPU
+    with AVX2 alone; "auto" keeps such a CPU in float32, and asking for bfloat16 there warns."""
+    import finetune.train as train_module
+
+    info = tmp_path / "cpuinfo"
+    info.write_text("flags\t\t: fpu sse2 avx2 fma\n")
+    assert not train_module.cpu_has_bfloat16(str(info)) and not train_module.cpu_has_bfloat16(str(tmp_path / "no"))
+    info.write_text("flags\t\t: fpu sse2 avx2 avx512f avx512_bf16\n")
+    assert train_module.cpu_has_bfloat16(str(info))
+    for native in (False, True):
+        monkeypatch.setattr(train_module, "cpu_has_bfloat16", lambda: native)
+        caplog.clear()
+        with autocast_context("cpu", "auto"):
+            assert (torch.ones(2, 2) @ torch.ones(2, 2)).dtype == (torch.bfloat16 if native else torch.float32)
+        with autocast_context("cpu", "off"):
+            assert (torch.ones(2, 2) @ torch.ones(2, 2)).dtype == torch.float32
+        with autocast_context("cpu", "bfloat16"):
+            assert (torch.ones(2, 2) @ torch.ones(2, 2)).dtype == torch.bfloat16
+        assert ("no native bfloat16" in caplog.text) == (not native)
 
 
 # -- choosing a checkpoint: finetune.score ------------------------------------------------------
