@@ -6,6 +6,10 @@ method." then reads as something else (fastapply-small copied the snippet back a
 eval suite's tasks carry no instruction at all. ``vary`` rewords a templated instruction the way people
 write it, keeps it, or drops it, so that the snippet, not the instruction's wording, says what to write.
 It changes nothing else of an example.
+
+``alone`` words an instruction that is the whole edit, with no snippet beside it ("Delete the function
+save."): only for the kinds of edit an instruction can say in full (a deletion, a rename, an import, a
+comment removed), never for code the instruction does not spell out (a new function, a docstring).
 """
 
 from __future__ import annotations
@@ -36,6 +40,39 @@ REWORDINGS: tuple[tuple[str, tuple[str, ...]], ...] = (
     (r"Add a docstring to `([^`]+)`\.", (
         "Document {0}.", "Add a docstring.", "add a docstring to {0}")),
 )
+
+# (template, wordings that say the whole change with no snippet beside it); the kinds missing here (new
+# functions, methods, docstrings) need the code itself.
+ALONE: tuple[tuple[str, tuple[str, ...]], ...] = (
+    (r"Delete the method `([^`]+)` from `([^`]+)`\.", (
+        "Delete the method `{0}` from `{1}`.", "Remove the {0} method from {1}.", "Delete {0} from {1}.",
+        "drop {1}.{0}", "{1} no longer needs {0}.")),
+    (r"Delete the function `([^`]+)`\.", (
+        "Delete the function `{0}`.", "Remove {0}.", "Delete the {0} function.", "remove the unused function {0}",
+        "{0} is not needed any more.")),
+    (r"Rename `([^`]+)` to `([^`]+)`\.", (
+        "Rename `{0}` to `{1}`.", "Rename {0} to {1}.", "rename {0} -> {1}", "Call {0} {1} instead, everywhere.")),
+    (r"Add the import `([^`]+)`\.", (
+        "Add the import `{0}`.", "add `{0}`", "Import it: `{0}`")),
+    (r"Remove the comment that starts `([^`]+)`\.", (
+        "Remove the comment that starts `{0}`.", "Delete the comment beginning `{0}`.")),
+)
+
+
+def alone(instruction: str, rng: random.Random) -> str:
+    """A wording of a templated ``instruction`` that says its whole change with no snippet, or "" where the
+    kind of edit needs code the instruction does not give.
+
+    >>> alone("Delete the function `save`.", random.Random(1))
+    'Remove save.'
+    >>> alone("Add the function `save`.", random.Random(1))
+    ''
+    """
+    for template, forms in ALONE:
+        match = re.fullmatch(template, instruction)
+        if match:
+            return rng.choice(forms).format(*match.groups())
+    return ""
 
 
 def vary(instruction: str, rng: random.Random) -> str:

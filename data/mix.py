@@ -13,6 +13,9 @@ kept, repeated up to ``--real-share`` of the output when real edits are scarce (
 the summary), then synthetic edits fill the remainder: every non-Python one first (the suite's other
 languages are rarer in the inputs), then Python ones. Synthetic edits' templated instructions are
 reworded or dropped as people word them (``data.instructions``; ``--keep-instructions`` leaves them).
+With ``--instruction-only-share``, that share of the synthetic edits whose instruction can say the whole
+change (a deletion, a rename, an import, a comment removed: ``data.instructions.alone``) lose their
+snippet and keep the instruction alone, as a user who types "Delete the function save." sends it.
 With ``--marker-indent-share``, that share of the edits has its update's lazy markers written at column
 0 or at the indentation of the code line above them (``data.styles.reindent_markers``), as people
 write them: the model learns to take the indentation of elided code from the original, not the marker.
@@ -32,7 +35,7 @@ from collections import Counter
 from collections.abc import Collection
 from pathlib import Path
 
-from data.instructions import vary
+from data.instructions import alone, vary
 from data.styles import MARKER_INDENTS, reindent_markers
 from data.windows import whole_id, window
 from fastapply.tasks import dump_tasks
@@ -45,10 +48,12 @@ def lines(record: dict) -> int:
 
 def mix(sets: list[list[dict]], max_lines: int, examples: int, real_share: float, seed: int,
         keep_instructions: bool = False, exclude: Collection[str] = (),
-        held_out: Collection[str] = (), marker_indent_share: float = 0.0) -> tuple[list[dict], dict]:
+        held_out: Collection[str] = (), marker_indent_share: float = 0.0,
+        instruction_only_share: float = 0.0) -> tuple[list[dict], dict]:
     """(records, summary): at most ``examples`` records of at most ``max_lines`` lines, as described above,
     none of the edits whose ids are in ``exclude`` (a window counts as the edit it was cut from) and none
-    of the packages in ``held_out``; ``marker_indent_share`` of them with their markers reindented."""
+    of the packages in ``held_out``; ``marker_indent_share`` of them with their markers reindented and
+    ``instruction_only_share`` of those an instruction says in full with the instruction alone."""
     seen, pool, windows = set(), [], 0
     rng = random.Random(seed)
     excluded = {whole_id(i) for i in exclude}
@@ -70,8 +75,16 @@ def mix(sets: list[list[dict]], max_lines: int, examples: int, real_share: float
     synthetic.sort(key=lambda r: r["language"] == "python")  # stable: other languages first, still shuffled
     chosen = chosen_real + synthetic[: examples - len(chosen_real)]
     rng.shuffle(chosen)
+    alone_ids = set()
+    for i, r in enumerate(chosen if instruction_only_share else ()):
+        draw = random.Random(f"{seed}/{r['id']}/alone")
+        if r["source"]["kind"] != "real" and draw.random() < instruction_only_share \
+                and (instruction := alone(r["instruction"], draw)):
+            chosen[i] = {**r, "update": "", "instruction": instruction}
+            alone_ids.add(r["id"])
     if not keep_instructions:
-        chosen = [{**r, "instruction": vary(r["instruction"], random.Random(f"{seed}/{r['id']}"))} for r in chosen]
+        chosen = [r if r["id"] in alone_ids else
+                  {**r, "instruction": vary(r["instruction"], random.Random(f"{seed}/{r['id']}"))} for r in chosen]
     reindented = 0
     for i, r in enumerate(chosen if marker_indent_share else ()):
         draw = random.Random(f"{seed}/{r['id']}/markers")
@@ -88,6 +101,7 @@ def mix(sets: list[list[dict]], max_lines: int, examples: int, real_share: float
         "by_language": dict(Counter(r["language"] for r in chosen).most_common()),
         "by_transform": dict(Counter(r["source"].get("transform", "") for r in chosen).most_common()),
         "with_instruction": sum(bool(r["instruction"].strip()) for r in chosen),
+        "instruction_only": len(alone_ids),
         "markers_reindented": reindented,
         "max_lines": max_lines,
     }
@@ -110,12 +124,14 @@ def main(argv: list[str] | None = None) -> None:
                         help="validation sets whose packages are left out, so that they stay held out")
     parser.add_argument("--marker-indent-share", type=float, default=0.0,
                         help="share of edits whose update has its markers at column 0 or the line above's indentation")
+    parser.add_argument("--instruction-only-share", type=float, default=0.0,
+                        help="share of synthetic edits an instruction says in full that keep the instruction alone")
     args = parser.parse_args(argv)
     exclude = {r["id"] for path in args.exclude for r in read_records(path)}
     held_out = {r["source"]["package"] for path in args.hold_out for r in read_records(path)}
     records, summary = mix([read_records(p) for p in args.inputs], args.max_lines, args.examples,
                            args.real_share, args.seed, args.keep_instructions, exclude, held_out,
-                           args.marker_indent_share)
+                           args.marker_indent_share, args.instruction_only_share)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     dump_tasks(args.out, records)
     args.out.with_suffix("").with_suffix(".summary.json").write_text(json.dumps(summary, indent=1) + "\n")

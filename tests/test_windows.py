@@ -51,6 +51,21 @@ def test_mix_rewords_or_drops_templated_instructions_and_keeps_them_when_asked()
     assert all(r["instruction"].startswith("Add the method") for r in kept)
 
 
+def test_mix_keeps_an_instruction_alone_only_where_it_says_the_whole_change():
+    deletions = [record(f"def f{i}():\n    pass\n\n\nx = {i}\n", f"x = {i}\n", "synthetic")
+                 | {"id": f"d{i}", "update": f"# ... existing code ...\nx = {i}\n",
+                    "instruction": f"Delete the function `f{i}`."} for i in range(50)]
+    additions = [record(f"x = {i}\n", f"def g{i}():\n    pass\n\n\nx = {i}\n", "synthetic")
+                 | {"id": f"a{i}", "update": f"def g{i}():\n    pass\n\n\n# ... existing code ...\n",
+                    "instruction": f"Add the function `g{i}`."} for i in range(50)]
+    records, summary = mix([deletions + additions], 30, 100, 0.0, seed=0, instruction_only_share=0.5)
+    alone = [r for r in records if not r["update"]]
+    assert 10 < summary["instruction_only"] == len(alone) < 40
+    assert all(r["id"].startswith("d") and f"f{r['id'][1:]}" in r["instruction"] for r in alone)  # the same function
+    assert all(r["update"] for r in records if r["id"].startswith("a"))  # a new function needs its code
+    assert mix([deletions + additions], 30, 100, 0.0, seed=0)[1]["instruction_only"] == 0
+
+
 def test_mix_leaves_out_the_edits_of_an_earlier_mix_windows_included():
     expected = FUNCS.replace("    return x + 20\n", "    return -x\n")
     long_real = record(FUNCS, expected) | {"id": "long"}
