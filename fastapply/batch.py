@@ -69,12 +69,10 @@ def apply_item(item: BatchItem, run_model: ModelRunner | None, in_place: bool, e
     try:
         if item.problem:
             raise UsageError(item.problem)
-        if not item.edit.strip():
-            raise UsageError("the edit is empty")
         original, fmt = fileio.read_text(item.file)
         language = language_for_path(item.file)
-        model = None if run_model is None else lambda shown, merged, watch: run_model(
-            shown, item.edit, item.instruction, merged, watch, language)
+        model = None if run_model is None else lambda shown, update, instruction, merged, watch: run_model(
+            shown, update, instruction, merged, watch, language)
         outcome = resolve_edit(original, item.edit, language, engine, model, force, item.instruction, merge_first,
                                focus)
         changed = outcome.text != original

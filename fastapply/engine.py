@@ -4,7 +4,9 @@
 ``auto`` returns a certain merge when no model is configured, or when ``merge_first`` (the default
 model, fastapply-small, is less exact than a certain merge), unless an instruction asks for more than
 the merge changes (``merge_settles``), and otherwise runs the model with the merge (certain or likely)
-as its first draft source; ``model`` runs the model drafting from the original file. The model
+as its first draft source; ``model`` runs the model drafting from the original file. An edit that is an
+instruction alone ("delete the function save": words, no marker, no line of the file, not code) is shown
+to the model as its instruction with no snippet. The model
 rewrites only the top-level statements around the lines the merge placed the update in (``focus.py``)
 unless ``focus`` is off; its answer is put back into the file. Model output is
 validated (``validate.py``) and refused unless ``force``; a refusal is an ``EditRefused`` that carries
@@ -65,18 +67,24 @@ class EditRefused(RefusedError):
         self.model_run = model_run
 
 
-RunModel = Callable[[str, str | None, RefusalWatch | None], ModelRun]
+RunModel = Callable[[str, str, str, str | None, RefusalWatch | None], ModelRun]
 
 
 def resolve_edit(original: str, update: str, language: str | None, engine: str = "auto",
                  run_model: RunModel | None = None, force: bool = False, instruction: str = "",
                  merge_first: bool = False, focus: bool = True) -> EditOutcome:
-    """Apply ``update`` to ``original`` with ``engine``; ``run_model(shown, merged, watch)`` runs the model
-    on ``shown`` (the file, or the window of it that ``focus`` cuts) with an optional merged candidate of
-    it as its draft and an optional ``RefusalWatch`` (None when no model is configured). With
-    ``merge_first``, ``auto`` returns a certain merge without running the model."""
+    """Apply ``update`` to ``original`` with ``engine``; ``run_model(shown, update, instruction, merged,
+    watch)`` runs the model on ``shown`` (the file, or the window of it that ``focus`` cuts) and the edit
+    as the model is to read it (an edit that ``reads_as_instruction`` is its instruction, with no update),
+    with an optional merged candidate of it as its draft and an optional ``RefusalWatch`` (None when no
+    model is configured). With ``merge_first``, ``auto`` returns a certain merge without running the
+    model."""
     if engine not in ENGINES:
         raise UsageError(f"unknown engine {engine!r}; choose one of: {', '.join(ENGINES)}")
+    if not update.strip() and not instruction.strip():
+        raise UsageError("the edit is empty: give an update snippet, an instruction, or both")
+    if reads_as_instruction(original, update, language, instruction):
+        update, instruction = "", " ".join(update.split())
     if not instruction.strip() and only_markers(update, language):
         literal = " (it holds a literal \\n: give the edit real line breaks, e.g. with --edit-file)" \
             if "\\n" in update else ""
@@ -89,7 +97,7 @@ def resolve_edit(original: str, update: str, language: str | None, engine: str =
         run = _run(run_model, original, update, None, placed, language, instruction, watch)
         return _checked(original, update, language, run, None, force, instruction)
     if engine == "merge" and instruction:
-        raise UsageError("the merge engine applies update snippets; an --instruction needs a model")
+        raise UsageError("the merge engine applies update snippets; an instruction needs a model")
     merged = merge(original, update, language)
     settled = merge_settles(merged, original, instruction)
     if engine == "merge" or run_model is None or (merge_first and settled):
@@ -111,8 +119,8 @@ def _run(run_model: RunModel, original: str, update: str, merged: str | None, pl
     and last, 1-based)."""
     window = focus_of(original, update, placed, language, instruction)
     if window is None:
-        return run_model(original, merged, watch)
-    run = run_model(window.cut(original), window.cut_draft(merged), watch)
+        return run_model(original, update, instruction, merged, watch)
+    run = run_model(window.cut(original), update, instruction, window.cut_draft(merged), watch)
     return replace(run, text=window.splice(original, run.text), stats={**run.stats, "window": window.shown})
 
 
@@ -134,35 +142,32 @@ def _checked(original: str, update: str, language: str | None, result: ModelRun,
              force: bool, instruction: str = "") -> EditOutcome:
     if result.stopped is not None:
         raise EditRefused(f"{result.stopped.message}; the model was stopped there and nothing was written "
-                          f"(--force writes its whole answer){_prose_hint(original, update, language, instruction)}",
+                          "(--force writes its whole answer)",
                           (result.stopped.name,), merged, (result.stopped,), result)
     problems = validate(original, result.text, update, language, result.closed, instruction, merged)
     if problems and not force:
-        raise EditRefused("; ".join(p.message for p in problems) + "; nothing was written (--force writes it)"
-                          + _prose_hint(original, update, language, instruction),
+        raise EditRefused("; ".join(p.message for p in problems) + "; nothing was written (--force writes it)",
                           tuple(p.name for p in problems), merged, problems, result)
     return EditOutcome(result.text, "model", merged, problems, result)
 
 
-def _prose_hint(original: str, update: str, language: str | None, instruction: str) -> str:
-    """What a refusal adds where the edit is prose alone ("add a docstring to load"): no lazy marker, no
-    line of the file, words rather than code, and no code in the file's language. A model shown it as
-    the update may write it back as the file, which is then refused for its syntax, not for what went
-    wrong.
+def reads_as_instruction(original: str, update: str, language: str | None, instruction: str = "") -> bool:
+    """Whether an edit is an instruction, not a snippet ("delete the function save"): no instruction
+    beside it, no lazy marker, no line of the file, words rather than code, and not code in the file's
+    (known) language. ``resolve_edit`` shows the model such an edit as its instruction with no snippet,
+    as fastapply-small was trained to read one; shown as a snippet, it was written back as the file.
 
-    >>> bool(_prose_hint("x = 1\\n", "add a docstring to load", "python", ""))
+    >>> reads_as_instruction("x = 1\\n", "add a docstring to load", "python")
     True
-    >>> _prose_hint("x = 1\\n", "y = compute(x) + 2", "python", "")  # code
-    ''
-    >>> _prose_hint("x = 1\\n", "return the sum", "python", "Do it.")  # an instruction beside it
-    ''
+    >>> reads_as_instruction("x = 1\\n", "y = compute(x) + 2", "python")  # code
+    False
+    >>> reads_as_instruction("x = 1\\n", "return the sum", "python", "Do it.")  # an instruction beside it
+    False
+    >>> reads_as_instruction("# Title\\n", "Some words of a new paragraph", "markdown")  # prose is the code
+    False
     """
     text = " ".join(update.split())
     wordy = len(text.split()) >= 3 and sum(c.isalpha() or c == " " for c in text) >= 0.85 * len(text)
-    if instruction.strip() or not wordy or not reads_as_prose(update, {line.strip() for line in original.split("\n")},
-                                                             language):
-        return ""
-    if language is not None and not count_errors(update, language):
-        return ""  # words that are code ("return the sum" is not, "import os" would be)
-    return ("; the edit reads as an instruction, not code: give the changed code with lazy markers for the rest "
-            "(an instruction goes beside it, --instruction)")
+    return (not instruction.strip() and wordy and language is not None
+            and reads_as_prose(update, {line.strip() for line in original.split("\n")}, language)
+            and count_errors(update, language) > 0)  # words that parse ("import os") are code

@@ -193,8 +193,8 @@ def create_app(model, tokenizer, config: ServeConfig = ServeConfig()):
             _planned(lambda: get_language(body.language))
         ticket = None
 
-        def run_model(shown: str, merged: str | None, watch) -> ModelRun:
-            result = apply_edit(model, tokenizer, shown, body.update, body.instruction, preset=body.preset,
+        def run_model(shown: str, update: str, instruction: str, merged: str | None, watch) -> ModelRun:
+            result = apply_edit(model, tokenizer, shown, update, instruction, preset=body.preset,
                                 merged=merged, max_new_tokens=body.max_tokens, temperature=body.temperature,
                                 seed=body.seed, on_pass=lambda out, stats: ticket.check(), watch=watch,
                                 language=body.language)

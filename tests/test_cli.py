@@ -88,7 +88,8 @@ def test_crlf_file_keeps_its_line_endings(env):
 
 
 @pytest.mark.parametrize("case", ["missing-model", "missing-file", "directory", "binary", "empty-edit",
-                                  "both-stdin", "markers-alone", "literal-line-breaks"])
+                                  "both-stdin", "markers-alone", "literal-line-breaks", "instruction-by-merge",
+                                  "prose-by-merge"])
 def test_bad_input_is_one_clear_line_and_a_nonzero_exit(env, tmp_path, case, monkeypatch):
     before = env.read_bytes()
     args, code, words = [env, "--edit", UPDATE], 1, ""
@@ -110,6 +111,10 @@ def test_bad_input_is_one_clear_line_and_a_nonzero_exit(env, tmp_path, case, mon
         args[2], code, words = "# ... existing code ...\n\n# ... existing code ...\n", 2, "with no code to apply"
     elif case == "literal-line-breaks":  # --edit "...\nb = 2" in a shell: one comment line, a marker
         args[2], code, words = "# ... existing code ...\\nb = 2", 2, "literal \\n"
+    elif case == "instruction-by-merge":  # an instruction alone is an edit, but not one a merge can make
+        args, code, words = [env, "--instruction", "Delete the function main.", "--engine", "merge"], 2, "needs a model"
+    elif case == "prose-by-merge":  # an edit that reads as an instruction is one
+        args, code, words = [env, "--edit", "delete the unused function main", "--engine", "merge"], 2, "needs a model"
     result = invoke(*args, input="")
     assert result.exit_code == code
     lines = result.stderr.strip().splitlines()

@@ -109,7 +109,7 @@ def test_merge_engine_cli_does_not_import_torch(tmp_path):
 def test_merge_first_returns_a_certain_merge_without_running_the_model():
     from fastapply.engine import resolve_edit
 
-    def model_must_not_run(shown, merged, watch):
+    def model_must_not_run(shown, update, instruction, merged, watch):
         raise AssertionError("the model ran")
 
     outcome = resolve_edit(SAMPLE_PY, SAMPLE_UPDATE, "python", "auto", model_must_not_run, merge_first=True)
@@ -127,7 +127,7 @@ def test_a_merge_that_changes_nothing_does_not_settle_an_instruction():
     update = "def a():\n    return 1\n# ... existing code ...\ndef c():\n    return 3\n"
     drafts = []
 
-    def run_model(shown, merged, watch):
+    def run_model(shown, update, instruction, merged, watch):
         drafts.append(merged)
         return ModelRun(expected, True, {})
 
@@ -150,7 +150,7 @@ def test_a_model_that_leaves_the_file_unchanged_beside_an_instruction_is_refused
     original = "def a():\n    return 1\n\n\ndef b():\n    return 2\n"
     update = "# ... existing code ...\n"
 
-    def unchanged(shown, merged, watch):
+    def unchanged(shown, update, instruction, merged, watch):
         return ModelRun(shown, True, {})
 
     for engine in ("auto", "model"):
@@ -162,22 +162,30 @@ def test_a_model_that_leaves_the_file_unchanged_beside_an_instruction_is_refused
     assert forced.text == original and [p.name for p in forced.problems] == ["edit-not-applied"]
 
 
-def test_a_refused_edit_of_prose_alone_says_it_reads_as_an_instruction():
-    """fastapply-small, given "add a docstring to load saying it reads a file" as the edit, wrote it back
-    as the file: refused for its syntax, and the refusal says what the edit was taken for."""
+def test_an_edit_that_reads_as_an_instruction_is_shown_to_the_model_as_its_instruction():
+    """fastapply-small, shown "delete the function load" as the update, wrote the sentence back as the
+    file; it was trained to read an instruction alone in the instruction's place, with no snippet."""
     from fastapply.engine import EditRefused, ModelRun, resolve_edit
+    from fastapply.errors import UsageError
 
-    def writes_the_update(update):
-        return lambda shown, merged, watch: ModelRun(update + "\n", True, {})
+    original = "def load(p):\n    return open(p).read()\n\n\ndef save(p, t):\n    open(p, 'w').write(t)\n"
+    deleted = "def save(p, t):\n    open(p, 'w').write(t)\n"
+    seen = []
 
-    prose = "add a docstring to load saying it reads a file"
-    with pytest.raises(EditRefused) as refused:
-        resolve_edit(SAMPLE_PY, prose, "python", "auto", writes_the_update(prose))
-    assert "syntax error" in str(refused.value) and "reads as an instruction" in str(refused.value)
-    code = "def unrelated():\n    return compute(1) + 2"  # code sharing no line with the file: no hint
-    with pytest.raises(EditRefused) as refused:
-        resolve_edit(SAMPLE_PY, code, "python", "auto", lambda shown, merged, watch: ModelRun(shown, True, {}))
-    assert "reads as an instruction" not in str(refused.value)
+    def run_model(shown, update, instruction, merged, watch):
+        seen.append((update, instruction))
+        return ModelRun(deleted if instruction else shown, True, {})
+
+    outcome = resolve_edit(original, "delete the  function load", "python", "auto", run_model)
+    assert seen == [("", "delete the function load")] and outcome.text == deleted
+    code = "def unrelated():\n    return compute(1) + 2"  # code sharing no line with the file: a snippet
+    with pytest.raises(EditRefused):
+        resolve_edit(original, code, "python", "auto", run_model)
+    assert seen[-1] == (code, "")
+    with pytest.raises(UsageError, match="an instruction needs a model"):
+        resolve_edit(original, "delete the function load", "python", "merge")
+    with pytest.raises(UsageError, match="the edit is empty"):
+        resolve_edit(original, " \n", "python", "auto", run_model)
 
 
 def test_a_deletion_the_instruction_asks_for_is_validated_as_asked():
@@ -188,7 +196,7 @@ def test_a_deletion_the_instruction_asks_for_is_validated_as_asked():
     output = "def a():\n    return 1\n\n\ndef c():\n    return 4\n"
     update = "# ... existing code ...\ndef c():\n    return 4\n"
 
-    def run_model(shown, merged, watch):
+    def run_model(shown, update, instruction, merged, watch):
         return ModelRun(output, True, {})
 
     with pytest.raises(EditRefused) as refused:  # the answer is the whole file: the model is shown it whole
@@ -204,7 +212,8 @@ def test_a_model_run_is_watched_unless_forced_and_a_run_it_stopped_is_refused_wi
     loop = "        print(key, config[key])\n" * 3
     given = []
 
-    def run_model(shown, merged, watch):  # a model that loops: its runner feeds the answer's lines to the watch
+    def run_model(shown, update, instruction, merged, watch):
+        # a model that loops: its runner feeds the answer's lines to the watch
         given.append(watch)
         text = SAMPLE_EXPECTED + loop
         if watch is None:

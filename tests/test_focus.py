@@ -84,7 +84,7 @@ def test_a_splice_keeps_the_files_last_newline_or_its_lack(original):
     assert Focus(1, 3, 3).cut(original) == original[2:]
 
 
-def _perfect(shown: str, merged, watch):
+def _perfect(shown: str, update, instruction, merged, watch):
     """A model that applies the README's edit to whatever part of ``LONG`` around it it is shown."""
     from fastapply.engine import ModelRun
 
@@ -109,10 +109,11 @@ def test_the_engine_shows_the_model_the_window_and_validates_the_whole_new_file(
     whole = resolve_edit(LONG, SAMPLE_UPDATE, "python", "auto", _perfect, focus=False)
     assert whole.text == LONG_EXPECTED and _perfect.calls == [(LONG, merged.text)] and "window" not in whole.model_run.stats
 
-    def drops_read_config(shown, merged, watch):  # the window's answer loses a function the edit did not touch
+    def drops_read_config(shown, update, instruction, merged, watch):
+        # the window's answer loses a function the edit did not touch
         from dataclasses import replace
 
-        answer = _perfect(shown, merged, watch)
+        answer = _perfect(shown, update, instruction, merged, watch)
         unasked = SAMPLE_PY[SAMPLE_PY.index("def read_config"):SAMPLE_PY.index("def main")]
         assert unasked in answer.text
         return replace(answer, text=answer.text.replace(unasked, ""))

@@ -26,7 +26,7 @@ def apply_command(
     file: Annotated[str, typer.Argument(help="The file to edit; - reads it from stdin.")],
     edit: Annotated[Optional[str], typer.Option("--edit", "-e", help="The update snippet or instruction; - reads stdin.")] = None,
     edit_file: Annotated[Optional[Path], typer.Option("--edit-file", help="Read the edit from this file.")] = None,
-    instruction: Annotated[str, typer.Option(help="A natural-language instruction beside the snippet.")] = "",
+    instruction: Annotated[str, typer.Option(help="A natural-language instruction, beside the snippet or alone.")] = "",
     model: ModelOpt = None,
     adapter: AdapterOpt = None,
     device: DeviceOpt = "auto",
@@ -74,14 +74,14 @@ def apply_command(
         if remote is None:
             model = local_model(model)
         policy = draft_policy(draft, draft_model, medusa, remote)
-        update = _read_edit(edit, edit_file, file)
+        update = _read_edit(edit, edit_file, file, instruction)
         original, fmt = fileio.read_text(file)
         if language is not None:
             get_language(language)
         else:
             language = language_for_path(file) if file != fileio.STDIN else None
 
-        def run_model(shown: str, merged: str | None, watch) -> ModelRun:
+        def run_model(shown: str, update: str, instruction: str, merged: str | None, watch) -> ModelRun:
             if remote is not None:  # the server writes its answer whole: no watch
                 return ModelRun(*apply_remote(remote, api_key, model, shown, update, instruction, preset,
                                               prediction, max_new_tokens, merged, language))
@@ -131,7 +131,8 @@ def apply_command(
             sys.stdout.flush()
 
 
-def _read_edit(edit: str | None, edit_file: Path | None, file: str) -> str:
+def _read_edit(edit: str | None, edit_file: Path | None, file: str, instruction: str = "") -> str:
+    """The update snippet as given; "" where there is none and ``instruction`` is the whole edit."""
     from fastapply import fileio
 
     if edit is not None and edit_file is not None:
@@ -144,8 +145,9 @@ def _read_edit(edit: str | None, edit_file: Path | None, file: str) -> str:
         text = fileio.read_text(str(edit_file))[0]
     else:
         text = edit or ""
-    if not text.strip():
-        raise UsageError("the edit is empty: pass --edit TEXT, --edit-file PATH or --edit - (stdin)")
+    if not text.strip() and not instruction.strip():
+        raise UsageError("the edit is empty: pass --edit TEXT, --edit-file PATH or --edit - (stdin), "
+                         "or an --instruction")
     return text
 
 
