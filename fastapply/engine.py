@@ -155,7 +155,8 @@ def reads_as_instruction(original: str, update: str, language: str | None, instr
     """Whether an edit is an instruction, not a snippet ("delete the function save"): no instruction
     beside it, no lazy marker, no line of the file, words rather than code, and not code in the file's
     (known) language. ``resolve_edit`` shows the model such an edit as its instruction with no snippet,
-    as fastapply-small was trained to read one; shown as a snippet, it was written back as the file.
+    as the training data puts one (``data.mix --instruction-only-share``); shown as a snippet, it was
+    written back as the file.
 
     >>> reads_as_instruction("x = 1\\n", "add a docstring to load", "python")
     True
