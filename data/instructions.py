@@ -20,6 +20,13 @@ import re
 DROP = 0.4  # share of instructions left out (the suite has none; agents often send the snippet alone)
 KEEP = 0.2  # share kept in the template's wording; the rest are reworded
 
+# The templates of data.transforms that both tables below reword; groups are the template's names, in order.
+DELETE_METHOD = r"Delete the method `([^`]+)` from `([^`]+)`\."
+DELETE_FUNCTION = r"Delete the function `([^`]+)`\."
+RENAME = r"Rename `([^`]+)` to `([^`]+)`\."
+ADD_IMPORT = r"Add the import `([^`]+)`\."
+REMOVE_COMMENT = r"Remove the comment that starts `([^`]+)`\."
+
 # (template as data.transforms writes it, rewordings); groups are the template's names, in order.
 REWORDINGS: tuple[tuple[str, tuple[str, ...]], ...] = (
     (r"Add the method `([^`]+)` to `([^`]+)`\.", (
@@ -27,15 +34,15 @@ REWORDINGS: tuple[tuple[str, tuple[str, ...]], ...] = (
         "Add the {0} method.", "{1}: add {0}")),
     (r"Add the function `([^`]+)`\.", (
         "Add a {0} function.", "Add a function `{0}`.", "add {0}()", "Write {0}.", "Add the helper {0}.")),
-    (r"Delete the method `([^`]+)` from `([^`]+)`\.", (
+    (DELETE_METHOD, (
         "Remove the {0} method.", "Delete {0} from {1}.", "drop {1}.{0}", "{1} no longer needs {0}.")),
-    (r"Delete the function `([^`]+)`\.", (
+    (DELETE_FUNCTION, (
         "Remove {0}.", "Delete the {0} function.", "remove the unused function {0}", "{0} is not needed any more.")),
-    (r"Rename `([^`]+)` to `([^`]+)`\.", (
+    (RENAME, (
         "Rename {0} to {1}.", "rename {0} -> {1}", "Call {0} {1} instead, everywhere.")),
-    (r"Add the import `([^`]+)`\.", (
+    (ADD_IMPORT, (
         "Add the missing import.", "Import what is needed.", "add `{0}`")),
-    (r"Remove the comment that starts `([^`]+)`\.", (
+    (REMOVE_COMMENT, (
         "Remove that comment.", "Delete the comment.", "drop the stale comment")),
     (r"Add a docstring to `([^`]+)`\.", (
         "Document {0}.", "Add a docstring.", "add a docstring to {0}")),
@@ -44,17 +51,17 @@ REWORDINGS: tuple[tuple[str, tuple[str, ...]], ...] = (
 # (template, wordings that say the whole change with no snippet beside it); the kinds missing here (new
 # functions, methods, docstrings) need the code itself.
 ALONE: tuple[tuple[str, tuple[str, ...]], ...] = (
-    (r"Delete the method `([^`]+)` from `([^`]+)`\.", (
+    (DELETE_METHOD, (
         "Delete the method `{0}` from `{1}`.", "Remove the {0} method from {1}.", "Delete {0} from {1}.",
         "drop {1}.{0}", "{1} no longer needs {0}.")),
-    (r"Delete the function `([^`]+)`\.", (
+    (DELETE_FUNCTION, (
         "Delete the function `{0}`.", "Remove {0}.", "Delete the {0} function.", "remove the unused function {0}",
         "{0} is not needed any more.")),
-    (r"Rename `([^`]+)` to `([^`]+)`\.", (
+    (RENAME, (
         "Rename `{0}` to `{1}`.", "Rename {0} to {1}.", "rename {0} -> {1}", "Call {0} {1} instead, everywhere.")),
-    (r"Add the import `([^`]+)`\.", (
+    (ADD_IMPORT, (
         "Add the import `{0}`.", "add `{0}`", "Import it: `{0}`")),
-    (r"Remove the comment that starts `([^`]+)`\.", (
+    (REMOVE_COMMENT, (
         "Remove the comment that starts `{0}`.", "Delete the comment beginning `{0}`.")),
 )
 

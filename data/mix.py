@@ -78,8 +78,7 @@ def mix(sets: list[list[dict]], max_lines: int, examples: int, real_share: float
     alone_ids = set()
     for i, r in enumerate(chosen if instruction_only_share else ()):
         draw = random.Random(f"{seed}/{r['id']}/alone")
-        if r["source"]["kind"] != "real" and draw.random() < instruction_only_share \
-                and (instruction := alone(r["instruction"], draw)):
+        if draw.random() < instruction_only_share and (instruction := alone(r["instruction"], draw)):
             chosen[i] = {**r, "update": "", "instruction": instruction}
             alone_ids.add(r["id"])
     if not keep_instructions:

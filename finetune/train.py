@@ -270,8 +270,8 @@ def autocast_context(device: str, setting: str = "auto"):
 
     import torch
 
-    native = device != "cpu" or cpu_has_bfloat16()
-    if setting == "bfloat16" and not native:
+    native = setting != "off" and (device == "cuda" or (device == "cpu" and cpu_has_bfloat16()))
+    if setting == "bfloat16" and device == "cpu" and not native:
         log.warning("this CPU has no native bfloat16 (AVX512-BF16 or AMX): bfloat16 autocast is emulated, "
                     "several times slower than float32 (autocast: off or auto)")
     if setting == "bfloat16" or (setting == "auto" and native):
