@@ -4,8 +4,9 @@
 markers left in the output that the original did not have, a truncated answer (no closing tag, or a file
 that ends in the middle of a construct), more syntax errors than the original, deletions that the edit
 (its snippet or instruction) did not ask for (far from every place the edit touches, or of lines a lazy
-marker of the snippet keeps: ``deletions.py`` finds them), an edit not applied (the original written
-back unchanged, or new lines of the update left out: a small model's commonest failure), and changes the
+marker of the snippet keeps: ``deletions.py`` finds them; definitions an instruction alone does not name:
+``asks.py``), an edit not applied (the original written back unchanged, new lines of the update left
+out: a small model's commonest failure, or what an instruction plainly asks left undone), and changes the
 update does not show (lines written that the snippet has nowhere, though the original may have them
 elsewhere, or original lines kept beside an update with no marker that matches no part of the file: the
 whole new file). It judges; it does not fix, write or decide what the caller does with the problems (the
@@ -19,6 +20,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 
+from fastapply.asks import unasked_deletions, undone
 from fastapply.deletions import marker_deletions, part_taken_whole, unrelated_deletions
 from fastapply.markers import count_markers, has_inline_marker, is_marker_text, marker_lines
 from fastapply.merge import MergeResult, merge
@@ -77,6 +79,18 @@ def validate(original: str, output: str, update: str, language: str | None, clos
             problems.append(Problem("unrelated-deletion", f"the output deletes {len(lines)} original line(s) {where} "
                                                           f"(lines {lines[0] + 1}-{lines[-1] + 1})"))
     not_applied = edit_not_applied(original, output, update, language, instruction)
+    if instruction.strip():
+        not_applied = not_applied or undone(original, output, instruction, language)
+        if language is not None and not snippet_code(update, language):
+            lines, names = unasked_deletions(original, output, instruction, language)
+            if lines:
+                problems.append(Problem("unrelated-deletion", f"the output deletes {len(lines)} original line(s) the "
+                                                              f"instruction does not ask to delete (lines {lines[0] + 1}-"
+                                                              f"{lines[-1] + 1})"))
+            elif names:
+                problems.append(Problem("unrelated-deletion", f"the output deletes {', '.join(f'`{n}`' for n in names[:3])}"
+                                                              f"{' and more' if len(names) > 3 else ''}, which the "
+                                                              f"instruction does not name"))
     if not_applied:
         problems.append(Problem("edit-not-applied", not_applied))
     unasked = None if instruction.strip() else unasked_change(original, output, update, language, merged)

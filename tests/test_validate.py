@@ -432,3 +432,78 @@ def test_an_output_that_is_an_indented_part_alone_deletes_the_rest_of_the_file()
     assert names(problems) == ["unrelated-deletion"] and "the update alone" in problems[0].message
     whole = DB_PART.replace("  db:", "db:").replace("\n    ", "\n  ").replace("\n      ", "\n    ")
     assert validate(COMPOSE, whole, whole, "yaml") == ()  # a whole new file, as the update shows it
+
+
+def test_an_instruction_alone_that_deletes_the_wrong_function_is_refused():
+    """With no snippet, nothing anchors the deletion checks: the instruction's own words say what may go."""
+    without_save = ORIGINAL.replace('def save(path, text):\n    with open(path, "w") as f:\n        f.write(text)\n\n\n',
+                                    "")
+    without_load = ORIGINAL.replace("def load(path):\n    with open(path) as f:\n        return f.read()\n\n\n", "")
+    assert validate(ORIGINAL, without_save, "", "python", instruction="Delete the function `save`.") == ()
+    assert validate(ORIGINAL, without_save, "", "python", instruction="save is not needed any more.") == ()
+    problems = validate(ORIGINAL, without_load, "", "python", instruction="Delete the function `save`.")
+    assert names(problems) == ["unrelated-deletion", "edit-not-applied"]
+    assert "(lines 4-6)" in problems[0].message and "still defines it" in problems[1].message
+    # The whole file gone: every line outside `save` is one the instruction does not ask to delete.
+    assert names(validate(ORIGINAL, "", "", "python", instruction="Delete save from main.")) == ["unrelated-deletion"]
+    # An instruction this check cannot read in full still keeps every definition it does not name.
+    for instruction in ("Tidy this up.", "Delete save and the blank lines."):
+        problems = validate(ORIGINAL, without_load, "", "python", instruction=instruction)
+        assert names(problems) == ["unrelated-deletion"] and "`load`" in problems[0].message, instruction
+    assert validate(ORIGINAL, without_load, "", "python", instruction="Tidy this up; load goes.") == ()
+
+
+def test_a_rename_an_import_and_a_comment_an_instruction_asks_for_are_checked():
+    renamed = CLEAN.replace("def load(", "def read(").replace("print(load(", "print(read(")
+    assert validate(ORIGINAL, renamed, "", "python", instruction="rename load -> read") == ()
+    half = CLEAN.replace("def load(", "def read(")
+    assert names(validate(ORIGINAL, half, "", "python", instruction="Rename `load` to `read`.")) == ["edit-not-applied"]
+    added = "import sys\n" + ORIGINAL
+    assert validate(ORIGINAL, added, "", "python", instruction="add `import sys`") == ()
+    assert names(validate(ORIGINAL, ORIGINAL.replace("import os", "import os, sys"), "", "python",
+                          instruction="Add the import `import sys`.")) == ["edit-not-applied"]
+    commented = ORIGINAL.replace("def main():\n", "def main():\n    # Print the file.\n")
+    assert validate(commented, ORIGINAL, "", "python", instruction="Delete the comment beginning `# Print`.") == ()
+    kept = commented.replace("print(load", "print( load")
+    problem = validate(commented, kept, "", "python", instruction="Remove the comment that starts `# Print`.")
+    assert names(problem) == ["edit-not-applied"] and "keeps it" in problem[0].message
+    # The comment removed, and code with it: the code is not asked for.
+    too_much = ORIGINAL.replace('    with open(path) as f:\n        return f.read()\n', "    pass\n")
+    assert names(validate(commented, too_much, "", "python", instruction="Remove the comment that starts `# Print`.")) \
+        == ["unrelated-deletion"]
+    block = "/* Print the file,\n   then stop. */\nfunction main() {\n  print(load());\n}\n"
+    assert validate(block, block.split("*/\n")[1], "", "javascript",
+                    instruction="Delete the comment beginning `/* Print the file`.") == ()
+
+
+def test_wordings_that_name_no_deletion_ask_for_none():
+    """"Remove `save` from `__all__`" and "Remove the print from main" delete no definition; only a
+    definition the file has, or one named with its class, is asked to go."""
+    for instruction in ("Remove `save` from `__all__`.", "Remove the print from main.", "Remove the save button.",
+                        "Delete `os` from the imports."):
+        assert validate(ORIGINAL, CLEAN, "", "python", instruction=instruction) == (), instruction
+    in_class = "class Store:\n    def save(self):\n        pass\n\n    def load(self):\n        pass\n"
+    output = "class Store:\n    def load(self):\n        pass\n"
+    for instruction in ("drop Store.save", "Delete save from Store.", "Store no longer needs save.",
+                        "Remove the save method from Store."):
+        assert validate(in_class, output, "", "python", instruction=instruction) == (), instruction
+        assert names(validate(in_class, in_class + "\n", "", "python", instruction=instruction)) == ["edit-not-applied"]
+
+
+def test_every_committed_training_answer_does_what_its_instruction_asks():
+    """The committed held-out training edits, with their instruction as templated and as worded alone
+    (``data.instructions.alone``): the known answer leaves no ask undone and deletes nothing unnamed."""
+    import random
+
+    from data.instructions import alone
+
+    records = [task for task in load_tasks("data/train/valid.jsonl.gz") if task.instruction]
+    assert len(records) > 100
+    rng = random.Random(0)
+    for task in records:
+        assert validate(task.original, task.expected, task.update, task.language, instruction=task.instruction) == (), \
+            task.id
+        if worded := alone(task.instruction, rng):
+            assert validate(task.original, task.expected, "", task.language, instruction=worded) == (), (task.id, worded)
+            assert "edit-not-applied" in names(validate(task.original, task.original, "", task.language,
+                                                        instruction=worded)), (task.id, worded)

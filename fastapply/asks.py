@@ -1,0 +1,181 @@
+"""What an instruction asks of a file, where its words are plain enough to check, and whether an output did it.
+
+An instruction alone ("Delete the function `save`.", "rename load -> read", "add `import os`") gives the
+deletion checks of ``deletions.py`` no snippet line to anchor on, so a model's answer could delete the
+wrong function, or the whole file, and be written. Read where its words are plain (``read``), the
+instruction still says what must change and what must stay: ``undone`` names an ask the output leaves
+undone (the function still defined, the old name still used, the import missing, the comment kept);
+``unasked_deletions`` finds the lines an output deletes that no ask covers, or, where the instruction
+asks more than this module reads, the definitions it deletes that the instruction does not name. A
+wording nothing here reads asks nothing. This module judges; ``validate.py`` names the problems.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass
+
+from fastapply.defs import definitions
+from fastapply.segments import lost_lines
+from fastapply.syntax import parse
+
+_NAME = r"`?([A-Za-z_$][\w$]*)(?:\(\))?`?"
+_DELETE = re.compile(
+    r"\b(?:delete|remove|drop|get rid of)\s+(?:the\s+)?(?:unused\s+)?(?:(?:function|method|class|def|fn)\s+)?"
+    rf"(?:`?[\w$]+`?\.)?{_NAME}\s*(?:(?:function|method|class)\b\s*)?(?:$|[.;,!]|\bfrom\s+{_NAME}|\bentirely\b)",
+    re.IGNORECASE)
+_NOT_NEEDED = re.compile(rf"{_NAME}\s+is\s+(?:not|no longer)\s+needed|\bno longer needs\s+{_NAME}", re.IGNORECASE)
+_RENAME = re.compile(rf"\brename\s+(?:the\s+\w+\s+)?{_NAME}\s*(?:\s(?:to|as|into)\s|->|→)\s*{_NAME}"
+                     rf"|\bcall\s+{_NAME}\s+{_NAME}\s+instead\b", re.IGNORECASE)
+_IMPORT = re.compile(r"`((?:import|from|#include|use|require)\b[^`]*|(?:const|let|var)\s[^`]*\brequire\([^`]*)`")
+_COMMENT = re.compile(r"\b(?:delete|remove|drop|get rid of)\s+(?:the\s+)?comment\s+(?:that\s+)?"
+                      r"(?:starts|starting|begins|beginning)\s+(?:with\s+)?`([^`]+)`", re.IGNORECASE)
+_DELETE_WORD = re.compile(r"\b(?:delete|remove|drop|get rid of|clean|strip|trim|prune)\b", re.IGNORECASE)
+_ADD_WORD = re.compile(r"\b(?:add|import|insert|include)\b", re.IGNORECASE)
+_ABOVE = ("#[", "[", "@", "//", "/*", "*", "#")  # how attributes and comments above a definition start
+_MEMBER = {".", "->", "::", "?."}  # what comes before a member of another object or module
+
+
+@dataclass(frozen=True)
+class Asks:
+    deletes: tuple[str, ...]  # definitions of the file to delete, by name
+    renames: tuple[tuple[str, str], ...]  # (old, new) names
+    imports: tuple[str, ...]  # import lines to add, whitespace collapsed
+    comments: tuple[str, ...]  # the starts of comments to remove
+    whole: bool  # every deletion the instruction asks for is among the above
+
+    def __bool__(self) -> bool:
+        return bool(self.deletes or self.renames or self.imports or self.comments)
+
+
+def read(instruction: str, original: str, language: str | None) -> Asks:
+    """The asks of ``instruction`` that this module reads, for ``original``.
+
+    >>> read("Remove the save method from Store.", "class Store:\\n    def save(self):\\n        pass\\n", "python")
+    Asks(deletes=('save',), renames=(), imports=(), comments=(), whole=True)
+    >>> read("Remove `save` from `__all__`.", "def save():\\n    pass\\n", "python").whole
+    False
+    """
+    names = _names(original, language) if language is not None else Counter()
+    spans, deletes = [], []
+    for match in _DELETE.finditer(instruction):
+        if names[match.group(1)] and (match.group(2) is None or names[match.group(2)]):
+            deletes.append(match.group(1))
+            spans.append(match.span())
+    for match in _NOT_NEEDED.finditer(instruction):
+        if names[match.group(1) or match.group(2)]:
+            deletes.append(match.group(1) or match.group(2))
+            spans.append(match.span())
+    renames = tuple((a or c, b or d) for a, b, c, d in _RENAME.findall(instruction))
+    plain = re.sub(r"`[^`]*`", " ", instruction)
+    imports = () if not _ADD_WORD.search(plain) or _DELETE_WORD.search(plain) else tuple(
+        " ".join(line.split()) for line in _IMPORT.findall(instruction))
+    comments = tuple(_COMMENT.findall(instruction))
+    spans += [m.span() for m in _COMMENT.finditer(instruction)]
+    rest = "".join(" " if any(a <= i < b for a, b in spans) else c for i, c in enumerate(instruction))
+    return Asks(tuple(dict.fromkeys(deletes)), renames, imports, comments,
+                not _DELETE_WORD.search(re.sub(r"`[^`]*`", " ", rest)))
+
+
+def undone(original: str, output: str, instruction: str, language: str | None) -> str | None:
+    """The first ask of ``instruction`` that ``output`` leaves undone, as a message, or None.
+
+    >>> undone("def save():\\n    pass\\n", "def save():\\n    pass\\n\\n", "Delete the function `save`.", "python")
+    'the instruction asks to delete `save`, but the output still defines it'
+    >>> undone("def save():\\n    pass\\n", "", "Remove save.", "python") is None
+    True
+    >>> undone("import os\\n", "import os\\n", "add `import sys`", "python")
+    'the instruction asks to add `import sys`, but the output does not have it'
+    """
+    asks = read(instruction, original, language)
+    if asks.deletes:
+        before, after = _names(original, language), _names(output, language)
+        for name in asks.deletes:
+            if after[name] >= before[name]:
+                return f"the instruction asks to delete `{name}`, but the output still defines it"
+    for old, new in asks.renames:
+        if _uses(original, old, language) and (not _words(output)[new] or (left := _uses(output, old, language))):
+            still = f"still uses `{old}` {left} time(s)" if _words(output)[new] else f"has no `{new}`"
+            return f"the instruction asks to rename `{old}` to `{new}`, but the output {still}"
+    flat, held = " ".join(output.split()), " ".join(original.split())
+    for line in asks.imports:
+        if line not in held and line.rstrip(";") not in flat:
+            return f"the instruction asks to add `{line}`, but the output does not have it"
+    for start in asks.comments:
+        count = sum(start in line for line in original.split("\n"))
+        if count and sum(start in line for line in output.split("\n")) >= count:
+            return f"the instruction asks to remove the comment that starts `{start}`, but the output keeps it"
+    return None
+
+
+def unasked_deletions(original: str, output: str, instruction: str, language: str) -> tuple[list[int], list[str]]:
+    """What ``output`` deletes that ``instruction`` does not ask to: where every deletion it asks for is
+    read here, the non-blank original lines (0-based) it loses outside the definitions and comments asked
+    away; else the names of the definitions it deletes (defined fewer times) more often than the
+    instruction names them or a definition holding them (a renamed one counts as named).
+
+    >>> unasked_deletions("def a():\\n    pass\\n\\ndef b():\\n    pass\\n", "", "Remove a.", "python")
+    ([3, 4], [])
+    >>> unasked_deletions("def a():\\n    pass\\n\\ndef b():\\n    pass\\n", "def b():\\n    pass\\n", "Tidy up b.", "python")
+    ([], ['a'])
+    """
+    asks, defs = read(instruction, original, language), definitions(original, language)
+    old = original.split("\n")
+    if asks and asks.whole:
+        covered = {i for d in defs if d.name in asks.deletes for i in range(_attributes(old, d.start), d.end)}
+        for start in asks.comments:
+            for i in (i for i, line in enumerate(old) if start in line):
+                covered.add(i)
+                lead, block = old[i].strip()[:2], "/*" in old[i] and "*/" not in old[i].split("/*", 1)[1]
+                while i + 1 < len(old) and (block or old[i + 1].strip().startswith(lead)):
+                    block = block and "*/" not in old[i + 1]
+                    covered.add(i := i + 1)
+        # Diffed without the lines asked away, so that a deleted block is not matched against its twin
+        # (the closing brace of the function above it).
+        rest = [i for i in range(len(old)) if i not in covered]
+        lost = lost_lines([old[i] for i in rest], output.split("\n"))
+        return sorted(rest[j] for j in lost if old[rest[j]].strip()), []
+    lost = _names(original, language) - _names(output, language)
+    words = _words(instruction)
+    named = [d for d in defs if any(words[w] for w in re.findall(r"[\w$]+", d.name))]
+    held = Counter(d.name for d in defs if any(n.start <= d.start and d.end <= n.end for n in named))
+    return [], list(lost - held)
+
+
+def _attributes(lines: list[str], start: int) -> int:
+    """Where a definition starting at ``start`` begins with the attributes and doc comments right above
+    it that its range leaves out (Rust's ``#[...]`` and ``///``, C#'s ``[...]``), or ``start``."""
+    top = start
+    while top > 0 and lines[top - 1].strip().startswith(_ABOVE):
+        top -= 1
+    block = top
+    while block > 0 and lines[block - 1].strip():
+        block -= 1
+    return block if block < top and lines[block].strip().startswith(_ABOVE) else top
+
+
+def _uses(text: str, name: str, language: str | None) -> int:
+    """How often ``text`` uses ``name`` as a name of its own (identifiers; not a member of another
+    object such as ``json.load``, nor words in comments and strings): a renamed name has none left.
+    Without a known language, every word counts."""
+    if language is None:
+        return _words(text)[name]
+    found, stack = 0, [parse(text, language).root_node]
+    while stack:
+        node = stack.pop()
+        if node.child_count:
+            stack.extend(node.children)
+        elif (node.type.endswith("identifier") or node.type.endswith("identifier_pattern") or node.type == "constant") \
+                and node.text.decode("utf-8", "replace") == name and not (
+                node.prev_sibling is not None and node.prev_sibling.type in _MEMBER):
+            found += 1
+    return found
+
+
+def _names(text: str, language: str) -> Counter:
+    return Counter(d.name for d in definitions(text, language))
+
+
+def _words(text: str) -> Counter:
+    return Counter(re.findall(r"[A-Za-z_$][\w$]*", text))
