@@ -16,21 +16,23 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 
-from fastapply.defs import definitions
+from fastapply.defs import Definition, definitions
 from fastapply.segments import lost_lines
 from fastapply.syntax import parse
 
 _NAME = r"`?([A-Za-z_$][\w$]*)(?:\(\))?`?"
 _DELETE = re.compile(
     r"\b(?:delete|remove|drop|get rid of)\s+(?:the\s+)?(?:unused\s+)?(?:(?:function|method|class|def|fn)\s+)?"
-    rf"(?:`?[\w$]+`?\.)?{_NAME}\s*(?:(?:function|method|class)\b\s*)?(?:$|[.;,!]|\bfrom\s+{_NAME}|\bentirely\b)",
+    rf"(?:`?([\w$]+)`?\.)?{_NAME}\s*(?:(?:function|method|class)\b\s*)?(?:$|[.;,!]|\bfrom\s+{_NAME}|\bentirely\b)",
     re.IGNORECASE)
-_NOT_NEEDED = re.compile(rf"{_NAME}\s+is\s+(?:not|no longer)\s+needed|\bno longer needs\s+{_NAME}", re.IGNORECASE)
+_NOT_NEEDED = re.compile(rf"(?<!\S){_NAME}\s+is\s+(?:not|no longer)\s+needed", re.IGNORECASE)
+_NO_LONGER = re.compile(rf"(?:(?<!\S){_NAME}\s+)?\bno longer needs\s+{_NAME}", re.IGNORECASE)
 _RENAME = re.compile(rf"\brename\s+(?:the\s+\w+\s+)?{_NAME}\s*(?:\s(?:to|as|into)\s|->|→)\s*{_NAME}"
                      rf"|\bcall\s+{_NAME}\s+{_NAME}\s+instead\b", re.IGNORECASE)
 _IMPORT = re.compile(r"`((?:import|from|#include|use|require)\b[^`]*|(?:const|let|var)\s[^`]*\brequire\([^`]*)`")
+# A comment's start may hold backticks itself: the longest quote held by a line of the file is taken.
 _COMMENT = re.compile(r"\b(?:delete|remove|drop|get rid of)\s+(?:the\s+)?comment\s+(?:that\s+)?"
-                      r"(?:starts|starting|begins|beginning)\s+(?:with\s+)?`([^`]+)`", re.IGNORECASE)
+                      r"(?:starts|starting|begins|beginning)\s+(?:with\s+)?`([^\n]+)`", re.IGNORECASE)
 _DELETE_WORD = re.compile(r"\b(?:delete|remove|drop|get rid of|clean|strip|trim|prune)\b", re.IGNORECASE)
 _ADD_WORD = re.compile(r"\b(?:add|import|insert|include)\b", re.IGNORECASE)
 _ABOVE = ("#[", "[", "@", "//", "/*", "*", "#")  # how attributes and comments above a definition start
@@ -39,7 +41,7 @@ _MEMBER = {".", "->", "::", "?."}  # what comes before a member of another objec
 
 @dataclass(frozen=True)
 class Asks:
-    deletes: tuple[str, ...]  # definitions of the file to delete, by name
+    deletes: tuple[tuple[str, str], ...]  # definitions of the file to delete: (name, the one holding it or "")
     renames: tuple[tuple[str, str], ...]  # (old, new) names
     imports: tuple[str, ...]  # import lines to add, whitespace collapsed
     comments: tuple[str, ...]  # the starts of comments to remove
@@ -53,51 +55,63 @@ def read(instruction: str, original: str, language: str | None) -> Asks:
     """The asks of ``instruction`` that this module reads, for ``original``.
 
     >>> read("Remove the save method from Store.", "class Store:\\n    def save(self):\\n        pass\\n", "python")
-    Asks(deletes=('save',), renames=(), imports=(), comments=(), whole=True)
+    Asks(deletes=(('save', 'Store'),), renames=(), imports=(), comments=(), whole=True)
     >>> read("Remove `save` from `__all__`.", "def save():\\n    pass\\n", "python").whole
     False
     """
-    names = _names(original, language) if language is not None else Counter()
+    defs = definitions(original, language) if language is not None else []
     spans, deletes = [], []
-    for match in _DELETE.finditer(instruction):
-        if names[match.group(1)] and (match.group(2) is None or names[match.group(2)]):
-            deletes.append(match.group(1))
-            spans.append(match.span())
-    for match in _NOT_NEEDED.finditer(instruction):
-        if names[match.group(1) or match.group(2)]:
-            deletes.append(match.group(1) or match.group(2))
+    found = [(m, m.group(2), m.group(1) or m.group(3)) for m in _DELETE.finditer(instruction)]
+    found += [(m, m.group(1), None) for m in _NOT_NEEDED.finditer(instruction)]
+    found += [(m, m.group(2), m.group(1)) for m in _NO_LONGER.finditer(instruction)]
+    for match, name, scope in found:
+        if any(_holds(d, name, scope or "") for d in defs):
+            deletes.append((name, scope or ""))
             spans.append(match.span())
     renames = tuple((a or c, b or d) for a, b, c, d in _RENAME.findall(instruction))
     plain = re.sub(r"`[^`]*`", " ", instruction)
     imports = () if not _ADD_WORD.search(plain) or _DELETE_WORD.search(plain) else tuple(
         " ".join(line.split()) for line in _IMPORT.findall(instruction))
-    comments = tuple(_COMMENT.findall(instruction))
-    spans += [m.span() for m in _COMMENT.finditer(instruction)]
+    comments = []
+    for match in _COMMENT.finditer(instruction):
+        quote = match.group(1)
+        ends = [len(quote)] + [i for i, c in enumerate(quote) if c == "`"][::-1]
+        start = next((quote[:end] for end in ends if quote[:end].strip() and quote[:end] in original), None)
+        if start is not None:
+            comments.append(start)
+            spans.append((match.start(), match.start(1) + len(start) + 1))
     rest = "".join(" " if any(a <= i < b for a, b in spans) else c for i, c in enumerate(instruction))
-    return Asks(tuple(dict.fromkeys(deletes)), renames, imports, comments,
+    return Asks(tuple(dict.fromkeys(deletes)), renames, imports, tuple(comments),
                 not _DELETE_WORD.search(re.sub(r"`[^`]*`", " ", rest)))
 
 
-def undone(original: str, output: str, instruction: str, language: str | None) -> str | None:
-    """The first ask of ``instruction`` that ``output`` leaves undone, as a message, or None.
+def undone(original: str, output: str, asks: Asks, language: str | None) -> str | None:
+    """The first of ``asks`` (``read`` from the instruction) that ``output`` leaves undone, as a message,
+    or None.
 
-    >>> undone("def save():\\n    pass\\n", "def save():\\n    pass\\n\\n", "Delete the function `save`.", "python")
+    >>> save = "def save():\\n    pass\\n"
+    >>> undone(save, save + "\\n", read("Delete the function `save`.", save, "python"), "python")
     'the instruction asks to delete `save`, but the output still defines it'
-    >>> undone("def save():\\n    pass\\n", "", "Remove save.", "python") is None
+    >>> undone(save, "", read("Remove save.", save, "python"), "python") is None
     True
-    >>> undone("import os\\n", "import os\\n", "add `import sys`", "python")
+    >>> undone("import os\\n", "import os\\n", read("add `import sys`", "import os\\n", "python"), "python")
     'the instruction asks to add `import sys`, but the output does not have it'
     """
-    asks = read(instruction, original, language)
     if asks.deletes:
-        before, after = _names(original, language), _names(output, language)
-        for name in asks.deletes:
-            if after[name] >= before[name]:
-                return f"the instruction asks to delete `{name}`, but the output still defines it"
-    for old, new in asks.renames:
-        if _uses(original, old, language) and (not _words(output)[new] or (left := _uses(output, old, language))):
-            still = f"still uses `{old}` {left} time(s)" if _words(output)[new] else f"has no `{new}`"
-            return f"the instruction asks to rename `{old}` to `{new}`, but the output {still}"
+        old, defs, kept = original.split("\n"), definitions(original, language), definitions(output, language)
+        fewer = Counter(line.strip() for line in old) - Counter(line.strip() for line in output.split("\n"))
+        for name, scope in asks.deletes:
+            shown = f"{scope}.{name}" if scope else name
+            held = [d for d in defs if _holds(d, name, scope)]
+            if sum(_holds(d, name, scope) for d in kept) >= len(held):
+                return f"the instruction asks to delete `{shown}`, but the output still defines it"
+            codes = [Counter(old[i].strip() for i in range(d.header, d.end) if old[i].strip()) for d in held]
+            if not any(sum((code & fewer).values()) * 2 >= code.total() for code in codes):  # renamed, not deleted
+                return f"the instruction asks to delete `{shown}`, but the output keeps its code"
+    for was, new in asks.renames:
+        if _uses(original, was, language) and (not _words(output)[new] or (left := _uses(output, was, language))):
+            still = f"still uses `{was}` {left} time(s)" if _words(output)[new] else f"has no `{new}`"
+            return f"the instruction asks to rename `{was}` to `{new}`, but the output {still}"
     flat, held = " ".join(output.split()), " ".join(original.split())
     for line in asks.imports:
         if line not in held and line.rstrip(";") not in flat:
@@ -109,21 +123,24 @@ def undone(original: str, output: str, instruction: str, language: str | None) -
     return None
 
 
-def unasked_deletions(original: str, output: str, instruction: str, language: str) -> tuple[list[int], list[str]]:
+def unasked_deletions(original: str, output: str, instruction: str, asks: Asks,
+                      language: str) -> tuple[list[int], list[str]]:
     """What ``output`` deletes that ``instruction`` does not ask to: where every deletion it asks for is
-    read here, the non-blank original lines (0-based) it loses outside the definitions and comments asked
-    away; else the names of the definitions it deletes (defined fewer times) more often than the
-    instruction names them or a definition holding them (a renamed one counts as named).
+    among its ``asks``, the non-blank original lines (0-based) it loses outside the definitions and
+    comments asked away; else the names of the definitions it deletes (defined fewer times) more often
+    than the instruction names them or a deleted definition holding them (a renamed one counts as named).
 
-    >>> unasked_deletions("def a():\\n    pass\\n\\ndef b():\\n    pass\\n", "", "Remove a.", "python")
+    >>> two = "def a():\\n    pass\\n\\ndef b():\\n    pass\\n"
+    >>> unasked_deletions(two, "", "Remove a.", read("Remove a.", two, "python"), "python")
     ([3, 4], [])
-    >>> unasked_deletions("def a():\\n    pass\\n\\ndef b():\\n    pass\\n", "def b():\\n    pass\\n", "Tidy up b.", "python")
+    >>> unasked_deletions(two, "def b():\\n    pass\\n", "Tidy up b.", read("Tidy up b.", two, "python"), "python")
     ([], ['a'])
     """
-    asks, defs = read(instruction, original, language), definitions(original, language)
+    defs = definitions(original, language)
     old = original.split("\n")
     if asks and asks.whole:
-        covered = {i for d in defs if d.name in asks.deletes for i in range(_attributes(old, d.start), d.end)}
+        covered = {i for d in defs if any(_holds(d, *asked) for asked in asks.deletes)
+                   for i in range(_attributes(old, d.start), d.end)}
         for start in asks.comments:
             for i in (i for i, line in enumerate(old) if start in line):
                 covered.add(i)
@@ -139,8 +156,15 @@ def unasked_deletions(original: str, output: str, instruction: str, language: st
     lost = _names(original, language) - _names(output, language)
     words = _words(instruction)
     named = [d for d in defs if any(words[w] for w in re.findall(r"[\w$]+", d.name))]
-    held = Counter(d.name for d in defs if any(n.start <= d.start and d.end <= n.end for n in named))
+    gone = [n for n in named if lost[n.name]]  # what a deleted definition holds goes with it
+    held = Counter(d.name for d in defs if d in named or any(n.start <= d.start and d.end <= n.end for n in gone))
     return [], list(lost - held)
+
+
+def _holds(definition: Definition, name: str, scope: str) -> bool:
+    """Whether ``definition`` is the one named ``name`` (inside ``scope``, where one is given)."""
+    return definition.name == name and (not scope or any(scope in re.findall(r"[\w$]+", held)
+                                                          for held in definition.scope))  # "impl Trait for Type"
 
 
 def _attributes(lines: list[str], start: int) -> int:

@@ -20,7 +20,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 
-from fastapply.asks import unasked_deletions, undone
+from fastapply.asks import read, unasked_deletions, undone
 from fastapply.deletions import marker_deletions, part_taken_whole, unrelated_deletions
 from fastapply.markers import count_markers, has_inline_marker, is_marker_text, marker_lines
 from fastapply.merge import MergeResult, merge
@@ -80,9 +80,10 @@ def validate(original: str, output: str, update: str, language: str | None, clos
                                                           f"(lines {lines[0] + 1}-{lines[-1] + 1})"))
     not_applied = edit_not_applied(original, output, update, language, instruction)
     if instruction.strip():
-        not_applied = not_applied or undone(original, output, instruction, language)
+        asks = read(instruction, original, language)
+        not_applied = not_applied or undone(original, output, asks, language)
         if language is not None and not snippet_code(update, language):
-            lines, names = unasked_deletions(original, output, instruction, language)
+            lines, names = unasked_deletions(original, output, instruction, asks, language)
             if lines:
                 problems.append(Problem("unrelated-deletion", f"the output deletes {len(lines)} original line(s) the "
                                                               f"instruction does not ask to delete (lines {lines[0] + 1}-"

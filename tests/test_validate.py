@@ -488,6 +488,14 @@ def test_wordings_that_name_no_deletion_ask_for_none():
                         "Remove the save method from Store."):
         assert validate(in_class, output, "", "python", instruction=instruction) == (), instruction
         assert names(validate(in_class, in_class + "\n", "", "python", instruction=instruction)) == ["edit-not-applied"]
+    # The class named is the one whose method goes; a function renamed is not deleted.
+    two = in_class + "\n\nclass Cache:\n    def save(self):\n        return 1\n"
+    wrong = two.replace("class Cache:\n    def save(self):\n        return 1\n", "class Cache:\n    pass\n")
+    problems = validate(two, wrong, "", "python", instruction="Delete save from Store.")
+    assert "edit-not-applied" in names(problems) and "`Store.save`" in problems[-1].message
+    renamed = CLEAN.replace("def save(", "def store(")
+    problems = validate(ORIGINAL, renamed, "", "python", instruction="Remove save.")
+    assert names(problems) == ["edit-not-applied"] and "keeps its code" in problems[0].message
 
 
 def test_every_committed_training_answer_does_what_its_instruction_asks():
