@@ -23,7 +23,7 @@ from fastapply.syntax import parse
 _NAME = r"`?([A-Za-z_$][\w$]*)(?:\(\))?`?"
 _DELETE = re.compile(
     r"\b(?:delete|remove|drop|get rid of)\s+(?:the\s+)?(?:unused\s+)?(?:(?:function|method|class|def|fn)\s+)?"
-    rf"(?:`?([\w$]+)`?\.)?{_NAME}\s*(?:(?:function|method|class)\b\s*)?(?:$|[.;,!]|\bfrom\s+{_NAME}|\bentirely\b)",
+    rf"(?:`?([\w$]+)`?\.)?{_NAME}\s*(?:(?:function|method|class)\b\s*)?(?:$|[.;,!](?!\S)|\bfrom\s+{_NAME}|\bentirely\b)",
     re.IGNORECASE)
 _NOT_NEEDED = re.compile(rf"(?<!\S){_NAME}\s+is\s+(?:not|no longer)\s+needed", re.IGNORECASE)
 _NO_LONGER = re.compile(rf"(?:(?<!\S){_NAME}\s+)?\bno longer needs\s+{_NAME}", re.IGNORECASE)
