@@ -4,8 +4,8 @@
 markers left in the output that the original did not have, a truncated answer (no closing tag, or a file
 that ends in the middle of a construct), more syntax errors than the original, deletions that the edit
 (its snippet or instruction) did not ask for (far from every place the edit touches, or of lines a lazy
-marker of the snippet keeps: ``deletions.py`` finds them; definitions an instruction alone does not name:
-``asks.py``), an edit not applied (the original written back unchanged, new lines of the update left
+marker of the snippet keeps: ``deletions.py`` finds them; lines an instruction alone does not ask to
+delete: ``asks.py``), an edit not applied (the original written back unchanged, new lines of the update left
 out: a small model's commonest failure, or what an instruction plainly asks left undone), and changes the
 update does not show (lines written that the snippet has nowhere, though the original may have them
 elsewhere, or original lines kept beside an update with no marker that matches no part of the file: the
