@@ -139,8 +139,9 @@ def unasked_deletions(original: str, output: str, instruction: str, asks: Asks,
     defs = definitions(original, language)
     old = original.split("\n")
     if asks and asks.whole:
+        headers = {d.header for d in defs}
         covered = {i for d in defs if any(_holds(d, *asked) for asked in asks.deletes)
-                   for i in range(_attributes(old, d.start), d.end)}
+                   for i in range(_attributes(old, d.start, headers), d.end)}
         for start in asks.comments:
             for i in (i for i, line in enumerate(old) if start in line):
                 covered.add(i)
@@ -167,14 +168,15 @@ def _holds(definition: Definition, name: str, scope: str) -> bool:
                                                           for held in definition.scope))  # "impl Trait for Type"
 
 
-def _attributes(lines: list[str], start: int) -> int:
+def _attributes(lines: list[str], start: int, headers: set[int]) -> int:
     """Where a definition starting at ``start`` begins with the attributes and doc comments right above
-    it that its range leaves out (Rust's ``#[...]`` and ``///``, C#'s ``[...]``), or ``start``."""
+    it that its range leaves out (Rust's ``#[...]`` and ``///``, C#'s ``[...]``), or ``start``; no other
+    definition's header line (``headers``) is taken."""
     top = start
-    while top > 0 and lines[top - 1].strip().startswith(_ABOVE):
+    while top > 0 and lines[top - 1].strip().startswith(_ABOVE) and top - 1 not in headers:
         top -= 1
     block = top
-    while block > 0 and lines[block - 1].strip():
+    while block > 0 and lines[block - 1].strip() and block - 1 not in headers:
         block -= 1
     return block if block < top and lines[block].strip().startswith(_ABOVE) else top
 
