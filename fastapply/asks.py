@@ -112,9 +112,9 @@ def undone(original: str, output: str, asks: Asks, language: str | None) -> str 
         if _uses(original, was, language) and (not _words(output)[new] or (left := _uses(output, was, language))):
             still = f"still uses `{was}` {left} time(s)" if _words(output)[new] else f"has no `{new}`"
             return f"the instruction asks to rename `{was}` to `{new}`, but the output {still}"
-    flat, held = " ".join(output.split()), " ".join(original.split())
+    flat, had = " ".join(output.split()), " ".join(original.split())
     for line in asks.imports:
-        if line not in held and line.rstrip(";") not in flat:
+        if line not in had and line.rstrip(";") not in flat:
             return f"the instruction asks to add `{line}`, but the output does not have it"
     for start in asks.comments:
         count = sum(start in line for line in original.split("\n"))
