@@ -1,11 +1,14 @@
-"""Validation of edits made from an instruction alone, with and without ``fastapply.asks``' checks.
+"""Edits made from an instruction alone: validated with and without ``fastapply.asks``' checks, and applied
+with no model by ``fastapply.instructed``.
 
 With no snippet, nothing anchors the snippet-based checks, so an answer that deletes the wrong function
 (or the file) passes them. For each file it is given, the synthetic transforms of ``data.transforms``
 (a function deleted, a name renamed, an import added, a comment removed) make instruction-only edits,
 worded as users word them (``data.instructions.alone``). Each edit's known answer must pass validation
 (a refusal is a false one); the original unchanged, and another edit of the same file in its place (a
-wrong answer), must be refused. ``--stored`` instead re-validates the answers a ``fastapply eval --out
+wrong answer), must be refused. ``fastapply.instructed`` applies each edit with no model: its certain
+answers are counted as the known answer or another (an import's place in its group is a choice), the
+rest as left to a model. ``--stored`` instead re-validates the answers a ``fastapply eval --out
 DIR`` run kept for tasks of an instruction alone, counting the wrong ones written.
 
     python benchmarks/asks_bench.py                                  # the suite's 450 files, ~6 minutes
@@ -32,6 +35,7 @@ from data import transforms  # noqa: E402
 from data.instructions import alone  # noqa: E402
 from fastapply.evalconfig import git_commit  # noqa: E402
 from fastapply.evaluate import default_tasks_path  # noqa: E402
+from fastapply.instructed import apply  # noqa: E402
 from fastapply.tasks import load_tasks  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -65,6 +69,10 @@ def synthetic(tasks, seed: int) -> tuple[Counter, list]:
                     counts["right refused"] += 1
                     false.append({"task": task.id, "instruction": worded})
                 counts["unchanged written"] += not refused(edit.original, edit.original, worded, task.language, True)
+                applied = apply(edit.original, worded, task.language)
+                outcome = "left to a model" if applied.confidence != "certain" else (
+                    "known answer" if applied.text == edit.expected else "another answer")
+                counts[f"{edit.transform} applied: {outcome}"] += 1
                 other = next((o for o in edits if o.original == edit.original and o.expected != edit.expected), None)
                 if other is not None:
                     counts["wrong answers"] += 1

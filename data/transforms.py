@@ -29,6 +29,7 @@ import random
 import re
 from dataclasses import dataclass
 
+from fastapply.instructed import IMPORT_TYPES, remove_rows
 from fastapply.syntax import count_errors, parse
 
 FUNCTION_TYPES = {
@@ -46,17 +47,6 @@ FUNCTION_TYPES = {
 ALL_FUNCTION_TYPES = frozenset(t for types in FUNCTION_TYPES.values() for t in types)
 WRAPPER_TYPES = ("decorated_definition", "export_statement")  # a function's whole-line unit when it wraps one
 CLASS_TYPES = ("class_definition", "class_declaration", "class", "impl_item", "struct_item", "interface_declaration")
-IMPORT_TYPES = {
-    "python": ("import_statement", "import_from_statement"),
-    "javascript": ("import_statement",),
-    "typescript": ("import_statement",),
-    "tsx": ("import_statement",),
-    "go": ("import_spec",),
-    "rust": ("use_declaration",),
-    "java": ("import_declaration",),
-    "c": ("preproc_include",),
-    "cpp": ("preproc_include",),
-}
 COMMENT_TYPES = ("comment", "line_comment", "block_comment")
 IDENTIFIER_TYPES = ("identifier", "property_identifier", "field_identifier", "type_identifier", "constant",
                     "shorthand_property_identifier", "shorthand_property_identifier_pattern")
@@ -135,21 +125,6 @@ def _unit(node, lines: list[bytes]) -> tuple[int, int] | None:
         first = above[0]
         previous = previous.prev_named_sibling
     return first, last
-
-
-def remove_rows(text: str, first: int, last: int) -> str:
-    """``text`` without lines ``first..last`` (0-based, inclusive) and the blank lines that separated
-    them from the code above (or, at the top of a block, below)."""
-    lines = text.splitlines(keepends=True)
-    start, stop = first, last + 1
-    while start > 0 and not lines[start - 1].strip():
-        start -= 1
-    if start == first:
-        while stop < len(lines) and not lines[stop].strip():
-            stop += 1
-    elif start == 0:
-        start = first
-    return "".join(lines[:start] + lines[stop:])
 
 
 def _clean(text: str, language: str) -> bool:

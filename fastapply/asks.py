@@ -35,8 +35,11 @@ _COMMENT = re.compile(r"\b(?:delete|remove|drop|get rid of)\s+(?:the\s+)?comment
                       r"(?:starts|starting|begins|beginning)\s+(?:with\s+)?`([^\n]+)`", re.IGNORECASE)
 _DELETE_WORD = re.compile(r"\b(?:delete|remove|drop|get rid of|clean|strip|trim|prune)\b", re.IGNORECASE)
 _ADD_WORD = re.compile(r"\b(?:add|import|insert|include)\b", re.IGNORECASE)
-_ABOVE = ("#[", "[", "@", "//", "/*", "*", "#")  # how attributes and comments above a definition start
-_MEMBER = {".", "->", "::", "?."}  # what comes before a member of another object or module
+# Words an instruction may hold beside its asks and still ask nothing else ("Please also remove `x`.").
+_FILLER = frozenset("""a also an and any be can could entirely everywhere file from here in instead it its just module
+    more needed no not now of please should the then this too unused we you""".split())
+ABOVE = ("#[", "[", "@", "//", "/*", "*", "#")  # how attributes and comments above a definition start
+MEMBER = {".", "->", "::", "?."}  # what comes before a member of another object or module
 
 
 @dataclass(frozen=True)
@@ -46,6 +49,7 @@ class Asks:
     imports: tuple[str, ...]  # import lines to add, whitespace collapsed
     comments: tuple[str, ...]  # the starts of comments to remove
     whole: bool  # every deletion the instruction asks for is among the above
+    only: bool  # the instruction asks nothing but the above: its other words are filler
 
     def __bool__(self) -> bool:
         return bool(self.deletes or self.renames or self.imports or self.comments)
@@ -55,8 +59,10 @@ def read(instruction: str, original: str, language: str | None) -> Asks:
     """The asks of ``instruction`` that this module reads, for ``original``.
 
     >>> read("Remove the save method from Store.", "class Store:\\n    def save(self):\\n        pass\\n", "python")
-    Asks(deletes=(('save', 'Store'),), renames=(), imports=(), comments=(), whole=True)
+    Asks(deletes=(('save', 'Store'),), renames=(), imports=(), comments=(), whole=True, only=True)
     >>> read("Remove `save` from `__all__`.", "def save():\\n    pass\\n", "python").whole
+    False
+    >>> read("Remove save and log every call to load.", "def save():\\n    pass\\n", "python").only
     False
     """
     defs = definitions(original, language) if language is not None else []
@@ -65,13 +71,20 @@ def read(instruction: str, original: str, language: str | None) -> Asks:
     found += [(m, m.group(1), None) for m in _NOT_NEEDED.finditer(instruction)]
     found += [(m, m.group(2), m.group(1)) for m in _NO_LONGER.finditer(instruction)]
     for match, name, scope in found:
-        if any(_holds(d, name, scope or "") for d in defs):
+        if any(holds(d, name, scope or "") for d in defs):
             deletes.append((name, scope or ""))
             spans.append(match.span())
-    renames = tuple((a or c, b or d) for a, b, c, d in _RENAME.findall(instruction))
+    renames = []
+    for match in _RENAME.finditer(instruction):
+        a, b, c, d = match.groups()
+        renames.append((a or c, b or d))
+        spans.append(match.span())
     plain = re.sub(r"`[^`]*`", " ", instruction)
-    imports = () if not _ADD_WORD.search(plain) or _DELETE_WORD.search(plain) else tuple(
-        " ".join(line.split()) for line in _IMPORT.findall(instruction))
+    imports = []
+    if _ADD_WORD.search(plain) and not _DELETE_WORD.search(plain):
+        for match in _IMPORT.finditer(instruction):
+            imports.append(" ".join(match.group(1).split()))
+            spans.append(match.span())
     comments = []
     for match in _COMMENT.finditer(instruction):
         quote = match.group(1)
@@ -81,8 +94,11 @@ def read(instruction: str, original: str, language: str | None) -> Asks:
             comments.append(start)
             spans.append((match.start(), match.start(1) + len(start) + 1))
     rest = "".join(" " if any(a <= i < b for a, b in spans) else c for i, c in enumerate(instruction))
-    return Asks(tuple(dict.fromkeys(deletes)), renames, imports, tuple(comments),
-                not _DELETE_WORD.search(re.sub(r"`[^`]*`", " ", rest)))
+    words = {w.lower() for w in re.findall(r"[\w$`]+", rest)} - _FILLER
+    if imports:
+        words -= {"add", "import", "insert", "include"}
+    asks = (tuple(dict.fromkeys(deletes)), tuple(renames), tuple(imports), tuple(comments))
+    return Asks(*asks, not _DELETE_WORD.search(re.sub(r"`[^`]*`", " ", rest)), any(asks) and not words)
 
 
 def undone(original: str, output: str, asks: Asks, language: str | None) -> str | None:
@@ -102,8 +118,8 @@ def undone(original: str, output: str, asks: Asks, language: str | None) -> str 
         fewer = Counter(line.strip() for line in old) - Counter(line.strip() for line in output.split("\n"))
         for name, scope in asks.deletes:
             shown = f"{scope}.{name}" if scope else name
-            held = [d for d in defs if _holds(d, name, scope)]
-            if sum(_holds(d, name, scope) for d in kept) >= len(held):
+            held = [d for d in defs if holds(d, name, scope)]
+            if sum(holds(d, name, scope) for d in kept) >= len(held):
                 return f"the instruction asks to delete `{shown}`, but the output still defines it"
             codes = [Counter(old[i].strip() for i in range(d.header, d.end) if old[i].strip()) for d in held]
             if not any(sum((code & fewer).values()) * 2 >= code.total() for code in codes):  # renamed, not deleted
@@ -140,8 +156,8 @@ def unasked_deletions(original: str, output: str, instruction: str, asks: Asks,
     old = original.split("\n")
     if asks and asks.whole:
         headers = {d.header for d in defs}
-        covered = {i for d in defs if any(_holds(d, *asked) for asked in asks.deletes)
-                   for i in range(_attributes(old, d.start, headers), d.end)}
+        covered = {i for d in defs if any(holds(d, *asked) for asked in asks.deletes)
+                   for i in range(attributes_above(old, d.start, headers), d.end)}
         for start in asks.comments:
             for i in (i for i, line in enumerate(old) if start in line):
                 covered.add(i)
@@ -162,23 +178,23 @@ def unasked_deletions(original: str, output: str, instruction: str, asks: Asks,
     return [], list(lost - held)
 
 
-def _holds(definition: Definition, name: str, scope: str) -> bool:
+def holds(definition: Definition, name: str, scope: str) -> bool:
     """Whether ``definition`` is the one named ``name`` (inside ``scope``, where one is given)."""
     return definition.name == name and (not scope or any(scope in re.findall(r"[\w$]+", held)
                                                           for held in definition.scope))  # "impl Trait for Type"
 
 
-def _attributes(lines: list[str], start: int, headers: set[int]) -> int:
+def attributes_above(lines: list[str], start: int, headers: set[int]) -> int:
     """Where a definition starting at ``start`` begins with the attributes and doc comments right above
     it that its range leaves out (Rust's ``#[...]`` and ``///``, C#'s ``[...]``), or ``start``; no other
     definition's header line (``headers``) is taken."""
     top = start
-    while top > 0 and lines[top - 1].strip().startswith(_ABOVE) and top - 1 not in headers:
+    while top > 0 and lines[top - 1].strip().startswith(ABOVE) and top - 1 not in headers:
         top -= 1
     block = top
     while block > 0 and lines[block - 1].strip() and block - 1 not in headers:
         block -= 1
-    return block if block < top and lines[block].strip().startswith(_ABOVE) else top
+    return block if block < top and lines[block].strip().startswith(ABOVE) else top
 
 
 def _uses(text: str, name: str, language: str | None) -> int:
@@ -194,7 +210,7 @@ def _uses(text: str, name: str, language: str | None) -> int:
             stack.extend(node.children)
         elif (node.type.endswith("identifier") or node.type.endswith("identifier_pattern") or node.type == "constant") \
                 and node.text.decode("utf-8", "replace") == name and not (
-                node.prev_sibling is not None and node.prev_sibling.type in _MEMBER):
+                node.prev_sibling is not None and node.prev_sibling.type in MEMBER):
             found += 1
     return found
 

@@ -209,10 +209,10 @@ class Shown:
     def of(cls, case: BenchCase, merge_draft: bool, focus: bool) -> Shown:
         if not (merge_draft or focus):
             return cls(case)
-        from fastapply.merge import merge
+        from fastapply.engine import merge_edit
 
         start = time.perf_counter()
-        result = merge(case.original, case.update, case.language)
+        result = merge_edit(case.original, case.update, case.language, case.instruction)
         window = window_of(case.original, case.update, result, case.language, case.instruction) if focus else None
         seconds = time.perf_counter() - start
         merged = result.text if merge_draft else None

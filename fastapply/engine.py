@@ -6,7 +6,9 @@ model, fastapply-small, is less exact than a certain merge), unless an instructi
 the merge changes (``merge_settles``), and otherwise runs the model with the merge (certain or likely)
 as its first draft source; ``model`` runs the model drafting from the original file. An edit that is an
 instruction alone ("delete the function save": words, no marker, no line of the file, not code) is shown
-to the model as its instruction with no snippet. The model
+to the model as its instruction with no snippet; where its words ask only for plain changes (a
+definition deleted, a name renamed, an import added, a comment removed), ``instructed.py`` applies it
+and its answer stands in for the merge's (``merge_edit``). The model
 rewrites only the top-level statements around the lines the merge placed the update in (``focus.py``)
 unless ``focus`` is off; its answer is put back into the file. Model output is
 validated (``validate.py``) and refused unless ``force``; a refusal is an ``EditRefused`` that carries
@@ -23,6 +25,7 @@ from dataclasses import dataclass, replace
 
 from fastapply.errors import RefusedError, UsageError
 from fastapply.focus import focus as focus_of
+from fastapply.instructed import apply as apply_instruction
 from fastapply.markers import only_markers
 from fastapply.merge import MergeResult, merge
 from fastapply.syntax import count_errors
@@ -96,9 +99,10 @@ def resolve_edit(original: str, update: str, language: str | None, engine: str =
         placed = merge(original, update, language) if focus else None  # where the model is shown the file
         run = _run(run_model, original, update, None, placed, language, instruction, watch)
         return _checked(original, update, language, run, None, force, instruction)
-    if engine == "merge" and instruction:
-        raise UsageError("the merge engine applies update snippets; an instruction needs a model")
-    merged = merge(original, update, language)
+    if engine == "merge" and instruction and update.strip():
+        raise UsageError("the merge engine applies an update snippet or an instruction alone; an instruction "
+                         "beside a snippet needs a model")
+    merged = merge_edit(original, update, language, instruction)
     settled = merge_settles(merged, original, instruction)
     if engine == "merge" or run_model is None or (merge_first and settled):
         if not settled:
@@ -122,6 +126,12 @@ def _run(run_model: RunModel, original: str, update: str, merged: str | None, pl
         return run_model(original, update, instruction, merged, watch)
     run = run_model(window.cut(original), update, instruction, window.cut_draft(merged), watch)
     return replace(run, text=window.splice(original, run.text), stats={**run.stats, "window": window.shown})
+
+
+def merge_edit(original: str, update: str, language: str | None, instruction: str = "") -> MergeResult:
+    """The merge engine's answer for an edit: the update snippet merged, or, with no snippet, the
+    instruction applied where its words are plain (``instructed.apply``)."""
+    return merge(original, update, language) if update.strip() else apply_instruction(original, instruction, language)
 
 
 def merge_settles(merged: MergeResult, original: str, instruction: str = "") -> bool:

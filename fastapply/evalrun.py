@@ -12,7 +12,7 @@ from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from dataclasses import replace
 
 from fastapply import __version__
-from fastapply.engine import merge_settles
+from fastapply.engine import merge_edit, merge_settles
 from fastapply.errors import FastapplyError, UsageError
 from fastapply.evalconfig import GENERATE_METHODS, REMOTE_POLICY, EvalConfig, git_commit, merge_engine_available, now
 from fastapply.focus import focus
@@ -166,10 +166,8 @@ def _run_task(task: Task, policies: Sequence[str]) -> list[dict]:
 
 def _merge(task: Task):
     """(MergeResult, its record) from the merge engine, timed."""
-    from fastapply.merge import merge
-
     started = time.perf_counter()
-    result = merge(task.original, task.update, task.language)
+    result = merge_edit(task.original, task.update, task.language, task.instruction)
     return result, {"confidence": result.confidence, "reasons": list(result.reasons),
                     "seconds": round(time.perf_counter() - started, 4)}
 

@@ -42,7 +42,7 @@ def summarize(records: Sequence[dict], meta: dict | None = None) -> dict:
                    "limit_s": speed.get("limit_s"), "vs_limit": speed.get("vs_limit"),
                    "refused": r.get("refused"), "validation": r.get("validation"), "stopped": r.get("stopped"),
                    "window": r.get("window")}
-            if "merge" in r:
+            if r.get("merge"):  # None where the merge engine failed on the task
                 row["confidence"] = r["merge"]["confidence"]
             if "score" in (r.get("judge") or {}):
                 row["judge"] = r["judge"]["score"]

@@ -111,10 +111,10 @@ def test_bad_input_is_one_clear_line_and_a_nonzero_exit(env, tmp_path, case, mon
         args[2], code, words = "# ... existing code ...\n\n# ... existing code ...\n", 2, "with no code to apply"
     elif case == "literal-line-breaks":  # --edit "...\nb = 2" in a shell: one comment line, a marker
         args[2], code, words = "# ... existing code ...\\nb = 2", 2, "literal \\n"
-    elif case == "instruction-by-merge":  # an instruction alone is an edit, but not one a merge can make
-        args, code, words = [env, "--instruction", "Delete the function main.", "--engine", "merge"], 2, "needs a model"
-    elif case == "prose-by-merge":  # an edit that reads as an instruction is one
-        args, code, words = [env, "--edit", "delete the unused function main", "--engine", "merge"], 2, "needs a model"
+    elif case == "instruction-by-merge":  # an instruction beside a snippet may ask what the snippet does not show
+        args, code, words = [env, "--edit", UPDATE, "--instruction", "Delete main.", "--engine", "merge"], 2, "needs a model"
+    elif case == "prose-by-merge":  # an edit that reads as an instruction is one; the file has no main to delete
+        args, code, words = [env, "--edit", "delete the unused function main", "--engine", "merge"], 3, "nothing that the file holds"
     result = invoke(*args, input="")
     assert result.exit_code == code
     lines = result.stderr.strip().splitlines()

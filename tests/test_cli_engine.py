@@ -182,8 +182,10 @@ def test_an_edit_that_reads_as_an_instruction_is_shown_to_the_model_as_its_instr
     with pytest.raises(EditRefused):
         resolve_edit(original, code, "python", "auto", run_model)
     assert seen[-1] == (code, "")
-    with pytest.raises(UsageError, match="an instruction needs a model"):
-        resolve_edit(original, "delete the function load", "python", "merge")
+    applied = resolve_edit(original, "delete the function load", "python", "merge")  # plain words: no model needed
+    assert (applied.engine, applied.text) == ("merge", deleted)
+    with pytest.raises(UsageError, match="an instruction beside a snippet needs a model"):
+        resolve_edit(original, "# ...\ndef save(p, t):\n", "python", "merge", instruction="Delete load.")
     with pytest.raises(UsageError, match="the edit is empty"):
         resolve_edit(original, " \n", "python", "auto", run_model)
 
