@@ -53,6 +53,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from edits import block_edit, corpus, random_edit, sources  # noqa: E402
 
 from fastapply.bench import cpu_model  # noqa: E402
+from fastapply.engine import merge_edit  # noqa: E402
 from fastapply.merge import merge  # noqa: E402
 from fastapply.snippet import make_snippet  # noqa: E402
 from fastapply.syntax import count_errors  # noqa: E402
@@ -178,7 +179,7 @@ def run_known(paths: list[Path], merges: Path | None = None, against: Path | Non
                 continue
             start = time.perf_counter()
             try:
-                result = merge(task.original, task.update, task.language)
+                result = merge_edit(task.original, task.update, task.language, task.instruction)
                 confidence, exact = result.confidence, result.text == task.expected
             except FastapplyError:  # a language the merge engine does not know
                 confidence, exact = "none", False

@@ -3,12 +3,13 @@
 ``resolve_edit`` picks by engine name (DESIGN.md §6): ``merge`` returns only a certain merge;
 ``auto`` returns a certain merge when no model is configured, or when ``merge_first`` (the default
 model, fastapply-small, is less exact than a certain merge), unless an instruction asks for more than
-the merge changes (``merge_settles``), and otherwise runs the model with the merge (certain or likely)
+the merge does (``unsettled``), and otherwise runs the model with the merge (certain or likely)
 as its first draft source; ``model`` runs the model drafting from the original file. An edit that is an
 instruction alone ("delete the function save": words, no marker, no line of the file, not code) is shown
 to the model as its instruction with no snippet; where its words ask only for plain changes (a
 definition deleted, a name renamed, an import added, a comment removed), ``instructed.py`` applies it
-and its answer stands in for the merge's (``merge_edit``). The model
+and its answer stands in for the merge's, as it is applied to a certain merge of a snippet beside
+it (``merge_edit``). The model
 rewrites only the top-level statements around the lines the merge placed the update in (``focus.py``)
 unless ``focus`` is off; its answer is put back into the file. Model output is
 validated (``validate.py``) and refused unless ``force``; a refusal is an ``EditRefused`` that carries
@@ -23,11 +24,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
+from fastapply.asks import read, undone
 from fastapply.errors import RefusedError, UsageError
 from fastapply.focus import focus as focus_of
 from fastapply.instructed import apply as apply_instruction
 from fastapply.markers import only_markers
-from fastapply.merge import MergeResult, merge
+from fastapply.merge import CERTAIN, MergeResult, merge
 from fastapply.syntax import count_errors
 from fastapply.validate import Problem, RefusalWatch, reads_as_prose, validate
 
@@ -103,14 +105,12 @@ def resolve_edit(original: str, update: str, language: str | None, engine: str =
         raise UsageError("the merge engine applies an update snippet or an instruction alone; an instruction "
                          "beside a snippet needs a model")
     merged = merge_edit(original, update, language, instruction)
-    settled = merge_settles(merged, original, instruction)
-    if engine == "merge" or run_model is None or (merge_first and settled):
-        if not settled:
+    why = unsettled(merged, original, instruction, language)
+    if engine == "merge" or run_model is None or (merge_first and why is None):
+        if why is not None:
             hint = "" if engine == "merge" else " and no model is configured (--model)"
-            reasons = merged.reasons if merged.confidence != "certain" else (
-                "the update changes nothing in the file, and the instruction asks for a change",)
-            raise EditRefused(f"the merge is not certain{hint}: {'; '.join(reasons)}; nothing was written",
-                              ("uncertain-merge",), merged)
+            raise EditRefused(f"the merge is not certain{hint}: {why}; nothing was written", ("uncertain-merge",),
+                              merged)
         return EditOutcome(merged.text, "merge", merged)
     run = _run(run_model, original, update, merged.text, merged if focus else None, language, instruction, watch)
     return _checked(original, update, language, run, merged, force, instruction)
@@ -129,23 +129,49 @@ def _run(run_model: RunModel, original: str, update: str, merged: str | None, pl
 
 
 def merge_edit(original: str, update: str, language: str | None, instruction: str = "") -> MergeResult:
-    """The merge engine's answer for an edit: the update snippet merged, or, with no snippet, the
-    instruction applied where its words are plain (``instructed.apply``)."""
-    return merge(original, update, language) if update.strip() else apply_instruction(original, instruction, language)
+    """The merge engine's answer for an edit: the update snippet merged, then the instruction beside it
+    applied where its words are plain (``instructed.apply``: "Delete the function `sequence`." beside a
+    snippet of context and markers, which the snippet cannot show), where the merge leaves it undone
+    (``asks.undone``, read on the original: a snippet that already made the change is not made again);
+    with no snippet, the instruction alone applied.
+
+    >>> text = "def a():\\n    return 1\\n\\n\\ndef b():\\n    return 2\\n"
+    >>> print(merge_edit(text, "def a():\\n    return 3\\n# ...", "python", "Delete the function `b`.").text)
+    def a():
+        return 3
+    <BLANKLINE>
+    """
+    if not update.strip():
+        return apply_instruction(original, instruction, language)
+    merged = merge(original, update, language)
+    if instruction.strip() and merged.confidence == CERTAIN and undone(
+            original, merged.text, read(instruction, original, language), language):
+        applied = apply_instruction(merged.text, instruction, language)
+        if applied.confidence == CERTAIN:
+            return replace(merged, text=applied.text)
+    return merged
 
 
-def merge_settles(merged: MergeResult, original: str, instruction: str = "") -> bool:
-    """Whether the merge alone settles the edit: it is certain, and it changes the file or no instruction
-    came with the update. A snippet merged into a file that already holds it gives the file unchanged,
-    and rightly; an instruction beside it asks for a change the snippet does not show ("Delete the
-    function `sequence`." with a snippet of markers and context), which only a model can make.
+def unsettled(merged: MergeResult, original: str, instruction: str = "", language: str | None = None) -> str | None:
+    """Why the merge alone does not settle the edit, or None where it does: it is not certain; or an
+    instruction came with the update and the merge leaves the file unchanged (a snippet merged into a
+    file that already holds it gives the file unchanged, and rightly, but an instruction beside it asks
+    for a change the snippet does not show, "Delete the function `sequence`." with a snippet of markers
+    and context) or leaves undone what the instruction plainly asks (``asks.undone``: "Delete `b`. Keep
+    it fast." beside a snippet that changes `a` alone); only a model can make those.
 
     >>> from fastapply.merge import merge
     >>> merged = merge("a = 1\\nb = 2\\n", "# ...\\nb = 2\\n", "python")
-    >>> merged.confidence, merge_settles(merged, "a = 1\\nb = 2\\n"), merge_settles(merged, "a = 1\\nb = 2\\n", "Drop a.")
-    ('certain', True, False)
+    >>> merged.confidence, unsettled(merged, "a = 1\\nb = 2\\n"), unsettled(merged, "a = 1\\nb = 2\\n", "Drop a.")
+    ('certain', None, 'the update changes nothing in the file, and the instruction asks for a change')
     """
-    return merged.confidence == "certain" and not (instruction.strip() and merged.text == original)
+    if merged.confidence != CERTAIN:
+        return "; ".join(merged.reasons)
+    if not instruction.strip():
+        return None
+    if merged.text == original:
+        return "the update changes nothing in the file, and the instruction asks for a change"
+    return undone(original, merged.text, read(instruction, original, language), language)
 
 
 def _checked(original: str, update: str, language: str | None, result: ModelRun, merged: MergeResult | None,

@@ -12,7 +12,7 @@ from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from dataclasses import replace
 
 from fastapply import __version__
-from fastapply.engine import merge_edit, merge_settles
+from fastapply.engine import merge_edit, unsettled
 from fastapply.errors import FastapplyError, UsageError
 from fastapply.evalconfig import GENERATE_METHODS, REMOTE_POLICY, EvalConfig, git_commit, merge_engine_available, now
 from fastapply.focus import focus
@@ -117,8 +117,8 @@ def _run_task(task: Task, policies: Sequence[str]) -> list[dict]:
                 result, extra = _merge(task)
                 output, closed, speed = result.text, True, None
                 extra = {"merge": extra, "refused": result.confidence != "certain"}
-            elif config.engine == "auto" and merge_result is not None and merge_settles(merge_result, task.original,
-                                                                                         task.instruction):
+            elif config.engine == "auto" and merge_result is not None and unsettled(
+                    merge_result, task.original, task.instruction, task.language) is None:
                 output, closed, speed = merged, True, None
                 extra = {"merge": merge_record, "decided_by": "merge", "refused": False}
             else:

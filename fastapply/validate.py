@@ -131,7 +131,7 @@ def snippet_code(update: str, language: str | None) -> list[str]:
 def edit_not_applied(original: str, output: str, update: str, language: str | None,
                      instruction: str = "") -> str | None:
     """Why ``output`` does not apply ``update``, or None: it is the original unchanged although the
-    update adds code or an ``instruction`` asks for a change (as ``engine.merge_settles`` has it for a
+    update adds code or an ``instruction`` asks for a change (as ``engine.unsettled`` has it for a
     merge), it leaves out lines the update adds, or it leaves out lines of the original that the update
     shows as kept (its context: a snippet's lines are the new file's lines). An update that shares no
     line with the original or the output and has no marker reads as prose (an instruction): only the

@@ -117,9 +117,10 @@ def test_merge_first_returns_a_certain_merge_without_running_the_model():
 
 
 def test_a_merge_that_changes_nothing_does_not_settle_an_instruction():
-    """A snippet of context and markers beside "Delete the function b." merges to the file unchanged,
-    certain: the model, not the merge, answers the instruction; with no model nothing is written. The
-    same snippet alone (one already applied) is settled by the merge: the file unchanged."""
+    """A snippet of context and markers beside "Delete the function b, and its tests." merges to the file
+    unchanged, certain: the model, not the merge, answers the instruction (it asks more than
+    ``instructed.py`` applies); with no model nothing is written. The same snippet alone (one already
+    applied) is settled by the merge: the file unchanged."""
     from fastapply.engine import EditRefused, ModelRun, resolve_edit
 
     original = "def a():\n    return 1\n\n\ndef b():\n    return 2\n\n\ndef c():\n    return 3\n"
@@ -131,11 +132,11 @@ def test_a_merge_that_changes_nothing_does_not_settle_an_instruction():
         drafts.append(merged)
         return ModelRun(expected, True, {})
 
-    outcome = resolve_edit(original, update, "python", "auto", run_model, instruction="Delete the function b.",
-                           merge_first=True)
+    outcome = resolve_edit(original, update, "python", "auto", run_model,
+                           instruction="Delete the function b, and its tests.", merge_first=True)
     assert outcome.engine == "model" and outcome.text == expected and drafts == [original]
     with pytest.raises(EditRefused) as refused:
-        resolve_edit(original, update, "python", "auto", None, instruction="Delete the function b.")
+        resolve_edit(original, update, "python", "auto", None, instruction="Delete the function b, and its tests.")
     assert refused.value.reasons == ("uncertain-merge",) and "changes nothing" in str(refused.value)
     settled = resolve_edit(original, update, "python", "auto", run_model, merge_first=True)
     assert settled.engine == "merge" and settled.text == original and len(drafts) == 1
