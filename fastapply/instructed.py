@@ -1,18 +1,19 @@
-"""An instruction alone applied with no model, where its words ask for nothing but plain changes.
+"""An instruction applied with no model, where its words ask for nothing but plain changes.
 
 "Delete the function `save`.", "rename load -> read", "add `import sys`", "Remove the comment that
-starts `# old`": where ``asks.read`` reads every word of an instruction that comes with no snippet
-(``Asks.only``), the change is known to the line, and ``apply`` makes it as the training data of
-fastapply-small makes it (``data.transforms``): a definition goes with the attributes and comments right
-above it and the blank lines that set it apart; a rename changes every identifier that names the one
-definition of that name; an import goes into the group of imports (on consecutive lines) whose sources share the longest
-start with its own, in order where that group is sorted, else after it; a comment goes with its lines. Its answer is
-``certain`` only when each ask lands in one place with no choice left (one definition of that name,
-every mention of a renamed name an identifier of this file's own, one line holding the comment's
+starts `# old`": where ``asks.read`` reads every word of an instruction (``Asks.only``), the change is
+known to the line, and ``apply`` makes it as the training data of fastapply-small makes it
+(``data.transforms``): a definition goes with the attributes and comments right above it and the blank
+lines that set it apart; a rename changes every identifier that names the one definition of that name;
+an import goes into the group of imports (on consecutive lines) whose sources share the longest start
+with its own, in order where that group is sorted, else after it; a comment goes with its lines. Its
+answer is ``certain`` only when each ask lands in one place with no choice left (one definition of that
+name, every mention of a renamed name an identifier of this file's own, one line holding the comment's
 start, a group of imports to join), the result parses with no more errors than the original, and the
-checks of ``asks.py`` find it done with nothing else deleted; otherwise it is ``none``, with the
-reason, and a model makes the edit. It returns a ``MergeResult``, as the merge engine does for a
-snippet, and reads no files.
+checks of ``asks.py`` find it done with nothing else deleted; otherwise it is ``none``, with the reason,
+and a model makes the edit. ``engine.merge_edit`` applies an instruction alone to the file, and one
+beside a snippet to the snippet's certain merge. It returns a ``MergeResult``, as the merge engine does
+for a snippet, and reads no files.
 """
 
 from __future__ import annotations
@@ -66,7 +67,8 @@ def apply(original: str, instruction: str, language: str | None) -> MergeResult:
         return _unsure("the instruction asks for more than a deletion, a rename, an import or a comment removal")
     text = original
     steps = [(_delete, ask) for ask in asks.deletes] + [(_rename, ask) for ask in asks.renames]
-    steps += [(_add_import, (line,)) for line in asks.imports] + [(_remove_comment, (start,)) for start in asks.comments]
+    steps += [(_add_import, (line,)) for line in asks.imports]
+    steps += [(_remove_comment, (start,)) for start in asks.comments]
     for step, ask in steps:
         text, why = step(text, *ask, language)
         if text is None:
