@@ -167,7 +167,7 @@ def _add_import(text: str, line: str, language: str) -> tuple[str | None, str]:
                    if node.type in kinds and node.start_point.column == 0 and not lines[node.end_point.row][
                        node.end_point.column:].strip())
     if not spans:
-        return None, "the file has no import statement to put it beside"
+        return _first_import(lines, line, root, language)
     groups = [[spans[0]]]  # imports on consecutive lines
     for span in spans[1:]:
         if span[0] == groups[-1][-1][1] + 1:
@@ -184,6 +184,28 @@ def _add_import(text: str, line: str, language: str) -> tuple[str | None, str]:
     if heads == sorted(heads):
         at = next((first for first, _ in group if lines[first] > line), at)
     return "\n".join(lines[:at] + [line] + lines[at:]), ""
+
+
+def _first_import(lines: list[str], line: str, root, language: str) -> tuple[str | None, str]:
+    """``line`` as the file's first import: after its head (comments, a shebang, a module docstring, a
+    ``"use strict"`` directive) and the blank line below it, with blank lines around it where code would
+    touch it. C and C++ are left to a model (an include may belong inside a header guard)."""
+    if language in ("c", "cpp"):
+        return None, "the file has no include to put it beside (it may belong inside a header guard)"
+    nodes, count = root.named_children, 0
+    while count < len(nodes) and (nodes[count].type.endswith("comment") or nodes[count].type == "inner_attribute_item"
+                                  or (nodes[count].type == "expression_statement" and nodes[count].named_child_count == 1
+                                      and nodes[count].named_children[0].type == "string")):
+        count += 1
+    # comments right above the first statement are its own (a doc comment), not the file's head
+    while 0 < count < len(nodes) and nodes[count - 1].type.endswith("comment") \
+            and nodes[count].start_point.row <= nodes[count - 1].end_point.row + 1:
+        count -= 1
+    head = nodes[count - 1].end_point.row + 1 if count else 0
+    at = head + (head > 0 and head < len(lines) and not lines[head].strip())
+    new = [line] + ([""] if at < len(lines) and lines[at].strip() else [])
+    new = ([""] if 0 < at and lines[at - 1].strip() else []) + new
+    return "\n".join(lines[:at] + new + lines[at:]), ""
 
 
 def _source(line: str) -> str:

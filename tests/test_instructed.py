@@ -89,7 +89,12 @@ def test_an_import_joins_its_group_in_order_and_is_left_to_a_model_where_its_pla
     js = 'import a from "./a.js";\nimport z from "./z.js";\n\nimport React from "react";\n\nexport default a;\n'
     assert certain(js, 'add `import b from "./b.js";`', "javascript") == js.replace(
         'import z', 'import b from "./b.js";\nimport z')
-    assert "no import statement" in unsure("x = 1\n", "add `import os`")
+    # a file with no import: after its head (comments, docstring), not between a doc comment and its code
+    assert certain('#!/usr/bin/env python\n"""Tool."""\nx = 1\n', "add `import os`") == \
+        '#!/usr/bin/env python\n"""Tool."""\n\nimport os\n\nx = 1\n'
+    doc = "/**\n * The shape.\n */\nexport class Shape {}\n"
+    assert certain(doc, "add `import { a } from './a.js';`", "typescript") == "import { a } from './a.js';\n\n" + doc
+    assert "header guard" in unsure("int x;\n", "add `#include <stdio.h>`", "c")
     guarded = "try:\n    import ujson as json\nexcept ImportError:\n    import json\n\nimport os\n"
     assert "inside a block" in unsure(guarded, "add `import sys`")
     assert "already has" in unsure(STORE, "Add the import `import os`.")
