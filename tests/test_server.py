@@ -137,6 +137,9 @@ def test_apply_route_with_the_merge_engine_alone(server):
     instructed = server.post("/v1/apply", json={"original": ORIGINAL, "update": anchored, "engine": "merge",
                                                 "instruction": "do it"})
     assert instructed.status_code == 400 and "instruction" in instructed.json()["error"]["message"]
+    renamed = server.post("/v1/apply", json={"original": ORIGINAL, "update": "", "language": "python", "engine": "merge",
+                                             "instruction": "rename greet -> welcome"}).json()  # plain: no model
+    assert renamed["ok"] is True and renamed["text"] == ORIGINAL.replace("greet", "welcome")
     unknown = server.post("/v1/apply", json={"original": ORIGINAL, "update": UPDATE, "engine": "guess"})
     assert unknown.status_code == 400 and "engine" in unknown.json()["error"]["message"]
 
