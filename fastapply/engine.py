@@ -101,9 +101,10 @@ def resolve_edit(original: str, update: str, language: str | None, engine: str =
         placed = merge(original, update, language) if focus else None  # where the model is shown the file
         run = _run(run_model, original, update, None, placed, language, instruction, watch)
         return _checked(original, update, language, run, None, force, instruction)
-    if engine == "merge" and instruction and update.strip():
-        raise UsageError("the merge engine applies an update snippet or an instruction alone; an instruction "
-                         "beside a snippet needs a model")
+    if engine == "merge" and instruction and update.strip() and not read(instruction, original, language).only:
+        raise UsageError("the merge engine applies an update snippet, and an instruction only where it plainly asks "
+                         "for a deletion, a rename, an import or a comment removal; this instruction beside a snippet "
+                         "needs a model")
     merged = merge_edit(original, update, language, instruction)
     why = unsettled(merged, original, instruction, language)
     if engine == "merge" or run_model is None or (merge_first and why is None):

@@ -156,14 +156,20 @@ def test_a_plain_instruction_beside_a_snippet_is_applied_to_the_certain_merge():
     """"Delete the function `b`." beside a snippet that changes `a`: the snippet cannot show the deletion.
     Before, a certain merge of the snippet settled the edit and the deletion was silently left undone."""
     from fastapply.engine import EditRefused, resolve_edit
+    from fastapply.errors import UsageError
 
     text = "def a():\n    return 1\n\n\ndef b():\n    return 2\n\n\ndef c():\n    return 3\n"
     snippet = "def a():\n    return 10\n# ... existing code ...\ndef c():\n    return 3\n"
     outcome = resolve_edit(text, snippet, "python", "auto", instruction="Delete the function `b`.")
-    assert (outcome.engine, outcome.text) == ("merge", "def a():\n    return 10\n\n\ndef c():\n    return 3\n")
+    outcome_of_both = ("merge", "def a():\n    return 10\n\n\ndef c():\n    return 3\n")
+    assert (outcome.engine, outcome.text) == outcome_of_both
     # asked in words it does not all read: the merge leaves the deletion undone, so it does not settle the edit
     with pytest.raises(EditRefused, match="still defines it"):
         resolve_edit(text, snippet, "python", "auto", instruction="Delete the function `b`. Keep `c` fast.")
+    merged = resolve_edit(text, snippet, "python", "merge", instruction="Delete the function `b`.")  # no model
+    assert (merged.engine, merged.text) == outcome_of_both
+    with pytest.raises(UsageError, match="needs a model"):
+        resolve_edit(text, snippet, "python", "merge", instruction="Delete the function `b`. Keep `c` fast.")
     # a file that no longer has `b` (the edit made already): the instruction asks nothing of it
     done = "def a():\n    return 1\n\n\ndef c():\n    return 3\n"
     outcome = resolve_edit(done, snippet, "python", "auto", instruction="Delete the function `b`.")
