@@ -185,8 +185,8 @@ def test_an_edit_that_reads_as_an_instruction_is_shown_to_the_model_as_its_instr
     assert seen[-1] == (code, "")
     applied = resolve_edit(original, "delete the function load", "python", "merge")  # plain words: no model needed
     assert (applied.engine, applied.text) == ("merge", deleted)
-    with pytest.raises(UsageError, match="an instruction beside a snippet needs a model"):
-        resolve_edit(original, "# ...\ndef save(p, t):\n", "python", "merge", instruction="Delete load.")
+    with pytest.raises(UsageError, match="this instruction beside a snippet needs a model"):  # not plain words
+        resolve_edit(original, "# ...\ndef save(p, t):\n", "python", "merge", instruction="Delete load, log saves.")
     with pytest.raises(UsageError, match="the edit is empty"):
         resolve_edit(original, " \n", "python", "auto", run_model)
 
