@@ -110,8 +110,8 @@ def resolve_edit(original: str, update: str, language: str | None, engine: str =
     if engine == "merge" or run_model is None or (merge_first and why is None):
         if why is not None:
             hint = "" if engine == "merge" else " and no model is configured (--model)"
-            raise EditRefused(f"the merge is not certain{hint}: {why}; nothing was written", ("uncertain-merge",),
-                              merged)
+            frame = "is not certain" if merged.confidence != CERTAIN else "alone does not make this edit"
+            raise EditRefused(f"the merge {frame}{hint}: {why}; nothing was written", ("uncertain-merge",), merged)
         return EditOutcome(merged.text, "merge", merged)
     run = _run(run_model, original, update, merged.text, merged if focus else None, language, instruction, watch)
     return _checked(original, update, language, run, merged, force, instruction)
