@@ -24,13 +24,12 @@ This module does not make snippets or choose which transformations a file gets.
 
 from __future__ import annotations
 
-import ast
 import random
 import re
 from dataclasses import dataclass
 
 from fastapply.instructed import IMPORT_TYPES, remove_rows
-from fastapply.syntax import count_errors, parse
+from fastapply.syntax import count_errors, parse, python_parses
 
 FUNCTION_TYPES = {
     "python": ("function_definition",),
@@ -129,14 +128,7 @@ def _unit(node, lines: list[bytes]) -> tuple[int, int] | None:
 
 def _clean(text: str, language: str) -> bool:
     """No tree-sitter errors; for Python also accepted by ``ast`` (tree-sitter allows an empty class body)."""
-    if count_errors(text, language):
-        return False
-    if language == "python":
-        try:
-            ast.parse(text)
-        except (SyntaxError, ValueError):
-            return False
-    return True
+    return not count_errors(text, language) and (language != "python" or python_parses(text))
 
 
 def _functions(tree, language: str) -> list:

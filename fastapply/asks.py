@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from dataclasses import dataclass
+from functools import lru_cache
 
 from fastapply.defs import Definition, definitions
 from fastapply.segments import lost_lines
@@ -55,8 +56,10 @@ class Asks:
         return bool(self.deletes or self.renames or self.imports or self.comments)
 
 
+@lru_cache(maxsize=8)  # one edit reads its instruction in the engine, the merge and validation alike
 def read(instruction: str, original: str, language: str | None) -> Asks:
-    """The asks of ``instruction`` that this module reads, for ``original``.
+    """The asks of ``instruction`` that this module reads, for ``original`` (an ``Asks`` is immutable, so
+    the last few are kept).
 
     >>> read("Remove the save method from Store.", "class Store:\\n    def save(self):\\n        pass\\n", "python")
     Asks(deletes=(('save', 'Store'),), renames=(), imports=(), comments=(), whole=True, only=True)

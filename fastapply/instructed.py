@@ -18,7 +18,6 @@ for a snippet, and reads no files.
 
 from __future__ import annotations
 
-import ast
 import os
 import re
 
@@ -26,7 +25,7 @@ from fastapply.asks import ABOVE, MEMBER, Asks, attributes_above, holds, read, u
 from fastapply.defs import definitions
 from fastapply.merge import CERTAIN, NONE, MergeResult
 from fastapply.segments import is_closer
-from fastapply.syntax import count_errors, parse
+from fastapply.syntax import count_errors, parse, python_parses
 
 # The node types of one import line, per grammar (Go's specs sit inside an ``import ( ... )`` block).
 IMPORT_TYPES = {
@@ -121,16 +120,11 @@ def _rename(text: str, old: str, new: str, language: str) -> tuple[str | None, s
     named = [d for d in definitions(text, language) if d.name == old]
     if len(named) != 1:
         return None, f"`{old}` is not one definition of the file (defined {len(named)} times)"
-    if re.search(rf"(?<![\w$]){re.escape(new)}(?![\w$])", text):
+    if _mentions(text, new):
         return None, f"`{new}` is already a word of the file"
-    leaves, stack = [], [parse(text, language).root_node]
-    while stack:
-        node = stack.pop()
-        if node.child_count:
-            stack.extend(node.children)
-        elif node.text == old.encode("utf-8"):
-            leaves.append(node)
-    if len(re.findall(rf"(?<![\w$]){re.escape(old)}(?![\w$])", text)) != len(leaves):
+    leaves = [node for node in _nodes(parse(text, language).root_node)
+              if not node.child_count and node.text == old.encode("utf-8")]
+    if _mentions(text, old) != len(leaves):
         return None, f"`{old}` is also written inside strings or comments"
     for leaf in leaves:
         if not (leaf.type.endswith("identifier") or leaf.type == "constant"):
@@ -161,7 +155,7 @@ def _add_import(text: str, line: str, language: str) -> tuple[str | None, str]:
     if line in {" ".join(row.split()) for row in lines}:
         return None, f"the file already has `{line}`"
     root = parse(text, language).root_node
-    if any(_in_block(node, root) for node in _nodes(root, kinds)):
+    if any(_in_block(node, root) for node in _nodes(root) if node.type in kinds):
         return None, "the file also imports inside a block (`if`, `try`, a module), so where this one goes is a choice"
     spans = sorted((node.start_point.row, node.end_point.row) for node in root.named_children
                    if node.type in kinds and node.start_point.column == 0 and not lines[node.end_point.row][
@@ -222,13 +216,19 @@ def _source(line: str) -> str:
     return words[1] if len(words) > 1 else ""
 
 
-def _nodes(root, kinds) -> list:
+def _nodes(root) -> list:
+    """Every node of the tree under ``root``, ``root`` included."""
     found, stack = [], [root]
     while stack:
         node = stack.pop()
-        found += [node] if node.type in kinds else []
-        stack.extend(node.named_children)
+        found.append(node)
+        stack.extend(node.children)
     return found
+
+
+def _mentions(text: str, name: str) -> int:
+    """How often ``name`` is written in ``text`` as a word of its own (in code, strings or comments)."""
+    return len(re.findall(rf"(?<![\w$]){re.escape(name)}(?![\w$])", text))
 
 
 def _in_block(node, root) -> bool:
@@ -248,10 +248,10 @@ def _remove_comment(text: str, start: str, language: str) -> tuple[str | None, s
     if len(rows) != 1:
         return None, f"{len(rows)} lines of the file hold `{start}`"
     row = rows[0]
-    node = parse(text, language).root_node.descendant_for_point_range((row, len(lines[row]) - len(lines[row].lstrip())),
-                                                                       (row, len(lines[row].rstrip())))
+    indent = len(lines[row]) - len(lines[row].lstrip())
+    node = parse(text, language).root_node.descendant_for_point_range((row, indent), (row, len(lines[row].rstrip())))
     if node is None or not node.type.endswith("comment") or node.start_point.row != row \
-            or node.start_point.column != len(lines[row]) - len(lines[row].lstrip()) \
+            or node.start_point.column != indent \
             or lines[node.end_point.row][node.end_point.column:].strip():
         return None, f"`{start}` does not start a comment of its own lines"
     last = node.end_point.row
@@ -267,16 +267,8 @@ def _doubt(original: str, text: str, instruction: str, asks: Asks, language: str
     deleted that no ask covers."""
     if count_errors(text, language) > count_errors(original, language):
         return "the file would have more syntax errors than before"
-    if language == "python":
-        try:
-            ast.parse(original)
-        except (SyntaxError, ValueError):
-            pass
-        else:
-            try:
-                ast.parse(text)
-            except (SyntaxError, ValueError):
-                return "the file would not parse as Python"
+    if language == "python" and python_parses(original) and not python_parses(text):
+        return "the file would not parse as Python"
     left = undone(original, text, asks, language)
     if left:
         return left

@@ -127,3 +127,19 @@ def count_errors(text: str, language: str) -> int:
             visited_children = True
         else:
             return errors
+
+
+def python_parses(text: str) -> bool:
+    """Whether Python's own parser takes ``text``: stricter than tree-sitter, which allows an empty class
+    body (``class A:`` with nothing under it).
+
+    >>> python_parses("class A:\\n    pass\\n"), python_parses("class A:\\n")
+    (True, False)
+    """
+    import ast
+
+    try:
+        ast.parse(text)
+    except (SyntaxError, ValueError):
+        return False
+    return True
