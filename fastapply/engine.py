@@ -29,7 +29,7 @@ from fastapply.errors import RefusedError, UsageError
 from fastapply.focus import focus as focus_of
 from fastapply.instructed import apply as apply_instruction
 from fastapply.markers import only_markers
-from fastapply.merge import CERTAIN, MergeResult, merge
+from fastapply.merge import CERTAIN, LIKELY, MergeResult, merge
 from fastapply.syntax import count_errors
 from fastapply.validate import Problem, RefusalWatch, reads_as_prose, validate
 
@@ -134,7 +134,11 @@ def merge_edit(original: str, update: str, language: str | None, instruction: st
     applied where its words are plain (``instructed.apply``: "Delete the function `sequence`." beside a
     snippet of context and markers, which the snippet cannot show), where the merge leaves it undone
     (``asks.undone``, read on the original: a snippet that already made the change is not made again);
-    with no snippet, the instruction alone applied.
+    with no snippet, the instruction alone applied. Where the merge is likely (the snippet placed, with a
+    doubt), a plain instruction applied alone settles the edit if the snippet, merged into its answer,
+    changes nothing there: the snippet shows that answer's lines and no change of its own (a function
+    deleted at the file's end, the snippet showing the code above it with no marker after). A snippet
+    placed nowhere in the original says nothing of where the instruction's change goes.
 
     >>> text = "def a():\\n    return 1\\n\\n\\ndef b():\\n    return 2\\n"
     >>> print(merge_edit(text, "def a():\\n    return 3\\n# ...", "python", "Delete the function `b`.").text)
@@ -145,11 +149,17 @@ def merge_edit(original: str, update: str, language: str | None, instruction: st
     if not update.strip():
         return apply_instruction(original, instruction, language)
     merged = merge(original, update, language)
-    if instruction.strip() and merged.confidence == CERTAIN and undone(
-            original, merged.text, read(instruction, original, language), language):
-        applied = apply_instruction(merged.text, instruction, language)
-        if applied.confidence == CERTAIN:
-            return replace(merged, text=applied.text)
+    if not instruction.strip():
+        return merged
+    if merged.confidence == LIKELY:
+        alone = apply_instruction(original, instruction, language)
+        if alone.confidence == CERTAIN and merge(alone.text, update, language).text == alone.text:
+            return alone
+    elif merged.confidence == CERTAIN:
+        if undone(original, merged.text, read(instruction, original, language), language):
+            applied = apply_instruction(merged.text, instruction, language)
+            if applied.confidence == CERTAIN:
+                return replace(merged, text=applied.text)
     return merged
 
 

@@ -174,3 +174,25 @@ def test_a_plain_instruction_beside_a_snippet_is_applied_to_the_certain_merge():
     done = "def a():\n    return 1\n\n\ndef c():\n    return 3\n"
     outcome = resolve_edit(done, snippet, "python", "auto", instruction="Delete the function `b`.")
     assert outcome.text == done.replace("return 1", "return 10")
+
+
+def test_a_plain_instruction_settles_a_likely_merge_whose_snippet_shows_its_answer_and_no_change():
+    """"Delete the function `b`." beside the code above `b`, with no marker after it: the merge alone is
+    likely (it would delete the file's last lines, which a marker left out may have kept); the instruction
+    applied alone gives the same file, and the snippet merged into that changes nothing, so it is certain.
+    A snippet with a change of its own stays with the model."""
+    from fastapply.engine import merge_edit, resolve_edit
+    from fastapply.merge import merge
+
+    text = "import os\n\n\ndef a():\n    return 1\n\n\n# Twice a.\ndef b():\n    x = a()\n    y = a()\n    return x + y\n"
+    snippet = "# ... existing code ...\ndef a():\n    return 1\n"
+    assert merge(text, snippet, "python").confidence == "likely"
+    answer = "import os\n\n\ndef a():\n    return 1\n"
+    outcome = resolve_edit(text, snippet, "python", "merge", instruction="Delete the function `b`.")  # no model
+    assert (outcome.engine, outcome.text) == ("merge", answer)
+    changed = merge_edit(text, snippet.replace("return 1", "return 10"), "python", "Delete the function `b`.")
+    assert changed.confidence == "likely"
+    # not every word read: the instruction may ask more than the deletion
+    assert merge_edit(text, snippet, "python", "Delete the function `b`. Keep it fast.").confidence == "likely"
+    # the instruction names another definition: its answer still holds `b`, which the snippet does not show
+    assert merge_edit(text, snippet, "python", "Delete the function `a`.").confidence == "likely"
