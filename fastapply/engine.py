@@ -138,7 +138,8 @@ def merge_edit(original: str, update: str, language: str | None, instruction: st
     doubt), a plain instruction applied alone settles the edit if the snippet, merged into its answer,
     changes nothing there: the snippet shows that answer's lines and no change of its own (a function
     deleted at the file's end, the snippet showing the code above it with no marker after). A snippet
-    placed nowhere in the original says nothing of where the instruction's change goes.
+    placed nowhere in the original says nothing of where the instruction's change goes. Either way the
+    answer is one the snippet merged into it leaves as it is.
 
     >>> text = "def a():\\n    return 1\\n\\n\\ndef b():\\n    return 2\\n"
     >>> print(merge_edit(text, "def a():\\n    return 3\\n# ...", "python", "Delete the function `b`.").text)
@@ -153,14 +154,21 @@ def merge_edit(original: str, update: str, language: str | None, instruction: st
         return merged
     if merged.confidence == LIKELY:
         alone = apply_instruction(original, instruction, language)
-        if alone.confidence == CERTAIN and merge(alone.text, update, language).text == alone.text:
+        if _shows(update, alone, language):
             return alone
     elif merged.confidence == CERTAIN:
         if undone(original, merged.text, read(instruction, original, language), language):
             applied = apply_instruction(merged.text, instruction, language)
-            if applied.confidence == CERTAIN:
+            if _shows(update, applied, language):
                 return replace(merged, text=applied.text)
     return merged
+
+
+def _shows(update: str, answer: MergeResult, language: str | None) -> bool:
+    """Whether ``answer`` is certain and the snippet, merged into it, changes nothing: the snippet shows
+    the answer's lines and asks nothing against it (not "Delete the function `a`." beside a snippet
+    showing `a`)."""
+    return answer.confidence == CERTAIN and merge(answer.text, update, language).text == answer.text
 
 
 def unsettled(merged: MergeResult, original: str, instruction: str = "", language: str | None = None) -> str | None:

@@ -196,3 +196,15 @@ def test_a_plain_instruction_settles_a_likely_merge_whose_snippet_shows_its_answ
     assert merge_edit(text, snippet, "python", "Delete the function `b`. Keep it fast.").confidence == "likely"
     # the instruction names another definition: its answer still holds `b`, which the snippet does not show
     assert merge_edit(text, snippet, "python", "Delete the function `a`.").confidence == "likely"
+
+
+def test_an_instruction_against_what_the_snippet_shows_is_not_applied_to_the_merge():
+    """"Delete the function `a`." beside a snippet showing `a` (and dropping the two lines of `b` after
+    it, a certain merge): applying the instruction to that merge would leave neither; the snippet merged
+    into such an answer would change it, so the two disagree and the merge engine refuses, writing nothing."""
+    from fastapply.engine import EditRefused, resolve_edit
+
+    text = "import os\n\n\ndef a():\n    return 1\n\n\ndef b():\n    return 2\n"
+    snippet = "# ... existing code ...\ndef a():\n    return 1\n"
+    with pytest.raises(EditRefused, match="the merge alone does not make this edit: .* still defines it"):
+        resolve_edit(text, snippet, "python", "merge", instruction="Delete the function `a`.")
