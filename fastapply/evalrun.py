@@ -95,7 +95,7 @@ def _run_task(task: Task, policies: Sequence[str]) -> list[dict]:
     """Every policy on one task: the records, scored; a model's answers also validated (``validation``
     names the checks that refuse it, ``refused`` says whether fastapply would have written nothing)."""
     config: EvalConfig = _WORKER["config"]
-    merged = merge_result = merge_record = placed = None
+    merged = merge_result = merge_record = placed = merge_failed = None
     drafts_merge = config.engine != "merge" and (config.merge_draft or config.engine == "auto") and any(
         p in ("fastapply", REMOTE_POLICY) for p in policies)
     if (drafts_merge or config.focusing) and merge_engine_available():
@@ -104,8 +104,8 @@ def _run_task(task: Task, policies: Sequence[str]) -> list[dict]:
             placed = result if config.focusing else None
             if drafts_merge:
                 merge_result, merge_record, merged = result, record, result.text
-        except Exception:  # noqa: BLE001 - a failing merge only means no merged draft (and no focus) for this task
-            merged = None
+        except Exception as exc:  # noqa: BLE001 - a failing merge means no merged draft (and no focus) for this task
+            merged, merge_failed = None, f"{type(exc).__name__}: {exc}"  # recorded: a merge engine bug shows
     window = focus(task.original, task.update, placed, task.language, task.instruction)
     shown = task if window is None else replace(task, original=window.cut(task.original))
     shown_draft = merged if window is None else window.cut_draft(merged)  # the merge's candidate, as shown
@@ -159,7 +159,8 @@ def _run_task(task: Task, policies: Sequence[str]) -> list[dict]:
             "fastapply_version": __version__, "git_commit": git_commit(), "model": config.model_source,
             "options": config.options(), "output": output, "closed": closed,
             "accuracy": score(output, task.expected, task.original, task.language, closed).as_dict(),
-            "speed": speed, "error": error, **extra, "finished": now(),
+            "speed": speed, "error": error, **extra, **({"merge_error": merge_failed} if merge_failed else {}),
+            "finished": now(),
         })
     return records
 

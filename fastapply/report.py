@@ -41,7 +41,7 @@ def summarize(records: Sequence[dict], meta: dict | None = None) -> dict:
                    "speedup_prompt_lookup": ratios.get(policy, {}).get("prompt_lookup"),
                    "limit_s": speed.get("limit_s"), "vs_limit": speed.get("vs_limit"),
                    "refused": r.get("refused"), "validation": r.get("validation"), "stopped": r.get("stopped"),
-                   "window": r.get("window")}
+                   "window": r.get("window"), "merge_error": r.get("merge_error")}
             if r.get("merge"):  # None where the merge engine failed on the task
                 row["confidence"] = r["merge"]["confidence"]
             if "score" in (r.get("judge") or {}):
@@ -76,6 +76,7 @@ def _policy_figures(rows: list[dict]) -> dict:
         "tree_equal": _share([r["tree_equal"] for r in rows if r["tree_equal"] is not None]),
         "correct": _share([not r["errors"] for r in rows]),
         "errors": errors,
+        "merge_errors": sum(bool(r["merge_error"]) for r in rows),
     }
     judged_safe = [r for r in rows if r["refused"] is not None]
     if judged_safe:  # what fastapply would have written: refusals by validation (or an uncertain merge)

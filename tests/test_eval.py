@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import threading
+from pathlib import Path
 from http.server import BaseHTTPRequestHandler, HTTPServer
 
 import pytest
@@ -184,6 +185,30 @@ def test_merge_engine(tmp_path):
     assert (tmp_path / "accuracy.png") in written and "| merge | 5 |" in report
     header, _, row = report.split("## Accuracy and speed")[1].strip().splitlines()[:3]
     assert "exact when certain" in header and header.count("|") == row.count("|")  # one cell a column
+
+
+def test_a_merge_that_raises_is_recorded_and_warned_of(tmp_path, tiny_checkpoint, monkeypatch):
+    """A merge engine bug does not stop the run (that task has no merged draft), and does not pass
+    unseen: its record holds the error, the summary counts it, and the run warns on stderr."""
+    import fastapply.evalrun
+    from fastapply.engine import merge_edit
+
+    def failing(original, update, language, instruction=""):
+        if original == TASKS[0].original:
+            raise IndexError("list index out of range")
+        return merge_edit(original, update, language, instruction)
+
+    monkeypatch.setattr(fastapply.evalrun, "merge_edit", failing)
+    out = tmp_path / "out"
+    result = CliRunner().invoke(app, ["eval", "--engine", "replay", "--tasks", str(write_tasks(tmp_path / "t.jsonl")),
+                                      "--tokenizer", str(tiny_checkpoint), "--draft", "fastapply", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    assert "the merge engine raised an error on 1 task(s)" in result.stderr
+    records = {r["task"]: r for r in map(json.loads, map(Path.read_text, (out / "results").glob("*/*.json")))}
+    assert records[TASKS[0].id]["merge_error"] == "IndexError: list index out of range"
+    assert records[TASKS[0].id]["merged_draft"] is False
+    assert not any("merge_error" in r for task, r in records.items() if task != TASKS[0].id)
+    assert json.loads((out / "summary.json").read_text())["policies"]["fastapply"]["merge_errors"] == 1
 
 
 @pytest.mark.skipif(not merge_engine_available(), reason="the merge engine (fastapply.merge) is not in this branch")

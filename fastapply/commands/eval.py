@@ -103,6 +103,10 @@ def eval_command(
             typer.echo(json.dumps({k: v for k, v in summary.items() if k != "per_task"}, indent=1))
         else:
             Console(width=max(Console().width, 140)).print(table(summary))
+        failed = max((figures["merge_errors"] for figures in summary["policies"].values()), default=0)
+        if failed:  # not a refusal: a bug of the merge engine, which the run went on without
+            stderr.print(f"warning: the merge engine raised an error on {failed} task(s); "
+                         f"their records in {out} hold it as merge_error")
         if stderr.is_terminal:
             stderr.print(f"{run.ran} results computed, {run.resumed} kept from an earlier run; "
                          f"report in {out}/report.md")
