@@ -9,7 +9,8 @@ instruction alone ("delete the function save": words, no marker, no line of the 
 to the model as its instruction with no snippet; where its words ask only for plain changes (a
 definition deleted, a name renamed, an import added, a comment removed), ``instructed.py`` applies it
 and its answer stands in for the merge's, as it is applied to a certain merge of a snippet beside
-it (``merge_edit``). The model
+it (``merge_edit``). An edit written as a diff (``patch.py``) is placed line for line where it
+places itself, and otherwise read, merged and shown to the model as the snippet it amounts to. The model
 rewrites only the top-level statements around the lines the merge placed the update in (``focus.py``)
 unless ``focus`` is off; its answer is put back into the file. Model output is
 validated (``validate.py``) and refused unless ``force``; a refusal is an ``EditRefused`` that carries
@@ -30,6 +31,7 @@ from fastapply.focus import focus as focus_of
 from fastapply.instructed import apply as apply_instruction
 from fastapply.markers import only_markers
 from fastapply.merge import CERTAIN, LIKELY, MergeResult, merge
+from fastapply.patch import apply_patch, as_snippet, read_patch
 from fastapply.syntax import count_errors
 from fastapply.validate import Problem, RefusalWatch, reads_as_prose, validate
 
@@ -88,9 +90,12 @@ def resolve_edit(original: str, update: str, language: str | None, engine: str =
         raise UsageError(f"unknown engine {engine!r}; choose one of: {', '.join(ENGINES)}")
     if not update.strip() and not instruction.strip():
         raise UsageError("the edit is empty: give an update snippet, an instruction, or both")
-    if reads_as_instruction(original, update, language, instruction):
-        update, instruction = "", " ".join(update.split())
-    if not instruction.strip() and only_markers(update, language):
+    edit, patch = update, read_patch(update, original)  # edit: what the merge engine reads, a diff as a diff
+    if patch is not None:  # what the model and the checks read: the snippet the diff amounts to
+        update = as_snippet(patch, language)
+    elif reads_as_instruction(original, update, language, instruction):
+        instruction, edit, update = " ".join(update.split()), "", ""
+    if patch is None and not instruction.strip() and only_markers(update, language):
         literal = " (it holds a literal \\n: give the edit real line breaks, e.g. with --edit-file)" \
             if "\\n" in update else ""
         raise UsageError(f"the edit is lazy markers alone ('... existing code ...'), with no code to apply{literal}")
@@ -105,7 +110,7 @@ def resolve_edit(original: str, update: str, language: str | None, engine: str =
         raise UsageError("the merge engine applies an update snippet, and an instruction only where it plainly asks "
                          "for a deletion, a rename, an import or a comment removal; this instruction beside a snippet "
                          "needs a model")
-    merged = merge_edit(original, update, language, instruction)
+    merged = merge_edit(original, edit, language, instruction)
     why = unsettled(merged, original, instruction, language)
     if engine == "merge" or run_model is None or (merge_first and why is None):
         if why is not None:
@@ -134,12 +139,13 @@ def merge_edit(original: str, update: str, language: str | None, instruction: st
     applied where its words are plain (``instructed.apply``: "Delete the function `sequence`." beside a
     snippet of context and markers, which the snippet cannot show), where the merge leaves it undone
     (``asks.undone``, read on the original: a snippet that already made the change is not made again);
-    with no snippet, the instruction alone applied. Where the merge is likely (the snippet placed, with a
-    doubt), a plain instruction applied alone settles the edit if the snippet, merged into its answer,
-    changes nothing there: the snippet shows that answer's lines and no change of its own (a function
-    deleted at the file's end, the snippet showing the code above it with no marker after). A snippet
-    placed nowhere in the original says nothing of where the instruction's change goes. Either way the
-    answer is one the snippet merged into it leaves as it is.
+    with no snippet, the instruction alone applied. An update that is a diff is applied as one
+    (``patch.apply_patch``), and read as the snippet it amounts to beside an instruction. Where the
+    merge is likely (the snippet placed, with a doubt), a plain instruction applied alone settles the
+    edit if the snippet, merged into its answer, changes nothing there: the snippet shows that answer's
+    lines and no change of its own (a function deleted at the file's end, the snippet showing the code
+    above it with no marker after). A snippet placed nowhere in the original says nothing of where the
+    instruction's change goes. Either way the answer is one the snippet merged into it leaves as it is.
 
     >>> text = "def a():\\n    return 1\\n\\n\\ndef b():\\n    return 2\\n"
     >>> print(merge_edit(text, "def a():\\n    return 3\\n# ...", "python", "Delete the function `b`.").text)
@@ -149,17 +155,19 @@ def merge_edit(original: str, update: str, language: str | None, instruction: st
     """
     if not update.strip():
         return apply_instruction(original, instruction, language)
-    merged = merge(original, update, language)
+    patch = read_patch(update, original)
+    merged = merge(original, update, language) if patch is None else apply_patch(original, patch, language)
     if not instruction.strip():
         return merged
+    snippet = update if patch is None else as_snippet(patch, language)
     if merged.confidence == LIKELY:
         alone = apply_instruction(original, instruction, language)
-        if _shows(update, alone, language):
+        if _shows(snippet, alone, language):
             return alone
     elif merged.confidence == CERTAIN:
         if undone(original, merged.text, read(instruction, original, language), language):
             applied = apply_instruction(merged.text, instruction, language)
-            if _shows(update, applied, language):
+            if _shows(snippet, applied, language):
                 return replace(merged, text=applied.text)
     return merged
 

@@ -144,6 +144,17 @@ def test_apply_route_with_the_merge_engine_alone(server):
     assert unknown.status_code == 400 and "engine" in unknown.json()["error"]["message"]
 
 
+def test_apply_route_takes_a_diff(server):
+    """A unified diff as the update, with the merge engine: placed line for line, certain, no model run."""
+    import difflib
+
+    diff = "".join(difflib.unified_diff(ORIGINAL.splitlines(True), EXPECTED.splitlines(True), "a/g.py", "b/g.py"))
+    answer = server.post("/v1/apply", json={"original": ORIGINAL, "update": diff, "language": "python",
+                                            "engine": "merge"}).json()
+    assert answer["ok"] is True and answer["text"] == EXPECTED and answer["engine"] == "merge"
+    assert answer["merge"]["confidence"] == "certain" and answer["stats"] is None
+
+
 def test_models_and_health(server):
     assert [m["id"] for m in server.get("/v1/models").json()["data"]] == ["tiny"]
     health = server.get("/health").json()

@@ -24,7 +24,7 @@ from fastapply.errors import UsageError
 @app.command("apply")
 def apply_command(
     file: Annotated[str, typer.Argument(help="The file to edit; - reads it from stdin.")],
-    edit: Annotated[Optional[str], typer.Option("--edit", "-e", help="The update snippet or instruction; - reads stdin.")] = None,
+    edit: Annotated[Optional[str], typer.Option("--edit", "-e", help="The update snippet, diff or instruction; - reads stdin.")] = None,
     edit_file: Annotated[Optional[Path], typer.Option("--edit-file", help="Read the edit from this file.")] = None,
     instruction: Annotated[str, typer.Option(help="A natural-language instruction, beside the snippet or alone.")] = "",
     model: ModelOpt = None,

@@ -1,0 +1,88 @@
+"""Edits written as diffs, on every committed edit with a known answer: how often ``patch.py`` places
+a diff itself (certain) and whether what it writes is the known answer.
+
+    python benchmarks/patch_bench.py       # the suite and data/train: benchmarks/results/patch.json
+
+Each task's change (original -> expected) is written four ways, as tools and chat models write it:
+``git -U3`` (difflib's unified diff, 3 lines of context, exact line numbers), ``-U0`` (no context),
+``@@ no numbers`` (the -U3 hunks with bare ``@@`` headers, as chat models write them) and
+``search/replace`` (each -U3 hunk's old and new lines as a SEARCH/REPLACE block). Each is given to
+``engine.merge_edit`` as the update, as ``fastapply FILE --edit-file`` gives it. Reported per form: the
+edits, certain, certain and exact, exact among the rest (the merge of the snippet it amounts to, or a
+line-number placement left likely), and the median time. Prints a table and writes JSON.
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import json
+import re
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from fastapply.engine import merge_edit  # noqa: E402
+from fastapply.tasks import load_tasks  # noqa: E402
+
+RESULTS = Path(__file__).resolve().parent / "results" / "patch.json"
+KNOWN = ["evals/tasks/suite.jsonl.gz", "data/train/train.jsonl.gz", "data/train/valid.jsonl.gz"]
+
+
+def unified(old: str, new: str, context: int) -> str:
+    """The diff as git writes it: a line with no newline (the file's last) is followed by git's mark."""
+    lines = difflib.unified_diff(old.splitlines(True), new.splitlines(True), "a/file", "b/file", n=context)
+    return "".join(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in lines)
+
+
+def forms(old: str, new: str) -> dict[str, str]:
+    diff = unified(old, new, 3)
+    hunks = re.split(r"(?m)^@@[^\n]*\n", diff)[1:]
+    blocks = []
+    for hunk in hunks:
+        lines = hunk.splitlines()
+        search = [line[1:] for line in lines if line[:1] in (" ", "-")]
+        replace = [line[1:] for line in lines if line[:1] in (" ", "+")]
+        blocks.append("<<<<<<< SEARCH\n" + "".join(f"{line}\n" for line in search) + "=======\n"
+                      + "".join(f"{line}\n" for line in replace) + ">>>>>>> REPLACE\n")
+    return {"git -U3": diff, "-U0": unified(old, new, 0),
+            "@@ no numbers": re.sub(r"(?m)^@@ [^\n]*@@", "@@", diff.split("\n", 2)[2]),
+            "search/replace": "".join(blocks)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("tasks", nargs="*", default=KNOWN, help="task files (eval-suite schema)")
+    parser.add_argument("--out", type=Path, default=RESULTS)
+    args = parser.parse_args()
+    rows = []
+    for path in args.tasks:
+        for task in load_tasks(path):
+            if task.original == task.expected or "\r" in task.original + task.expected:
+                continue
+            for form, edit in forms(task.original, task.expected).items():
+                start = time.perf_counter()
+                result = merge_edit(task.original, edit, task.language)
+                rows.append({"task": f"{path}:{task.id}", "form": form, "confidence": result.confidence,
+                             "exact": result.text == task.expected, "seconds": time.perf_counter() - start})
+    report = {"command": "python benchmarks/patch_bench.py " + " ".join(args.tasks), "forms": {}}
+    print(f"| form | edits | certain | certain and exact | exact, not certain | median ms |\n|---|---:|---:|---:|---:|---:|")
+    for form in dict.fromkeys(r["form"] for r in rows):
+        mine = [r for r in rows if r["form"] == form]
+        certain = [r for r in mine if r["confidence"] == "certain"]
+        figures = {"edits": len(mine), "certain": len(certain), "certain_exact": sum(r["exact"] for r in certain),
+                   "exact_not_certain": sum(r["exact"] for r in mine if r["confidence"] != "certain"),
+                   "median_ms": round(1000 * statistics.median(r["seconds"] for r in mine), 2),
+                   "certain_wrong": [r["task"] for r in certain if not r["exact"]]}
+        report["forms"][form] = figures
+        print(f"| {form} | {figures['edits']:,} | {figures['certain']:,} | {figures['certain_exact']:,} | "
+              f"{figures['exact_not_certain']:,} | {figures['median_ms']} |")
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(report, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,269 @@
+"""Edits written as a diff: a unified diff (``git diff``, ``diff -u``, the ``@@`` hunks chat models
+write, the ``*** Begin Patch`` form of coding agents) or SEARCH/REPLACE blocks, applied line for line.
+
+A hunk's old lines (its context and the lines it deletes) are looked for in the file, exactly or but
+for trailing whitespace: found once, or, where found more than once, at the line its header names,
+they give way to its new lines, the file's own text kept for its context lines. A diff whose every
+hunk is placed so, none overlapping, is ``certain``: it says exactly what to change and where. A hunk
+of new lines alone (``diff -U0``) is placed by its header's line number, certain only where the
+diff's other hunks were each found at the line their headers name. A diff with a hunk not found so
+(its context stale, its lines laid out otherwise) is read as the update snippet it amounts to
+(``as_snippet``: each hunk's context and new lines between lazy markers), which the merge engine
+places, ``likely`` at best, and which a model reads.
+
+>>> patch = read_patch("@@ -1,2 +1,2 @@\\n a = 1\\n-b = 2\\n+b = 3\\n")
+>>> result = apply_patch("a = 1\\nb = 2\\nc = 4\\n", patch, "python")
+>>> result.confidence, result.text
+('certain', 'a = 1\\nb = 3\\nc = 4\\n')
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+
+from fastapply.errors import UsageError
+from fastapply.merge import CERTAIN, LIKELY, NONE, MergeResult, merge
+from fastapply.snippet import DEFAULT_MARKER
+from fastapply.syntax import comment, count_errors
+
+_NUMBERED = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
+_SEARCH = re.compile(r"^<{5,9} ?SEARCH\s*$")
+_DIVIDER = re.compile(r"^={5,9}\s*$")
+_REPLACE = re.compile(r"^>{5,9} ?REPLACE\s*$")
+_FENCE = re.compile(r"^```[\w+-]*\s*$")
+_HEADERS = ("diff --git ", "index ", "--- ", "+++ ", "old mode ", "new mode ", "similarity index ", "rename from ",
+            "rename to ", "copy from ", "copy to ", "new file mode ", "*** Begin Patch", "*** End Patch",
+            "*** End of File", "*** Update File: ")
+_OTHER_FILES = ("*** Add File: ", "*** Delete File: ", "deleted file mode ", "+++ /dev/null")
+
+
+@dataclass(frozen=True)
+class Hunk:
+    ops: tuple[tuple[str, str], ...]  # (" " kept, "-" deleted or "+" added, the line without its newline)
+    start: int | None = None  # the original's 1-based line its header names (0: before the first), if any
+
+    @property
+    def old(self) -> list[str]:
+        return [line for kind, line in self.ops if kind != "+"]
+
+
+@dataclass(frozen=True)
+class Patch:
+    hunks: tuple[Hunk, ...]
+    final_newline: bool | None = None  # "\ No newline at end of file": False where the new file lacks one,
+    # True where only the old one did; None where the diff does not say
+    creates: bool = False  # the diff's old file is /dev/null
+
+
+def read_patch(edit: str, original: str = "") -> Patch | None:
+    """The diff ``edit`` is, or None where it is not one (a snippet, an instruction). Every line outside
+    its hunks must be a diff's header, a code fence or blank; a diff of several files is a usage error.
+    A file that itself holds hunk headers or SEARCH markers (a patch, notes on diffs) is edited only by
+    snippets: an edit of it may be its own text."""
+    return _read(edit.replace("\r\n", "\n"), _holds_patch_lines(original))
+
+
+@lru_cache(maxsize=8)
+def _read(edit: str, original_holds_patch_lines: bool) -> Patch | None:
+    if original_holds_patch_lines or ("@@" not in edit and "SEARCH" not in edit):
+        return None
+    lines = edit.split("\n")
+    if any(_SEARCH.match(line) for line in lines):
+        return _search_replace(lines)
+    return _unified(lines)
+
+
+def _holds_patch_lines(text: str) -> bool:
+    return any(line.startswith("@@ -") or _SEARCH.match(line) for line in text.split("\n"))
+
+
+def _unified(lines: list[str]) -> Patch | None:
+    hunks: list[Hunk] = []
+    files: set[str] = set()
+    final_newline, creates, i = None, False, 0
+    while i < len(lines):
+        line = lines[i]
+        if line.startswith("@@"):
+            hunk, i, eof = _hunk(lines, i)
+            hunks.append(hunk)
+            final_newline = eof if eof is not None else final_newline
+        elif line.startswith(_OTHER_FILES):
+            raise UsageError(f"the diff adds, deletes or renames a file ({line.strip()}); fastapply applies an edit "
+                             f"to the file it is given")
+        elif line.startswith(("+++ ", "*** Update File: ")):
+            files.add(_path(line))
+            i += 1
+        elif line.startswith(_HEADERS) or not line.strip() or _FENCE.match(line):
+            creates = creates or line.startswith("--- /dev/null")
+            i += 1
+        else:
+            return None  # a line no diff holds here: not a diff
+    if not hunks:
+        return None
+    if len(files) > 1:
+        raise UsageError(f"the diff edits {len(files)} files ({', '.join(sorted(files))}); fastapply applies an "
+                         f"edit to one file: give it that file's part")
+    return Patch(tuple(hunks), final_newline, creates)
+
+
+def _hunk(lines: list[str], i: int) -> tuple[Hunk, int, bool | None]:
+    """The hunk whose header is ``lines[i]``, the index after it, and what it says of the final newline.
+    A numbered header's counts end it (a ``-- comment`` line deleted after it is not a header); past
+    them, or with none, it runs on while its lines are a hunk's (chat models miscount)."""
+    numbered = _NUMBERED.match(lines[i])
+    start = int(numbered.group(1)) if numbered else None
+    wanted = (int(numbered.group(2) or 1), int(numbered.group(4) or 1)) if numbered else None
+    ops: list[tuple[str, str]] = []
+    bare: list[bool] = []  # the op was an empty line (a blank context line whose space was stripped)
+    old = new = 0
+    final_newline = None
+    j = i + 1
+    while j < len(lines):
+        line = lines[j]
+        if line.startswith("\\"):  # "\ No newline at end of file", of the line before
+            if ops:
+                final_newline = False if ops[-1][0] != "-" else True
+            j += 1
+            continue
+        counted = wanted is not None and old >= wanted[0] and new >= wanted[1]
+        if _ends_hunk(lines, j) or (line[:1] not in (" ", "-", "+") and (line or counted)):
+            break
+        kind, text = (line[0], line[1:]) if line else (" ", "")
+        ops.append((kind, text))
+        bare.append(not line)
+        old += kind != "+"
+        new += kind != "-"
+        j += 1
+    while bare and bare[-1]:  # empty lines at a hunk's end are the gap before what follows, not context
+        ops.pop()
+        bare.pop()
+    return Hunk(tuple(ops), start), j, final_newline
+
+
+def _path(line: str) -> str:
+    """The file a ``+++ b/path`` or ``*** Update File: path`` line names."""
+    name = line.removeprefix("*** Update File: ") if line.startswith("***") else line[4:].split("\t")[0]
+    return name.strip().removeprefix("b/")
+
+
+def _ends_hunk(lines: list[str], j: int) -> bool:
+    line = lines[j]
+    return (line.startswith(("@@", "diff --git ", "*** ")) or _FENCE.match(line) is not None
+            or (line.startswith("--- ") and j + 1 < len(lines) and lines[j + 1].startswith("+++ ")))
+
+
+def _search_replace(lines: list[str]) -> Patch:
+    hunks: list[Hunk] = []
+    i = 0
+    while i < len(lines):
+        if not _SEARCH.match(lines[i]):
+            i += 1  # a file name, a fence, words around the blocks
+            continue
+        divider = next((j for j in range(i + 1, len(lines)) if _DIVIDER.match(lines[j])), None)
+        end = next((j for j in range(divider + 1, len(lines)) if _REPLACE.match(lines[j])), None) \
+            if divider is not None else None
+        if end is None:
+            raise UsageError(f"the SEARCH/REPLACE block at line {i + 1} of the edit has no "
+                             f"{'=======' if divider is None else '>>>>>>> REPLACE'} line")
+        search, replace = lines[i + 1:divider], lines[divider + 1:end]
+        ops: list[tuple[str, str]] = []
+        for tag, a1, a2, b1, b2 in difflib.SequenceMatcher(None, search, replace, autojunk=False).get_opcodes():
+            if tag == "equal":
+                ops += [(" ", line) for line in search[a1:a2]]
+            else:
+                ops += [("-", line) for line in search[a1:a2]] + [("+", line) for line in replace[b1:b2]]
+        hunks.append(Hunk(tuple(ops)))
+        i = end + 1
+    return Patch(tuple(hunks))
+
+
+def apply_patch(original: str, patch: Patch, language: str | None) -> MergeResult:
+    """``patch`` applied to ``original`` (LF text): certain where every hunk is placed, as above."""
+    lines = original.split("\n") if original else []
+    if original.endswith("\n"):
+        lines.pop()
+    if patch.creates and original.strip():
+        return MergeResult(None, NONE, ("the diff creates the file, which is not empty",))
+    placed: list[tuple[int, int, Hunk]] = []
+    doubts: list[str] = []
+    numbers_hold = None  # whether each hunk found in the file is at the line its header names
+    for n, hunk in enumerate(patch.hunks, 1):
+        old = hunk.old
+        if not old:
+            if hunk.start is None and original.strip():
+                return _as_snippet_merge(original, patch, language, f"hunk {n} shows no line of the file")
+            placed.append((hunk.start or 0, hunk.start or 0, hunk))
+            continue
+        found = _occurrences(lines, old)
+        at = hunk.start - 1 if hunk.start is not None and hunk.start - 1 in found else None
+        if len(found) == 1 or at is not None:
+            start = found[0] if len(found) == 1 else at
+            if hunk.start is not None:
+                numbers_hold = (numbers_hold is not False) and start == hunk.start - 1
+            placed.append((start, start + len(old), hunk))
+            continue
+        where = "are not in the file" if not found else \
+            f"are in the file {len(found)} times, none at the line its header names"
+        return _as_snippet_merge(original, patch, language, f"hunk {n}'s old lines {where}")
+    if any(not hunk.old for _, _, hunk in placed) and original.strip() and not numbers_hold:
+        doubts.append("a hunk of new lines alone is placed by its header's line number, which no other hunk "
+                      "of the diff bears out")
+    placed.sort(key=lambda p: (p[0], p[1]))
+    out: list[str] = []
+    done = 0
+    for start, end, hunk in placed:
+        if start < done:
+            return _as_snippet_merge(original, patch, language, "two hunks of the diff overlap in the file")
+        out += lines[done:start]
+        at = start
+        for kind, line in hunk.ops:
+            if kind == " ":
+                out.append(lines[at])  # the file's own text of a context line
+            if kind != "+":
+                at += 1
+            if kind == "+":
+                out.append(line)
+        done = end
+    out += lines[done:]
+    newline = original.endswith("\n") or not original if patch.final_newline is None else patch.final_newline
+    text = "\n".join(out) + ("\n" if newline and out else "")
+    if language is not None and count_errors(text, language) > count_errors(original, language):
+        doubts.append("the patched file has more syntax errors than the original")
+    span = (placed[0][0], placed[-1][1])
+    return MergeResult(text, LIKELY if doubts else CERTAIN, tuple(doubts), span)
+
+
+def _occurrences(lines: list[str], old: list[str]) -> list[int]:
+    """Where ``old`` runs in ``lines``: exactly, or where it is nowhere so, but for trailing whitespace."""
+    for key in (lambda line: line, str.rstrip):
+        want = [key(line) for line in old]
+        have = [key(line) for line in lines]
+        found = [i for i in range(len(have) - len(want) + 1) if have[i] == want[0] and have[i:i + len(want)] == want]
+        if found:
+            return found
+    return []
+
+
+def _as_snippet_merge(original: str, patch: Patch, language: str | None, why: str) -> MergeResult:
+    """The merge of the snippet the diff amounts to, likely at best: the diff did not place itself."""
+    merged = merge(original, as_snippet(patch, language), language)
+    return MergeResult(merged.text, NONE if merged.text is None else LIKELY, (why,) + merged.reasons, merged.span)
+
+
+def as_snippet(patch: Patch, language: str | None) -> str:
+    """The update snippet a diff amounts to: each hunk's context and new lines, lazy markers between
+    and around them, each indented like the line after it (the last like the line before it: the code
+    after a hunk may go on in its block). What a model is shown of a diff, and what the merge engine
+    places where the diff does not place itself."""
+    out: list[str] = []
+    for hunk in patch.hunks:
+        shown = [line for kind, line in hunk.ops if kind != "-"]
+        first = next((line for line in shown if line.strip()), "")
+        out.append(first[: len(first) - len(first.lstrip())] + comment(language, DEFAULT_MARKER))
+        out += shown
+    last = next((line for line in reversed(out) if line.strip()), "")
+    out.append(last[: len(last) - len(last.lstrip())] + comment(language, DEFAULT_MARKER))
+    return "\n".join(out) + "\n"

@@ -1,0 +1,167 @@
+"""Edits written as a diff (``fastapply.patch``): unified diffs, SEARCH/REPLACE blocks, the ``*** Begin
+Patch`` form; applied line for line where every hunk places itself, else merged as a snippet."""
+
+import difflib
+import random
+import sysconfig
+from pathlib import Path
+
+import pytest
+
+from fastapply.engine import EditRefused, resolve_edit
+from fastapply.errors import UsageError
+from fastapply.merge import merge
+from fastapply.patch import apply_patch, as_snippet, read_patch
+
+CALC = '''import math
+
+
+def area(r):
+    return math.pi * r * r
+
+
+def perimeter(r):
+    return 2 * math.pi * r
+
+
+def main():
+    print(area(2), perimeter(2))
+'''
+TAU = CALC.replace("2 * math.pi * r", "math.tau * r")
+STDLIB = Path(sysconfig.get_paths()["stdlib"])
+FILES = [STDLIB / name for name in ("textwrap.py", "shlex.py", "fractions.py", "json/encoder.py")]
+
+
+def unified(old: str, new: str, context: int = 3) -> str:
+    return "".join(difflib.unified_diff(old.splitlines(True), new.splitlines(True), "a/f.py", "b/f.py", n=context))
+
+
+def applied(original, edit, language="python"):
+    patch = read_patch(edit, original)
+    assert patch is not None
+    return apply_patch(original, patch, language)
+
+
+def test_a_unified_diff_is_applied_exactly_and_certain():
+    result = applied(CALC, unified(CALC, TAU))
+    assert (result.confidence, result.text) == ("certain", TAU)
+
+
+def random_edit(text: str, rng: random.Random) -> str:
+    lines = text.splitlines(True)
+    for _ in range(rng.randint(1, 4)):
+        i = rng.randrange(len(lines))
+        new = [lines[rng.randrange(len(lines))].replace("self", "this") for _ in range(rng.randint(0, 3))]
+        lines[i:i + rng.randint(0, 3)] = new
+    return "".join(lines)
+
+
+@pytest.mark.parametrize("context", [3, 1, 0])
+def test_every_diff_of_random_edits_of_real_files_gives_the_edited_file(context):
+    """difflib's diffs (numbers exact) of random edits of real files: every answer is the edited file,
+    and with context every one is certain (a hunk found more than once is placed by its line number).
+    With no context a hunk of new lines alone is placed by its number, certain only where the diff's
+    other hunks bear the numbers out. (No language: random lines break the syntax, a doubt of its own.)"""
+    rng = random.Random(context)
+    texts = [path.read_text("utf-8") for path in FILES if path.is_file()]
+    assert texts
+    certain = 0
+    for _ in range(60):
+        original = rng.choice(texts)
+        edited = random_edit(original, rng)
+        if edited == original:
+            continue
+        result = applied(original, unified(original, edited, context), None)
+        assert result.text == edited
+        certain += result.confidence == "certain"
+        if context:
+            assert result.confidence == "certain"
+    assert certain > 30
+
+
+def test_search_replace_blocks_and_the_begin_patch_form():
+    blocks = ("calc.py\n```python\n<<<<<<< SEARCH\ndef perimeter(r):\n    return 2 * math.pi * r\n=======\n"
+              "def perimeter(r):\n    return math.tau * r\n>>>>>>> REPLACE\n```\n")
+    assert (applied(CALC, blocks).confidence, applied(CALC, blocks).text) == ("certain", TAU)
+    agent = ("*** Begin Patch\n*** Update File: calc.py\n@@ def perimeter(r):\n-    return 2 * math.pi * r\n"
+             "+    return math.tau * r\n*** End Patch\n")
+    assert applied(CALC, agent).text == TAU
+    twice = "<<<<<<< SEARCH\n\n\n=======\n\n>>>>>>> REPLACE\n"  # blank lines are everywhere
+    assert applied(CALC, twice).confidence != "certain"
+    with pytest.raises(UsageError, match="has no >>>>>>> REPLACE line"):
+        read_patch("<<<<<<< SEARCH\na\n=======\nb\n")
+
+
+def test_a_chat_models_hunk_with_wrong_numbers_or_none_is_placed_by_its_lines():
+    wrong = "@@ -40,3 +40,3 @@\n def perimeter(r):\n-    return 2 * math.pi * r\n+    return math.tau * r\n"
+    bare = "```diff\n@@\n def perimeter(r):\n-    return 2 * math.pi * r\n+    return math.tau * r\n```\n"
+    for edit in (wrong, bare):
+        assert (applied(CALC, edit).confidence, applied(CALC, edit).text) == ("certain", TAU)
+    counted_too_few = "@@ -8,1 +8,1 @@\n def perimeter(r):\n-    return 2 * math.pi * r\n+    return math.tau * r\n"
+    assert applied(CALC, counted_too_few).text == TAU  # its lines run on past the counts
+
+
+def test_a_stale_hunk_is_merged_as_a_snippet_and_never_certain():
+    stale = "@@ -8,2 +8,2 @@\n def perimeter(radius):\n-    return 2 * math.pi * r\n+    return math.tau * r\n"
+    result = applied(CALC, stale)
+    assert result.confidence != "certain" and result.reasons[0] == "hunk 1's old lines are not in the file"
+    snippet = as_snippet(read_patch(stale), "python")
+    assert snippet == ("# ... existing code ...\ndef perimeter(radius):\n    return math.tau * r\n"
+                       "    # ... existing code ...\n")
+    with pytest.raises(EditRefused, match="hunk 1's old lines are not in the file"):
+        resolve_edit(CALC, stale, "python", "merge")
+
+
+def test_context_lines_keep_the_files_own_text_and_the_final_newline_follows_the_diff():
+    spaced = CALC.replace("def perimeter(r):", "def perimeter(r):   ")  # trailing spaces the diff lost
+    edit = "@@ -8,2 +8,2 @@\n def perimeter(r):\n-    return 2 * math.pi * r\n+    return math.tau * r\n"
+    assert applied(spaced, edit).text == spaced.replace("2 * math.pi * r", "math.tau * r")
+    bare_end = CALC.rstrip("\n")
+    added = ("@@ -13 +13,2 @@\n-    print(area(2), perimeter(2))\n\\ No newline at end of file\n"
+             "+    print(area(2), perimeter(2))\n+    return 0\n")
+    assert applied(bare_end, added).text == CALC + "    return 0\n"
+    cut = "@@ -13 +13 @@\n-    print(area(2), perimeter(2))\n+    print(area(3))\n\\ No newline at end of file\n"
+    assert applied(CALC, cut).text == CALC.replace("print(area(2), perimeter(2))\n", "print(area(3))")
+
+
+def test_what_is_not_a_diff_and_a_diff_of_several_files():
+    assert read_patch("def f():\n    return 1\n") is None  # a snippet
+    assert read_patch("delete the function main") is None  # an instruction
+    assert read_patch("- item\n- other @@ item\n") is None  # a YAML or Markdown list
+    notes = "# Diffs\n\n@@ -1 +1 @@\n-a\n+b\n"  # a file that holds hunk headers is edited by snippets only
+    assert read_patch("@@ -1 +1 @@\n-a\n+c\n", notes) is None
+    two = unified(CALC, TAU) + unified(CALC, TAU).replace("a/f.py", "a/g.py").replace("b/f.py", "b/g.py")
+    with pytest.raises(UsageError, match="the diff edits 2 files"):
+        read_patch(two)
+    with pytest.raises(UsageError, match="adds, deletes or renames a file"):
+        read_patch("--- a/calc.py\n+++ /dev/null\n@@ -1 +0,0 @@\n-import math\n")
+
+
+def test_a_deleted_dash_dash_comment_line_is_not_read_as_a_header():
+    lua = "-- old note\nlocal x = 1\nreturn x\n"
+    edit = "--- a/m.lua\n+++ b/m.lua\n@@ -1,2 +1,1 @@\n--- old note\n local x = 1\n"
+    assert applied(lua, edit, "lua").text == "local x = 1\nreturn x\n"
+
+
+def test_the_cli_writes_a_diff_with_the_shipped_model_and_runs_no_model(tmp_path, monkeypatch):
+    from typer.testing import CliRunner
+
+    from fastapply.cli import app
+
+    monkeypatch.delenv("FASTAPPLY_MODEL", raising=False)  # the shipped model: a certain diff needs no run of it
+    path, edit = tmp_path / "calc.py", tmp_path / "edit.diff"
+    path.write_text(CALC)
+    edit.write_text(unified(CALC, TAU).replace("f.py", "calc.py"))
+    result = CliRunner().invoke(app, [str(path), "--edit-file", str(edit), "--in-place"])
+    assert result.exit_code == 0, result.output
+    assert path.read_text() == TAU
+    edit.write_text("@@\n def perimeter(radius):\n-    return 2\n+    return 3\n")  # stale: merged as a snippet
+    result = CliRunner().invoke(app, [str(path), "--edit-file", str(edit), "--engine", "merge", "--in-place"])
+    assert result.exit_code == 3 and path.read_text() == TAU
+
+
+def test_an_instruction_beside_a_diff_is_applied_to_the_patched_file():
+    text = CALC + "\n\ndef unused():\n    return None\n"
+    outcome = resolve_edit(text, unified(CALC, TAU), "python", "merge", instruction="Delete the function `unused`.")
+    assert outcome.text == TAU
+    assert merge(outcome.text, as_snippet(read_patch(unified(CALC, TAU)), "python"), "python").text == TAU
