@@ -60,24 +60,28 @@ class Patch:
 
 def read_patch(edit: str, original: str = "") -> Patch | None:
     """The diff ``edit`` is, or None where it is not one (a snippet, an instruction). Every line outside
-    its hunks must be a diff's header, a code fence or blank; a diff of several files is a usage error.
-    A file that itself holds hunk headers or SEARCH markers (a patch, notes on diffs) is edited only by
-    snippets: an edit of it may be its own text."""
-    return _read(edit.replace("\r\n", "\n"), _holds_patch_lines(original))
+    its hunks must be a diff's header or blank, or, where the edit holds code fences, outside them (the
+    words of a chat model's answer, unless the file has code fences of its own); a diff of several files
+    is a usage error. A file that itself holds hunk headers or SEARCH markers (a patch, notes on diffs) is
+    edited only by snippets: an edit of it may be its own text."""
+    if "@@" not in edit and "SEARCH" not in edit:
+        return None
+    file_lines = original.split("\n")
+    if any(line.startswith("@@ -") or _SEARCH.match(line) for line in file_lines):
+        return None
+    return _read(edit.replace("\r\n", "\n"), any(_FENCE.match(line) for line in file_lines))
 
 
 @lru_cache(maxsize=8)
-def _read(edit: str, original_holds_patch_lines: bool) -> Patch | None:
-    if original_holds_patch_lines or ("@@" not in edit and "SEARCH" not in edit):
-        return None
+def _read(edit: str, original_holds_fences: bool) -> Patch | None:
     lines = edit.split("\n")
     if any(_SEARCH.match(line) for line in lines):
         return _search_replace(lines)
+    fences = [i for i, line in enumerate(lines) if _FENCE.match(line)]
+    if len(fences) >= 2 and not original_holds_fences:  # a chat model's answer: the diff is what its code fences
+        # hold, the words around them aside (in a file with fences of its own, they may be the file's own)
+        lines = [line for start, end in zip(fences[::2], fences[1::2]) for line in lines[start + 1:end]]
     return _unified(lines)
-
-
-def _holds_patch_lines(text: str) -> bool:
-    return any(line.startswith("@@ -") or _SEARCH.match(line) for line in text.split("\n"))
 
 
 def _unified(lines: list[str]) -> Patch | None:
@@ -96,7 +100,7 @@ def _unified(lines: list[str]) -> Patch | None:
         elif line.startswith(("+++ ", "*** Update File: ")):
             files.add(_path(line))
             i += 1
-        elif line.startswith(_HEADERS) or not line.strip() or _FENCE.match(line):
+        elif line.startswith(_HEADERS) or not line.strip():
             creates = creates or line.startswith("--- /dev/null")
             i += 1
         else:
@@ -151,7 +155,7 @@ def _path(line: str) -> str:
 
 def _ends_hunk(lines: list[str], j: int) -> bool:
     line = lines[j]
-    return (line.startswith(("@@", "diff --git ", "*** ")) or _FENCE.match(line) is not None
+    return (line.startswith(("@@", "diff --git ", "*** "))
             or (line.startswith("--- ") and j + 1 < len(lines) and lines[j + 1].startswith("+++ ")))
 
 

@@ -99,6 +99,11 @@ def test_a_chat_models_hunk_with_wrong_numbers_or_none_is_placed_by_its_lines():
         assert (applied(CALC, edit).confidence, applied(CALC, edit).text) == ("certain", TAU)
     counted_too_few = "@@ -8,1 +8,1 @@\n def perimeter(r):\n-    return 2 * math.pi * r\n+    return math.tau * r\n"
     assert applied(CALC, counted_too_few).text == TAU  # its lines run on past the counts
+    answer = f"Use the constant tau:\n\n{bare}\nThis keeps `area` as it is.\n"  # a chat model's whole answer
+    assert applied(CALC, answer).text == TAU
+    readme = "# Calc\n\n```python\nprint(area(2))\n```\n"  # a file with fences of its own: they may be its text
+    example = "# Calc\n\n```diff\n@@\n-a\n+b\n```\nDiffs look like this.\n"
+    assert read_patch(example, readme) is None and read_patch(example, CALC) is not None
 
 
 def test_a_stale_hunk_is_merged_as_a_snippet_and_never_certain():
