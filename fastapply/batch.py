@@ -7,7 +7,8 @@ says what happened to one input line, in input order: ``{"line", "file", "ok": t
 "written", "engine", "problems", "text"?, "stats"}`` or ``{"line", "file", "ok": false, "error",
 "exit_code", "reasons"?}`` (``reasons`` names the failed checks of a refused edit). A record that fails
 (unreadable file, refused result, server error) is reported and the others go on. With ``in_place``
-changed files are replaced atomically. This module does not print; the CLI renders progress and
+changed files are replaced atomically. A diff of several files (``patch_items``) is a batch too: each
+file's part is that file's edit. This module does not print; the CLI renders progress and
 writes the records.
 """
 
@@ -22,6 +23,7 @@ from dataclasses import dataclass
 from fastapply import fileio
 from fastapply.engine import ModelRun, resolve_edit
 from fastapply.errors import FastapplyError, RefusedError, UsageError
+from fastapply.patch import split_files
 from fastapply.syntax import language_for_path
 from fastapply.validate import RefusalWatch
 
@@ -59,6 +61,12 @@ def read_items(text: str) -> list[BatchItem]:
             continue
         items.append(BatchItem(number, record["file"], record["edit"], record.get("instruction", "")))
     return items
+
+
+def patch_items(diff: str) -> list[BatchItem]:
+    """The items of a diff of one or more files (``patch.split_files``): each file's part is its edit, its
+    line the one the part starts on."""
+    return [BatchItem(line, path, part) for line, path, part in split_files(diff)]
 
 
 def apply_item(item: BatchItem, run_model: ModelRunner | None, in_place: bool, engine: str = "auto",

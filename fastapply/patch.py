@@ -95,8 +95,8 @@ def _unified(lines: list[str]) -> Patch | None:
             hunks.append(hunk)
             final_newline = eof if eof is not None else final_newline
         elif line.startswith(_OTHER_FILES):
-            raise UsageError(f"the diff adds, deletes or renames a file ({line.strip()}); fastapply applies an edit "
-                             f"to the file it is given")
+            raise UsageError(f"the diff adds or deletes a file ({line.strip()}); fastapply applies an edit to the "
+                             f"file it is given")
         elif line.startswith(("+++ ", "*** Update File: ")):
             files.add(_path(line))
             i += 1
@@ -108,15 +108,16 @@ def _unified(lines: list[str]) -> Patch | None:
     if not hunks:
         return None
     if len(files) > 1:
-        raise UsageError(f"the diff edits {len(files)} files ({', '.join(sorted(files))}); fastapply applies an "
-                         f"edit to one file: give it that file's part")
+        raise UsageError(f"the diff edits {len(files)} files ({', '.join(sorted(files))}); fastapply FILE applies an "
+                         f"edit to one file: give it that file's part, or the whole diff to fastapply batch --patch")
     return Patch(tuple(hunks), final_newline, creates)
 
 
 def _hunk(lines: list[str], i: int) -> tuple[Hunk, int, bool | None]:
     """The hunk whose header is ``lines[i]``, the index after it, and what it says of the final newline.
-    A numbered header's counts end it (a ``-- comment`` line deleted after it is not a header); past
-    them, or with none, it runs on while its lines are a hunk's (chat models miscount)."""
+    It runs on while its lines are a hunk's, past a numbered header's counts too (chat models miscount),
+    where an empty line ends it; a ``--- `` line ends it only with a ``+++ `` line after it (a deleted
+    ``-- comment`` line is the hunk's)."""
     numbered = _NUMBERED.match(lines[i])
     start = int(numbered.group(1)) if numbered else None
     wanted = (int(numbered.group(2) or 1), int(numbered.group(4) or 1)) if numbered else None
@@ -148,9 +149,10 @@ def _hunk(lines: list[str], i: int) -> tuple[Hunk, int, bool | None]:
 
 
 def _path(line: str) -> str:
-    """The file a ``+++ b/path`` or ``*** Update File: path`` line names."""
-    name = line.removeprefix("*** Update File: ") if line.startswith("***") else line[4:].split("\t")[0]
-    return name.strip().removeprefix("b/")
+    """The file a ``+++ b/path``, ``--- a/path`` or ``*** Update File: path`` line names (git's a/, b/ dropped)."""
+    if line.startswith("*** "):
+        return line.split(": ", 1)[-1].strip()
+    return line[4:].split("\t")[0].strip().removeprefix("a/" if line.startswith("--- ") else "b/")
 
 
 def _ends_hunk(lines: list[str], j: int) -> bool:
@@ -182,6 +184,31 @@ def _search_replace(lines: list[str]) -> Patch:
         hunks.append(Hunk(tuple(ops)))
         i = end + 1
     return Patch(tuple(hunks))
+
+
+def split_files(diff: str) -> list[tuple[int, str, str]]:
+    """Each file's part of a diff of one or more files (``git diff``, ``diff -ru``, ``*** Begin Patch``):
+    (the 1-based line it starts on, the file's path as the diff names it, git's ``b/`` dropped, the part).
+    Raises UsageError where the text holds no file's part."""
+    lines = diff.replace("\r\n", "\n").split("\n")
+    starts: list[int] = []
+    for i, line in enumerate(lines):
+        names = line.startswith(("diff --git ", "*** Update File: ", "*** Add File: ", "*** Delete File: "))
+        pair = line.startswith("--- ") and i + 1 < len(lines) and lines[i + 1].startswith("+++ ")
+        if names or (pair and (not starts or any(lines[k].startswith("@@") for k in range(starts[-1], i)))):
+            starts.append(i)
+    parts = []
+    for start, end in zip(starts, starts[1:] + [len(lines)]):
+        part = lines[start:end]
+        named = next((line for line in part if line.startswith(("+++ ", "*** "))), "")
+        if named.startswith("+++ /dev/null"):  # a deleted file: named by its old path
+            named = next((line for line in part if line.startswith("--- ")), named)
+        path = _path(named) if named else ""
+        if path and path != "/dev/null":
+            parts.append((start + 1, path, "\n".join(part).strip("\n") + "\n"))
+    if not parts:
+        raise UsageError("the patch names no file (a diff with --- and +++ lines, or *** Update File:)")
+    return parts
 
 
 def apply_patch(original: str, patch: Patch, language: str | None) -> MergeResult:

@@ -168,3 +168,34 @@ def test_batch_merges_for_certain_without_a_model(tmp_path, monkeypatch):
     assert json.loads(merged.stdout.splitlines()[0])["text"] == EXPECTED
     needs = CliRunner().invoke(app, ["batch", str(edits), "--engine", "model"], env={"FASTAPPLY_MODEL": ""})
     assert needs.exit_code == 2 and "no model" in needs.stderr
+
+
+def test_batch_applies_each_files_part_of_a_diff(tmp_path, monkeypatch):
+    """`fastapply batch --patch`: a diff of several files (as `git diff` writes it, paths under a/ and b/)
+    is one edit a file; a file whose hunk is stale is refused and the others are written."""
+    import difflib
+
+    monkeypatch.delenv("FASTAPPLY_MODEL", raising=False)
+    monkeypatch.chdir(tmp_path)
+    js = "function greet(name) {\n  return 'hello ' + name;\n}\n\nmodule.exports = greet;\n"
+    js_new = js.replace("'hello ' + name", "`hello, ${name}!`")
+    (tmp_path / "src").mkdir()
+    files = {"src/greet.py": (ORIGINAL, EXPECTED), "src/greet.js": (js, js_new), "src/stale.py": (ORIGINAL, EXPECTED)}
+    diff = ""
+    for name, (old, new) in files.items():
+        (tmp_path / name).write_text(old)
+        diff += f"diff --git a/{name} b/{name}\nindex 0000000..1111111 100644\n" + "".join(
+            difflib.unified_diff(old.splitlines(True), new.splitlines(True), f"a/{name}", f"b/{name}"))
+    (tmp_path / "src/stale.py").write_text(ORIGINAL.replace("def greet(name)", "def greet(who)"))  # changed since
+    (tmp_path / "changes.diff").write_text(diff)
+    result = CliRunner().invoke(app, ["batch", "--patch", "changes.diff", "--in-place"])
+    assert result.exit_code == 1, result.output
+    records = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [(r["file"], r["ok"]) for r in records] == [("src/greet.py", True), ("src/greet.js", True),
+                                                       ("src/stale.py", False)]
+    assert records[2]["reasons"] == ["uncertain-merge"] and "hunk 1's old lines are not in the file" in records[2]["error"]
+    assert [r["line"] for r in records] == [1, 1 + diff.split("diff --git")[1].count("\n"), diff[:diff.rindex(
+        "diff --git")].count("\n") + 1]
+    assert (tmp_path / "src/greet.py").read_text() == EXPECTED and (tmp_path / "src/greet.js").read_text() == js_new
+    one = CliRunner().invoke(app, ["src/greet.py", "--edit-file", "changes.diff"])
+    assert one.exit_code == 2 and "fastapply batch --patch" in one.stderr

@@ -138,7 +138,7 @@ def test_what_is_not_a_diff_and_a_diff_of_several_files():
     two = unified(CALC, TAU) + unified(CALC, TAU).replace("a/f.py", "a/g.py").replace("b/f.py", "b/g.py")
     with pytest.raises(UsageError, match="the diff edits 2 files"):
         read_patch(two)
-    with pytest.raises(UsageError, match="adds, deletes or renames a file"):
+    with pytest.raises(UsageError, match="adds or deletes a file"):
         read_patch("--- a/calc.py\n+++ /dev/null\n@@ -1 +0,0 @@\n-import math\n")
 
 

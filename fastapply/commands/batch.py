@@ -20,6 +20,8 @@ from fastapply.errors import UsageError
 @app.command("batch")
 def batch_command(
     edits: Annotated[str, typer.Argument(help='JSONL of {"file": ..., "edit": ..., "instruction"?: ...}; - reads stdin.')],
+    patch: Annotated[bool, typer.Option("--patch", help="EDITS is a diff of one or more files (git diff, *** Begin Patch): "
+                                                        "each file's part is its edit.")] = False,
     out: Annotated[Optional[Path], typer.Option("--out", "-o", help="Write the result records here (default: stdout).")] = None,
     in_place: Annotated[bool, typer.Option("--in-place", "-i", help="Replace each changed file atomically.")] = False,
     model: ModelOpt = None,
@@ -42,10 +44,11 @@ def batch_command(
     workers: Annotated[int, typer.Option(min=1, help="Edits sent to the server at once (a server backend only).")] = 1,
 ) -> None:
     """Apply many edits with one model load (or one server, or the merge engine alone); one JSON record per
-    edit, in order. Each edit is decided and validated as `fastapply FILE --edit` does it."""
+    edit, in order. Each edit is decided and validated as `fastapply FILE --edit` does it. With --patch,
+    EDITS is a diff of several files, each file's part one edit."""
     with errors():
         from fastapply import fileio
-        from fastapply.batch import local_runner, read_items, remote_runner, run_batch
+        from fastapply.batch import local_runner, patch_items, read_items, remote_runner, run_batch
         from fastapply.client import RemoteBackend, remote_base_url
 
         from fastapply import bundled
@@ -61,7 +64,8 @@ def batch_command(
         if uses_model and remote is None and workers > 1:
             raise UsageError("--workers needs a server backend (--server or --backend openai); one local model "
                              "runs one edit at a time")
-        items = read_items(fileio.read_text(edits)[0])
+        text = fileio.read_text(edits)[0]
+        items = patch_items(text) if patch else read_items(text)
         failed = 0
         with ExitStack() as stack:
             run_model = None  # no model: certain merges only
