@@ -170,3 +170,19 @@ def test_an_instruction_beside_a_diff_is_applied_to_the_patched_file():
     outcome = resolve_edit(text, unified(CALC, TAU), "python", "merge", instruction="Delete the function `unused`.")
     assert outcome.text == TAU
     assert merge(outcome.text, as_snippet(read_patch(unified(CALC, TAU)), "python"), "python").text == TAU
+
+
+def test_a_diff_of_several_files_is_split_into_each_files_part():
+    from fastapply.patch import split_files
+
+    ru = ("--- a/x.py\t2026-11-29\n+++ b/x.py\t2026-11-29\n@@ -1 +1 @@\n-a = 1\n+a = 2\n"
+          "--- a/y.py\n+++ /dev/null\n@@ -1 +0,0 @@\n-b = 1\n")
+    (line_x, x, part_x), (line_y, y, part_y) = split_files(ru)
+    assert (line_x, x, line_y, y) == (1, "x.py", 6, "y.py")
+    assert apply_patch("a = 1\n", read_patch(part_x), "python").text == "a = 2\n"
+    with pytest.raises(UsageError, match="adds or deletes a file"):
+        read_patch(part_y)  # a deleted file: named, and its edit refused when applied
+    agent = "*** Begin Patch\n*** Update File: a.py\n@@\n-x = 1\n+x = 2\n*** Update File: b.py\n@@\n-y\n+z\n*** End Patch\n"
+    assert [(line, path) for line, path, _ in split_files(agent)] == [(2, "a.py"), (6, "b.py")]
+    with pytest.raises(UsageError, match="names no file"):
+        split_files("@@\n-a\n+b\n")
