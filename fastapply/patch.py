@@ -213,9 +213,7 @@ def split_files(diff: str) -> list[tuple[int, str, str]]:
 
 def apply_patch(original: str, patch: Patch, language: str | None) -> MergeResult:
     """``patch`` applied to ``original`` (LF text): certain where every hunk is placed, as above."""
-    lines = original.split("\n") if original else []
-    if original.endswith("\n"):
-        lines.pop()
+    lines = _lines(original)
     if patch.creates and original.strip():
         return MergeResult(None, NONE, ("the diff creates the file, which is not empty",))
     placed: list[tuple[int, int, Hunk]] = []
@@ -267,6 +265,11 @@ def apply_patch(original: str, patch: Patch, language: str | None) -> MergeResul
     return MergeResult(text, LIKELY if doubts else CERTAIN, tuple(doubts), span)
 
 
+def _lines(text: str) -> list[str]:
+    """The lines of LF text, without their newlines (none for an empty text)."""
+    return text.removesuffix("\n").split("\n") if text else []
+
+
 def _occurrences(lines: list[str], old: list[str]) -> list[int]:
     """Where ``old`` runs in ``lines``: exactly, or where it is nowhere so, but for trailing whitespace."""
     for key in (lambda line: line, str.rstrip):
@@ -280,21 +283,28 @@ def _occurrences(lines: list[str], old: list[str]) -> list[int]:
 
 def _as_snippet_merge(original: str, patch: Patch, language: str | None, why: str) -> MergeResult:
     """The merge of the snippet the diff amounts to, likely at best: the diff did not place itself."""
-    merged = merge(original, as_snippet(patch, language), language)
+    merged = merge(original, as_snippet(patch, language, original), language)
     return MergeResult(merged.text, NONE if merged.text is None else LIKELY, (why,) + merged.reasons, merged.span)
 
 
-def as_snippet(patch: Patch, language: str | None) -> str:
+def as_snippet(patch: Patch, language: str | None, original: str = "") -> str:
     """The update snippet a diff amounts to: each hunk's context and new lines, lazy markers between
     and around them, each indented like the line after it (the last like the line before it: the code
-    after a hunk may go on in its block). What a model is shown of a diff, and what the merge engine
-    places where the diff does not place itself."""
+    after a hunk may go on in its block). No marker stands before a hunk that starts at the file's first
+    line or after one that ends at its last (by its header's numbers, or its first or last old line being
+    the file's): a model copies a marker that stands for nothing. What a model is shown of a diff, and
+    what the merge engine places where the diff does not place itself."""
+    lines = _lines(original)
     out: list[str] = []
-    for hunk in patch.hunks:
+    for n, hunk in enumerate(patch.hunks):
         shown = [line for kind, line in hunk.ops if kind != "-"]
         first = next((line for line in shown if line.strip()), "")
-        out.append(first[: len(first) - len(first.lstrip())] + comment(language, DEFAULT_MARKER))
+        if not (n == 0 and lines and (hunk.start == 1 or hunk.old[:1] == lines[:1])):
+            out.append(first[: len(first) - len(first.lstrip())] + comment(language, DEFAULT_MARKER))
         out += shown
-    last = next((line for line in reversed(out) if line.strip()), "")
-    out.append(last[: len(last) - len(last.lstrip())] + comment(language, DEFAULT_MARKER))
+    last = patch.hunks[-1]  # its last old line by its numbers (a hunk of new lines alone: the line it follows)
+    reaches_end = last.start is not None and last.start + len(last.old) - bool(last.old) >= len(lines)
+    if not (lines and (reaches_end or last.old[-1:] == lines[-1:])):
+        before = next((line for line in reversed(out) if line.strip()), "")
+        out.append(before[: len(before) - len(before.lstrip())] + comment(language, DEFAULT_MARKER))
     return "\n".join(out) + "\n"

@@ -115,6 +115,11 @@ def test_a_stale_hunk_is_merged_as_a_snippet_and_never_certain():
                        "    # ... existing code ...\n")
     with pytest.raises(EditRefused, match="hunk 1's old lines are not in the file"):
         resolve_edit(CALC, stale, "python", "merge")
+    # at the file's end (by its numbers, or its last old line the file's): no marker after it to copy
+    end = "@@ -12,2 +12,2 @@\n def main():\n-    print(area(3), perimeter(3))\n+    print(area(3))\n"
+    assert as_snippet(read_patch(end), "python", CALC) == "# ... existing code ...\ndef main():\n    print(area(3))\n"
+    top = "@@\n import math\n-\n+import sys\n"
+    assert as_snippet(read_patch(top), "python", CALC) == "import math\nimport sys\n# ... existing code ...\n"
 
 
 def test_context_lines_keep_the_files_own_text_and_the_final_newline_follows_the_diff():
