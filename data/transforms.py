@@ -28,7 +28,7 @@ import random
 import re
 from dataclasses import dataclass
 
-from fastapply.instructed import IMPORT_TYPES, remove_rows
+from fastapply.instructed import IMPORT_TYPES, mentions, remove_rows
 from fastapply.syntax import count_errors, parse, python_parses
 
 FUNCTION_TYPES = {
@@ -220,10 +220,10 @@ def rename_symbol(text: str, language: str, rng: random.Random) -> SyntheticEdit
     data = text.encode("utf-8")
     for name in names[:5]:
         # every textual mention must be an identifier node: no strings, comments or macros to miss
-        if len(re.findall(rf"(?<![\w$]){re.escape(name)}(?![\w$])", text)) != len(occurrences[name]):
+        if mentions(text, name) != len(occurrences[name]):
             continue
         new = _new_name(name, rng)
-        if re.search(rf"(?<![\w$]){re.escape(new)}(?![\w$])", text):
+        if mentions(text, new):
             continue
         out = data
         for node in sorted(occurrences[name], key=lambda n: n.start_byte, reverse=True):

@@ -120,11 +120,11 @@ def _rename(text: str, old: str, new: str, language: str) -> tuple[str | None, s
     named = [d for d in definitions(text, language) if d.name == old]
     if len(named) != 1:
         return None, f"`{old}` is not one definition of the file (defined {len(named)} times)"
-    if _mentions(text, new):
+    if mentions(text, new):
         return None, f"`{new}` is already a word of the file"
     leaves = [node for node in _nodes(parse(text, language).root_node)
               if not node.child_count and node.text == old.encode("utf-8")]
-    if _mentions(text, old) != len(leaves):
+    if mentions(text, old) != len(leaves):
         return None, f"`{old}` is also written inside strings or comments"
     for leaf in leaves:
         if not (leaf.type.endswith("identifier") or leaf.type == "constant"):
@@ -226,7 +226,7 @@ def _nodes(root) -> list:
     return found
 
 
-def _mentions(text: str, name: str) -> int:
+def mentions(text: str, name: str) -> int:
     """How often ``name`` is written in ``text`` as a word of its own (in code, strings or comments)."""
     return len(re.findall(rf"(?<![\w$]){re.escape(name)}(?![\w$])", text))
 
