@@ -2,11 +2,14 @@
 write, the ``*** Begin Patch`` form of coding agents) or SEARCH/REPLACE blocks, applied line for line.
 
 A hunk's old lines (its context and the lines it deletes) are looked for in the file, exactly or but
-for trailing whitespace: found once, or, where found more than once, at the line its header names,
-they give way to its new lines, the file's own text kept for its context lines. A diff whose every
-hunk is placed so, none overlapping, is ``certain``: it says exactly what to change and where. A hunk
-of new lines alone (``diff -U0``) is placed by its header's line number, certain only where the
-diff's other hunks were each found at the line their headers name. A diff with a hunk not found so
+for trailing whitespace: found once, or, where found more than once, at the line its header names
+(where the headers' numbers add up as a tool writes them, ``_add_up``), they give way to its new
+lines, the file's own text kept for its context lines. A diff whose every hunk is placed so, none
+overlapping, is ``certain``: it says exactly what to change and where, unless a hunk found once is not
+at the line its header names while another was placed by its number. A hunk of new lines alone (``diff
+-U0``) is placed by its header's number, certain only where the hunks found once in the file are each
+at the line their headers name (a chat model's numbers may add up and still be wrong). A diff with a
+hunk not found so
 (its context stale, its lines laid out otherwise) is read as the update snippet it amounts to
 (``as_snippet``: each hunk's context and new lines between lazy markers), which the merge engine
 places, ``likely`` at best, and which a model reads.
@@ -44,10 +47,15 @@ _OTHER_FILES = ("*** Add File: ", "*** Delete File: ", "deleted file mode ", "++
 class Hunk:
     ops: tuple[tuple[str, str], ...]  # (" " kept, "-" deleted or "+" added, the line without its newline)
     start: int | None = None  # the original's 1-based line its header names (0: before the first), if any
+    new_start: int | None = None  # and the new file's
 
     @property
     def old(self) -> list[str]:
         return [line for kind, line in self.ops if kind != "+"]
+
+    @property
+    def new(self) -> list[str]:
+        return [line for kind, line in self.ops if kind != "-"]
 
 
 @dataclass(frozen=True)
@@ -56,6 +64,7 @@ class Patch:
     final_newline: bool | None = None  # "\ No newline at end of file": False where the new file lacks one,
     # True where only the old one did; None where the diff does not say
     creates: bool = False  # the diff's old file is /dev/null
+    numbers_add_up: bool = False  # each numbered hunk's new line is its old one moved by the hunks before it
 
 
 def read_patch(edit: str, original: str = "") -> Patch | None:
@@ -110,7 +119,21 @@ def _unified(lines: list[str]) -> Patch | None:
     if len(files) > 1:
         raise UsageError(f"the diff edits {len(files)} files ({', '.join(sorted(files))}); fastapply FILE applies an "
                          f"edit to one file: give it that file's part, or the whole diff to fastapply batch --patch")
-    return Patch(tuple(hunks), final_newline, creates)
+    return Patch(tuple(hunks), final_newline, creates, _add_up(hunks))
+
+
+def _add_up(hunks: list[Hunk]) -> bool:
+    """Whether the numbered hunks' headers agree with each other as a tool writes them: each names the
+    line of the new file that its old line becomes after the lines the hunks before it add and delete
+    (a hunk of no old or no new lines names the line before). A chat model's numbers seldom do."""
+    moved, numbered = 0, False
+    for hunk in hunks:
+        if hunk.start is not None and hunk.new_start is not None:
+            numbered = True
+            if hunk.new_start + (not hunk.new) - (hunk.start + (not hunk.old)) != moved:
+                return False
+        moved += len(hunk.new) - len(hunk.old)
+    return numbered
 
 
 def _hunk(lines: list[str], i: int) -> tuple[Hunk, int, bool | None]:
@@ -119,7 +142,7 @@ def _hunk(lines: list[str], i: int) -> tuple[Hunk, int, bool | None]:
     where an empty line ends it; a ``--- `` line ends it only with a ``+++ `` line after it (a deleted
     ``-- comment`` line is the hunk's)."""
     numbered = _NUMBERED.match(lines[i])
-    start = int(numbered.group(1)) if numbered else None
+    start, new_start = (int(numbered.group(1)), int(numbered.group(3))) if numbered else (None, None)
     wanted = (int(numbered.group(2) or 1), int(numbered.group(4) or 1)) if numbered else None
     ops: list[tuple[str, str]] = []
     bare: list[bool] = []  # the op was an empty line (a blank context line whose space was stripped)
@@ -145,7 +168,7 @@ def _hunk(lines: list[str], i: int) -> tuple[Hunk, int, bool | None]:
     while bare and bare[-1]:  # empty lines at a hunk's end are the gap before what follows, not context
         ops.pop()
         bare.pop()
-    return Hunk(tuple(ops), start), j, final_newline
+    return Hunk(tuple(ops), start, new_start), j, final_newline
 
 
 def _path(line: str) -> str:
@@ -218,28 +241,37 @@ def apply_patch(original: str, patch: Patch, language: str | None) -> MergeResul
         return MergeResult(None, NONE, ("the diff creates the file, which is not empty",))
     placed: list[tuple[int, int, Hunk]] = []
     doubts: list[str] = []
-    numbers_hold = None  # whether each hunk found in the file is at the line its header names
+    borne_out = None  # whether the hunks found once are each at the line their headers name (None: no such hunk)
+    by_number: list[Hunk] = []  # hunks placed by their headers' numbers
     for n, hunk in enumerate(patch.hunks, 1):
         old = hunk.old
-        if not old:
-            if hunk.start is None and original.strip():
-                return _as_snippet_merge(original, patch, language, f"hunk {n} shows no line of the file")
-            placed.append((hunk.start or 0, hunk.start or 0, hunk))
-            continue
-        found = _occurrences(lines, old)
-        at = hunk.start - 1 if hunk.start is not None and hunk.start - 1 in found else None
-        if len(found) == 1 or at is not None:
-            start = found[0] if len(found) == 1 else at
+        found = _occurrences(lines, old) if old else []
+        if len(found) == 1:
             if hunk.start is not None:
-                numbers_hold = (numbers_hold is not False) and start == hunk.start - 1
-            placed.append((start, start + len(old), hunk))
-            continue
-        where = "are not in the file" if not found else \
-            f"are in the file {len(found)} times, none at the line its header names"
-        return _as_snippet_merge(original, patch, language, f"hunk {n}'s old lines {where}")
-    if any(not hunk.old for _, _, hunk in placed) and original.strip() and not numbers_hold:
-        doubts.append("a hunk of new lines alone is placed by its header's line number, which no other hunk "
-                      "of the diff bears out")
+                borne_out = borne_out is not False and found[0] == hunk.start - 1
+            placed.append((found[0], found[0] + len(old), hunk))
+        elif not old and not original.strip():  # new lines into an empty file
+            placed.append((0, 0, hunk))
+        elif hunk.start is not None and patch.numbers_add_up and (not old or hunk.start - 1 in found):
+            at = hunk.start - 1 if old else hunk.start
+            placed.append((at, at + len(old), hunk))
+            by_number.append(hunk)
+        else:
+            if not old:
+                why = f"hunk {n} shows no line of the file; the diff's line numbers do not place it"
+            elif not found:
+                why = f"hunk {n}'s old lines are not in the file"
+            elif patch.numbers_add_up and hunk.start is not None:
+                why = f"hunk {n}'s old lines are in the file {len(found)} times, none at the line its header names"
+            else:
+                why = f"hunk {n}'s old lines are in the file {len(found)} times; the diff's line numbers do not place it"
+            return _as_snippet_merge(original, patch, language, why)
+    if any(not hunk.old for hunk in by_number) and borne_out is not True:
+        doubts.append("a hunk of new lines alone is placed by its header's line number, which no hunk found once "
+                      "in the file bears out")
+    if any(hunk.old for hunk in by_number) and borne_out is False:
+        doubts.append("a hunk found more than once is placed by its header's line number, which a hunk found once "
+                      "in the file does not bear out")
     placed.sort(key=lambda p: (p[0], p[1]))
     out: list[str] = []
     done = 0
@@ -297,7 +329,7 @@ def as_snippet(patch: Patch, language: str | None, original: str = "") -> str:
     lines = _lines(original)
     out: list[str] = []
     for n, hunk in enumerate(patch.hunks):
-        shown = [line for kind, line in hunk.ops if kind != "-"]
+        shown = hunk.new
         first = next((line for line in shown if line.strip()), "")
         if not (n == 0 and lines and (hunk.start == 1 or hunk.old[:1] == lines[:1])):
             out.append(first[: len(first) - len(first.lstrip())] + comment(language, DEFAULT_MARKER))

@@ -106,6 +106,19 @@ def test_a_chat_models_hunk_with_wrong_numbers_or_none_is_placed_by_its_lines():
     assert read_patch(example, readme) is None and read_patch(example, CALC) is not None
 
 
+def test_a_hunk_found_more_than_once_is_placed_by_numbers_that_add_up_and_no_others():
+    """Two blank lines are in the file three times: a tool's header (old and new numbers agreeing) places
+    them; a header whose numbers do not add up (a chat model's) does not, even where it names one of the
+    places, and the diff goes to the merge engine as a snippet."""
+    edit = "@@ -6,2 +6,3 @@\n \n+# Perimeter.\n \n"
+    assert applied(CALC, edit).text == CALC.replace("\n\n\ndef perimeter", "\n\n# Perimeter.\n\ndef perimeter")
+    assert applied(CALC, edit).confidence == "certain"
+    shifted = "@@ -6,2 +13,3 @@\n \n+# Perimeter.\n \n"
+    result = applied(CALC, shifted)
+    assert result.confidence != "certain"
+    assert result.reasons[0] == "hunk 1's old lines are in the file 3 times; the diff's line numbers do not place it"
+
+
 def test_a_stale_hunk_is_merged_as_a_snippet_and_never_certain():
     stale = "@@ -8,2 +8,2 @@\n def perimeter(radius):\n-    return 2 * math.pi * r\n+    return math.tau * r\n"
     result = applied(CALC, stale)
