@@ -3,10 +3,12 @@ a diff itself (certain) and whether what it writes is the known answer.
 
     python benchmarks/patch_bench.py       # the suite and data/train: benchmarks/results/patch.json
 
-Each task's change (original -> expected) is written four ways, as tools and chat models write it:
+Each task's change (original -> expected) is written five ways, as tools and chat models write it:
 ``git -U3`` (difflib's unified diff, 3 lines of context, exact line numbers), ``-U0`` (no context),
 ``@@ no numbers`` (the -U3 hunks with bare ``@@`` headers, as chat models write them) and
-``search/replace`` (each -U3 hunk's old and new lines as a SEARCH/REPLACE block). Each is given to
+``search/replace`` (each -U3 hunk's old and new lines as a SEARCH/REPLACE block), and ``stale context``
+(the -U3 diff with the first non-blank context line of each hunk altered; the known answer keeps the
+file's line). Each is given to
 ``engine.merge_edit`` as the update, as ``fastapply FILE --edit-file`` gives it. Reported per form: the
 edits, certain, certain and exact, exact among the rest (the merge of the snippet it amounts to, or a
 line-number placement left likely), and the median time. Prints a table and writes JSON.
@@ -50,7 +52,20 @@ def forms(old: str, new: str) -> dict[str, str]:
                       + "".join(f"{line}\n" for line in replace) + ">>>>>>> REPLACE\n")
     return {"git -U3": diff, "-U0": unified(old, new, 0),
             "@@ no numbers": re.sub(r"(?m)^@@ [^\n]*@@", "@@", diff.split("\n", 2)[2]),
-            "search/replace": "".join(blocks)}
+            "search/replace": "".join(blocks), "stale context": stale(diff)}
+
+
+def stale(diff: str) -> str:
+    """The -U3 diff with one context line of each hunk (its first non-blank one) altered, as in a diff
+    written against an older file or by a chat model that misremembers a line: the answer must keep the
+    file's own line."""
+    lines, seen = diff.split("\n"), False
+    for i, line in enumerate(lines):
+        if line.startswith("@@"):
+            seen = False
+        elif line.startswith(" ") and line.strip() and not seen and not line.startswith("---"):
+            lines[i], seen = line + "  # was", True
+    return "\n".join(lines)
 
 
 def main() -> None:

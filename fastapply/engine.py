@@ -31,7 +31,7 @@ from fastapply.focus import focus as focus_of
 from fastapply.instructed import apply as apply_instruction
 from fastapply.markers import only_markers
 from fastapply.merge import CERTAIN, LIKELY, MergeResult, merge
-from fastapply.patch import apply_patch, as_snippet, read_patch
+from fastapply.patch import apply_patch, as_update, read_patch
 from fastapply.syntax import count_errors
 from fastapply.validate import Problem, RefusalWatch, reads_as_prose, validate
 
@@ -92,7 +92,7 @@ def resolve_edit(original: str, update: str, language: str | None, engine: str =
         raise UsageError("the edit is empty: give an update snippet, an instruction, or both")
     edit, patch = update, read_patch(update, original)  # edit: what the merge engine reads, a diff as a diff
     if patch is not None:  # what the model and the checks read: the snippet the diff amounts to
-        update = as_snippet(patch, language, original)
+        update = as_update(patch, original, language)
     elif reads_as_instruction(original, update, language, instruction):
         instruction, edit, update = " ".join(update.split()), "", ""
     if patch is None and not instruction.strip() and only_markers(update, language):
@@ -159,7 +159,7 @@ def merge_edit(original: str, update: str, language: str | None, instruction: st
     merged = merge(original, update, language) if patch is None else apply_patch(original, patch, language)
     if not instruction.strip():
         return merged
-    snippet = update if patch is None else as_snippet(patch, language, original)
+    snippet = update if patch is None else as_update(patch, original, language)
     if merged.confidence == LIKELY:
         alone = apply_instruction(original, instruction, language)
         if _shows(snippet, alone, language):

@@ -236,9 +236,22 @@ def split_files(diff: str) -> list[tuple[int, str, str]]:
 
 def apply_patch(original: str, patch: Patch, language: str | None) -> MergeResult:
     """``patch`` applied to ``original`` (LF text): certain where every hunk is placed, as above."""
-    lines = _lines(original)
     if patch.creates and original.strip():
         return MergeResult(None, NONE, ("the diff creates the file, which is not empty",))
+    placed = _place(original, patch)
+    if isinstance(placed, str):
+        return _as_snippet_merge(original, patch, language, placed)
+    text, span, doubts, _ = placed
+    if language is not None and count_errors(text, language) > count_errors(original, language):
+        doubts.append("the patched file has more syntax errors than the original")
+    return MergeResult(text, LIKELY if doubts else CERTAIN, tuple(doubts), span)
+
+
+def _place(original: str, patch: Patch) -> tuple[str, tuple[int, int], list[str], Patch] | str:
+    """The file with every hunk placed (its text, the span of original lines the hunks cover, the doubts
+    of their placing, and the hunks as placed: numbered where they stand, their context lines the file's
+    own), or why a hunk cannot be placed."""
+    lines = _lines(original)
     placed: list[tuple[int, int, Hunk]] = []
     doubts: list[str] = []
     borne_out = None  # whether the hunks found once are each at the line their headers name (None: no such hunk)
@@ -256,16 +269,19 @@ def apply_patch(original: str, patch: Patch, language: str | None) -> MergeResul
             at = hunk.start - 1 if old else hunk.start
             placed.append((at, at + len(old), hunk))
             by_number.append(hunk)
+        elif old and not found and (fuzzy := _stale(lines, hunk)) is not None:
+            at, missed = fuzzy
+            placed.append((at, at + len(old), hunk))
+            doubts.append(f"hunk {n}'s context differs from the file in {missed} line(s), which are kept as the file "
+                          f"has them")
+        elif not old:
+            return f"hunk {n} shows no line of the file; the diff's line numbers do not place it"
+        elif not found:
+            return f"hunk {n}'s old lines are not in the file"
+        elif patch.numbers_add_up and hunk.start is not None:
+            return f"hunk {n}'s old lines are in the file {len(found)} times, none at the line its header names"
         else:
-            if not old:
-                why = f"hunk {n} shows no line of the file; the diff's line numbers do not place it"
-            elif not found:
-                why = f"hunk {n}'s old lines are not in the file"
-            elif patch.numbers_add_up and hunk.start is not None:
-                why = f"hunk {n}'s old lines are in the file {len(found)} times, none at the line its header names"
-            else:
-                why = f"hunk {n}'s old lines are in the file {len(found)} times; the diff's line numbers do not place it"
-            return _as_snippet_merge(original, patch, language, why)
+            return f"hunk {n}'s old lines are in the file {len(found)} times; the diff's line numbers do not place it"
     if any(not hunk.old for hunk in by_number) and borne_out is not True:
         doubts.append("a hunk of new lines alone is placed by its header's line number, which no hunk found once "
                       "in the file bears out")
@@ -274,27 +290,54 @@ def apply_patch(original: str, patch: Patch, language: str | None) -> MergeResul
                       "in the file does not bear out")
     placed.sort(key=lambda p: (p[0], p[1]))
     out: list[str] = []
+    as_placed: list[Hunk] = []
     done = 0
     for start, end, hunk in placed:
         if start < done:
-            return _as_snippet_merge(original, patch, language, "two hunks of the diff overlap in the file")
+            return "two hunks of the diff overlap in the file"
         out += lines[done:start]
-        at = start
-        for kind, line in hunk.ops:
-            if kind == " ":
-                out.append(lines[at])  # the file's own text of a context line
-            if kind != "+":
-                at += 1
-            if kind == "+":
-                out.append(line)
+        ops = [(kind, lines[start + i] if kind == " " else line)  # the file's own text of a context line
+               for i, (kind, line) in zip(_old_index(hunk.ops), hunk.ops)]
+        out += [line for kind, line in ops if kind != "-"]
+        as_placed.append(Hunk(tuple(ops), start + 1))
         done = end
     out += lines[done:]
     newline = original.endswith("\n") or not original if patch.final_newline is None else patch.final_newline
     text = "\n".join(out) + ("\n" if newline and out else "")
-    if language is not None and count_errors(text, language) > count_errors(original, language):
-        doubts.append("the patched file has more syntax errors than the original")
-    span = (placed[0][0], placed[-1][1])
-    return MergeResult(text, LIKELY if doubts else CERTAIN, tuple(doubts), span)
+    return text, (placed[0][0], placed[-1][1]), doubts, Patch(tuple(as_placed), patch.final_newline)
+
+
+def _old_index(ops: tuple[tuple[str, str], ...]) -> list[int]:
+    """For each op, how many old lines come before it in its hunk."""
+    index, seen = [], 0
+    for kind, _ in ops:
+        index.append(seen)
+        seen += kind != "+"
+    return index
+
+
+def _stale(lines: list[str], hunk: Hunk) -> tuple[int, int] | None:
+    """Where a hunk whose old lines are nowhere in the file stands but for some of its context lines
+    (a diff written against an older file, or a chat model misremembering a line), and how many differ:
+    the one place where every line it deletes is the file's (but for trailing whitespace), and all its
+    context lines but at most a third of them (at least one), with two non-blank lines the same."""
+    old = [(kind, line.rstrip()) for kind, line in hunk.ops if kind != "+"]
+    allowed = max(1, sum(kind == " " for kind, _ in old) // 3)
+    have = [line.rstrip() for line in lines]
+    spots = []
+    for i in range(len(have) - len(old) + 1):
+        missed, same = 0, 0
+        for j, (kind, line) in enumerate(old):
+            if have[i + j] == line:
+                same += bool(line.strip())
+            elif kind == "-" or missed == allowed:
+                break
+            else:
+                missed += 1
+        else:
+            if same >= 2:
+                spots.append((i, missed))
+    return spots[0] if len(spots) == 1 else None
 
 
 def _lines(text: str) -> list[str]:
@@ -317,6 +360,15 @@ def _as_snippet_merge(original: str, patch: Patch, language: str | None, why: st
     """The merge of the snippet the diff amounts to, likely at best: the diff did not place itself."""
     merged = merge(original, as_snippet(patch, language, original), language)
     return MergeResult(merged.text, NONE if merged.text is None else LIKELY, (why,) + merged.reasons, merged.span)
+
+
+def as_update(patch: Patch, original: str, language: str | None) -> str:
+    """The update snippet a diff is read as (by a model, and by the checks of its answer): the snippet it
+    amounts to (``as_snippet``), of its hunks as placed where every hunk places itself (exactly, or but
+    for context lines that differ from the file), so that the file's own context lines are shown, not a
+    stale diff's."""
+    placed = _place(original, patch)
+    return as_snippet(patch if isinstance(placed, str) else placed[3], language, original)
 
 
 def as_snippet(patch: Patch, language: str | None, original: str = "") -> str:

@@ -172,7 +172,8 @@ def test_batch_merges_for_certain_without_a_model(tmp_path, monkeypatch):
 
 def test_batch_applies_each_files_part_of_a_diff(tmp_path, monkeypatch):
     """`fastapply batch --patch`: a diff of several files (as `git diff` writes it, paths under a/ and b/)
-    is one edit a file; a file whose hunk is stale is refused and the others are written."""
+    is one edit a file; a file whose hunk's context is stale is refused with no model and the others are
+    written."""
     import difflib
 
     monkeypatch.delenv("FASTAPPLY_MODEL", raising=False)
@@ -193,7 +194,8 @@ def test_batch_applies_each_files_part_of_a_diff(tmp_path, monkeypatch):
     records = [json.loads(line) for line in result.stdout.splitlines()]
     assert [(r["file"], r["ok"]) for r in records] == [("src/greet.py", True), ("src/greet.js", True),
                                                        ("src/stale.py", False)]
-    assert records[2]["reasons"] == ["uncertain-merge"] and "hunk 1's old lines are not in the file" in records[2]["error"]
+    assert records[2]["reasons"] == ["uncertain-merge"]
+    assert "hunk 1's context differs from the file in 1 line(s)" in records[2]["error"]  # placed, not certain
     assert [r["line"] for r in records] == [1, 1 + diff.split("diff --git")[1].count("\n"), diff[:diff.rindex(
         "diff --git")].count("\n") + 1]
     assert (tmp_path / "src/greet.py").read_text() == EXPECTED and (tmp_path / "src/greet.js").read_text() == js_new

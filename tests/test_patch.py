@@ -11,7 +11,7 @@ import pytest
 from fastapply.engine import EditRefused, resolve_edit
 from fastapply.errors import UsageError
 from fastapply.merge import merge
-from fastapply.patch import apply_patch, as_snippet, read_patch
+from fastapply.patch import apply_patch, as_snippet, as_update, read_patch
 
 CALC = '''import math
 
@@ -117,6 +117,22 @@ def test_a_hunk_found_more_than_once_is_placed_by_numbers_that_add_up_and_no_oth
     result = applied(CALC, shifted)
     assert result.confidence != "certain"
     assert result.reasons[0] == "hunk 1's old lines are in the file 3 times; the diff's line numbers do not place it"
+
+
+def test_a_hunk_whose_context_is_stale_is_placed_keeping_the_files_lines_and_not_certain():
+    """A diff written against an older file (or a chat model misremembering a line): every line it
+    deletes is in the file and all but one of its context lines, in one place. It is placed there, the
+    file's own line kept (the diff does not ask to change it), likely: the model is shown the snippet
+    with the file's line, not the stale one (shown the stale one, fastapply-small wrote it)."""
+    older = "@@ -8,6 +8,6 @@\n def perimeter(r):  # radius\n-    return 2 * math.pi * r\n+    return math.tau * r\n \n \n def main():\n"
+    result = applied(CALC, older)
+    assert (result.confidence, result.text) == ("likely", TAU)
+    assert result.reasons == ("hunk 1's context differs from the file in 1 line(s), which are kept as the file has "
+                              "them",)
+    shown = as_update(read_patch(older), CALC, "python")
+    assert "def perimeter(r):\n    return math.tau * r\n" in shown and "# radius" not in shown
+    deleted_stale = "@@\n def perimeter(r):\n-    return 2 * math.pi * radius\n+    return math.tau * r\n"
+    assert applied(CALC, deleted_stale).reasons[0] == "hunk 1's old lines are not in the file"  # a deleted line must match
 
 
 def test_a_stale_hunk_is_merged_as_a_snippet_and_never_certain():
