@@ -8,11 +8,12 @@ lines, the file's own text kept for its context lines. A diff whose every hunk i
 overlapping, is ``certain``: it says exactly what to change and where, unless a hunk found once is not
 at the line its header names while another was placed by its number. A hunk of new lines alone (``diff
 -U0``) is placed by its header's number, certain only where the hunks found once in the file are each
-at the line their headers name (a chat model's numbers may add up and still be wrong). A diff with a
-hunk not found so
-(its context stale, its lines laid out otherwise) is read as the update snippet it amounts to
-(``as_snippet``: each hunk's context and new lines between lazy markers), which the merge engine
-places, ``likely`` at best, and which a model reads.
+at the line their headers name (a chat model's numbers may add up and still be wrong). A hunk found
+nowhere as written whose context is stale (``_stale``: its deleted lines and most of its context in
+one place) is placed there, ``likely``. A diff with a hunk not placed at all is read as the update
+snippet it amounts to (``as_snippet``: each hunk's context and new lines between lazy markers), which
+the merge engine places, ``likely`` at best. A model reads a diff as that snippet, of its hunks as
+placed where they are (``as_update``).
 
 >>> patch = read_patch("@@ -1,2 +1,2 @@\\n a = 1\\n-b = 2\\n+b = 3\\n")
 >>> result = apply_patch("a = 1\\nb = 2\\nc = 4\\n", patch, "python")
