@@ -102,3 +102,17 @@ def test_pre_commit_hook_stops_the_commit_when_fastapply_refuses(apply_checkpoin
     assert git(repo, env, "rev-parse", "HEAD").stdout == head
     assert (repo / "greet.py").read_text() == ORIGINAL
     assert git(repo, env, "diff", "--cached", "--name-only").stdout.split() == ["greet.py.fastapply"]
+
+
+def test_pre_commit_hook_applies_an_edit_file_that_is_a_diff(apply_checkpoint, tmp_path):
+    """FILE.fastapply written by git itself (`git diff`), applied by the merge engine alone."""
+    repo, env = make_repo(tmp_path, apply_checkpoint)
+    env["FASTAPPLY"] += " --engine merge"
+    (repo / "greet.py").write_text(EXPECTED)
+    (repo / "greet.py.fastapply").write_text(git(repo, env, "diff", "greet.py").stdout)
+    git(repo, env, "checkout", "--", "greet.py")
+    git(repo, env, "add", "greet.py.fastapply")
+    commit = git(repo, env, "commit", "-q", "-m", "friendlier greeting", check=False)
+    assert commit.returncode == 0, commit.stderr
+    assert git(repo, env, "show", "HEAD:greet.py").stdout == EXPECTED
+    assert not (repo / "greet.py.fastapply").exists()
