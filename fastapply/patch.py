@@ -27,6 +27,7 @@ import difflib
 import re
 from dataclasses import dataclass
 from functools import lru_cache
+from pathlib import Path
 
 from fastapply.errors import UsageError
 from fastapply.merge import CERTAIN, LIKELY, NONE, MergeResult, merge
@@ -233,6 +234,21 @@ def split_files(diff: str) -> list[tuple[int, str, str]]:
     if not parts:
         raise UsageError("the patch names no file (a diff with --- and +++ lines, or *** Update File:)")
     return parts
+
+
+def part_for(edit: str, path: str) -> str:
+    """The part of ``edit`` for the file at ``path`` where ``edit`` is a diff of several files and one of
+    them is that file (the diff's path the same as the end of ``path``'s, as ``git diff`` from the
+    repository's root names it); else ``edit`` as it is."""
+    if ("\n+++ " not in edit and "*** Update File: " not in edit) or path == "-":
+        return edit
+    try:
+        parts = split_files(edit)
+    except UsageError:
+        return edit
+    mine = [part for _, name, part in parts
+            if Path(path).resolve().parts[-len(Path(name).parts):] == Path(name).parts]
+    return mine[0] if len(parts) > 1 and len(mine) == 1 else edit
 
 
 def apply_patch(original: str, patch: Patch, language: str | None) -> MergeResult:

@@ -199,5 +199,11 @@ def test_batch_applies_each_files_part_of_a_diff(tmp_path, monkeypatch):
     assert [r["line"] for r in records] == [1, 1 + diff.split("diff --git")[1].count("\n"), diff[:diff.rindex(
         "diff --git")].count("\n") + 1]
     assert (tmp_path / "src/greet.py").read_text() == EXPECTED and (tmp_path / "src/greet.js").read_text() == js_new
-    one = CliRunner().invoke(app, ["src/greet.py", "--edit-file", "changes.diff"])
-    assert one.exit_code == 2 and "fastapply batch --patch" in one.stderr
+    # fastapply FILE takes FILE's part of the diff; a file the diff does not name is a usage error
+    (tmp_path / "src/greet.py").write_text(ORIGINAL)
+    one = CliRunner().invoke(app, [str(tmp_path / "src/greet.py"), "--edit-file", "changes.diff", "--in-place"])
+    assert one.exit_code == 0, one.output
+    assert (tmp_path / "src/greet.py").read_text() == EXPECTED
+    (tmp_path / "other.py").write_text(ORIGINAL)
+    other = CliRunner().invoke(app, ["other.py", "--edit-file", "changes.diff"])
+    assert other.exit_code == 2 and "fastapply batch --patch" in other.stderr

@@ -132,8 +132,10 @@ def apply_command(
 
 
 def _read_edit(edit: str | None, edit_file: Path | None, file: str, instruction: str = "") -> str:
-    """The update snippet as given; "" where there is none and ``instruction`` is the whole edit."""
+    """The update snippet as given (of a diff of several files, FILE's part); "" where there is none and
+    ``instruction`` is the whole edit."""
     from fastapply import fileio
+    from fastapply.patch import part_for
 
     if edit is not None and edit_file is not None:
         raise UsageError("pass the edit once: --edit or --edit-file")
@@ -148,7 +150,7 @@ def _read_edit(edit: str | None, edit_file: Path | None, file: str, instruction:
     if not text.strip() and not instruction.strip():
         raise UsageError("the edit is empty: pass --edit TEXT, --edit-file PATH or --edit - (stdin), "
                          "or an --instruction")
-    return text
+    return part_for(text, file)  # a diff of several files: this file's part of it
 
 
 def _run_model(original, update, instruction, model, adapter, device, dtype, policy, draft_model, medusa, preset,
