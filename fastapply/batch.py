@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from fastapply import fileio
 from fastapply.engine import ModelRun, resolve_edit
 from fastapply.errors import FastapplyError, RefusedError, UsageError
-from fastapply.patch import split_files
+from fastapply.diffs import split_files
 from fastapply.syntax import language_for_path
 from fastapply.validate import RefusalWatch
 
@@ -64,7 +64,7 @@ def read_items(text: str) -> list[BatchItem]:
 
 
 def patch_items(diff: str) -> list[BatchItem]:
-    """The items of a diff of one or more files (``patch.split_files``): each file's part is its edit, its
+    """The items of a diff of one or more files (``diffs.split_files``): each file's part is its edit, its
     line the one the part starts on."""
     return [BatchItem(line, path, part) for line, path, part in split_files(diff)]
 

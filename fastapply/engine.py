@@ -9,8 +9,9 @@ instruction alone ("delete the function save": words, no marker, no line of the 
 to the model as its instruction with no snippet; where its words ask only for plain changes (a
 definition deleted, a name renamed, an import added, a comment removed), ``instructed.py`` applies it
 and its answer stands in for the merge's, as it is applied to a certain merge of a snippet beside
-it (``merge_edit``). An edit written as a diff (``patch.py``) is placed line for line where it
-places itself, and otherwise read, merged and shown to the model as the snippet it amounts to. The model
+it (``merge_edit``). An edit written as a diff (read by ``diffs.py``) is placed line for line where
+it places itself (``patch.py``), and otherwise read, merged and shown to the model as the snippet it
+amounts to. The model
 rewrites only the top-level statements around the lines the merge placed the update in (``focus.py``)
 unless ``focus`` is off; its answer is put back into the file. Model output is
 validated (``validate.py``) and refused unless ``force``; a refusal is an ``EditRefused`` that carries
@@ -31,7 +32,8 @@ from fastapply.focus import focus as focus_of
 from fastapply.instructed import apply as apply_instruction
 from fastapply.markers import only_markers
 from fastapply.merge import CERTAIN, LIKELY, MergeResult, merge
-from fastapply.patch import apply_patch, as_update, read_patch
+from fastapply.diffs import read_patch
+from fastapply.patch import apply_patch, as_update
 from fastapply.syntax import count_errors
 from fastapply.validate import Problem, RefusalWatch, reads_as_prose, validate
 

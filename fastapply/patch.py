@@ -1,9 +1,8 @@
-"""Edits written as a diff: a unified diff (``git diff``, ``diff -u``, the ``@@`` hunks chat models
-write, the ``*** Begin Patch`` form of coding agents) or SEARCH/REPLACE blocks, applied line for line.
+"""An edit written as a diff (read by ``diffs.py``) applied to the file line for line.
 
 A hunk's old lines (its context and the lines it deletes) are looked for in the file, exactly or but
 for trailing whitespace: found once, or, where found more than once, at the line its header names
-(where the headers' numbers add up as a tool writes them, ``_add_up``), they give way to its new
+(where the headers' numbers add up as a tool writes them, ``Patch.numbers_add_up``), they give way to its new
 lines, the file's own text kept for its context lines. A diff whose every hunk is placed so, none
 overlapping, is ``certain``: it says exactly what to change and where, unless a hunk found once is not
 at the line its header names while another was placed by its number. A hunk of new lines alone (``diff
@@ -15,6 +14,7 @@ snippet it amounts to (``as_snippet``: each hunk's context and new lines between
 the merge engine places, ``likely`` at best. A model reads a diff as that snippet, of its hunks as
 placed where they are (``as_update``).
 
+>>> from fastapply.diffs import read_patch
 >>> patch = read_patch("@@ -1,2 +1,2 @@\\n a = 1\\n-b = 2\\n+b = 3\\n")
 >>> result = apply_patch("a = 1\\nb = 2\\nc = 4\\n", patch, "python")
 >>> result.confidence, result.text
@@ -23,232 +23,10 @@ placed where they are (``as_update``).
 
 from __future__ import annotations
 
-import difflib
-import re
-from dataclasses import dataclass
-from functools import lru_cache
-from pathlib import Path
-
-from fastapply.errors import UsageError
+from fastapply.diffs import Hunk, Patch
 from fastapply.merge import CERTAIN, LIKELY, NONE, MergeResult, merge
 from fastapply.snippet import DEFAULT_MARKER
 from fastapply.syntax import comment, count_errors
-
-_NUMBERED = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
-_SEARCH = re.compile(r"^<{5,9} ?SEARCH\s*$")
-_DIVIDER = re.compile(r"^={5,9}\s*$")
-_REPLACE = re.compile(r"^>{5,9} ?REPLACE\s*$")
-_FENCE = re.compile(r"^```[\w+-]*\s*$")
-_HEADERS = ("diff --git ", "index ", "--- ", "+++ ", "old mode ", "new mode ", "similarity index ", "rename from ",
-            "rename to ", "copy from ", "copy to ", "new file mode ", "*** Begin Patch", "*** End Patch",
-            "*** End of File", "*** Update File: ")
-_OTHER_FILES = ("*** Add File: ", "*** Delete File: ", "deleted file mode ", "+++ /dev/null")
-
-
-@dataclass(frozen=True)
-class Hunk:
-    ops: tuple[tuple[str, str], ...]  # (" " kept, "-" deleted or "+" added, the line without its newline)
-    start: int | None = None  # the original's 1-based line its header names (0: before the first), if any
-    new_start: int | None = None  # and the new file's
-
-    @property
-    def old(self) -> list[str]:
-        return [line for kind, line in self.ops if kind != "+"]
-
-    @property
-    def new(self) -> list[str]:
-        return [line for kind, line in self.ops if kind != "-"]
-
-
-@dataclass(frozen=True)
-class Patch:
-    hunks: tuple[Hunk, ...]
-    final_newline: bool | None = None  # "\ No newline at end of file": False where the new file lacks one,
-    # True where only the old one did; None where the diff does not say
-    creates: bool = False  # the diff's old file is /dev/null
-    numbers_add_up: bool = False  # each numbered hunk's new line is its old one moved by the hunks before it
-
-
-def read_patch(edit: str, original: str = "") -> Patch | None:
-    """The diff ``edit`` is, or None where it is not one (a snippet, an instruction). Every line outside
-    its hunks must be a diff's header or blank, or, where the edit holds code fences, outside them (the
-    words of a chat model's answer, unless the file has code fences of its own); a diff of several files
-    is a usage error. A file that itself holds hunk headers or SEARCH markers (a patch, notes on diffs) is
-    edited only by snippets: an edit of it may be its own text."""
-    if "@@" not in edit and "SEARCH" not in edit:
-        return None
-    file_lines = original.split("\n")
-    if any(line.startswith("@@ -") or _SEARCH.match(line) for line in file_lines):
-        return None
-    return _read(edit.replace("\r\n", "\n"), any(_FENCE.match(line) for line in file_lines))
-
-
-@lru_cache(maxsize=8)
-def _read(edit: str, original_holds_fences: bool) -> Patch | None:
-    lines = edit.split("\n")
-    if any(_SEARCH.match(line) for line in lines):
-        return _search_replace(lines)
-    fences = [i for i, line in enumerate(lines) if _FENCE.match(line)]
-    if len(fences) >= 2 and not original_holds_fences:  # a chat model's answer: the diff is what its code fences
-        # hold, the words around them aside (in a file with fences of its own, they may be the file's own)
-        lines = [line for start, end in zip(fences[::2], fences[1::2]) for line in lines[start + 1:end]]
-    return _unified(lines)
-
-
-def _unified(lines: list[str]) -> Patch | None:
-    hunks: list[Hunk] = []
-    files: set[str] = set()
-    final_newline, creates, i = None, False, 0
-    while i < len(lines):
-        line = lines[i]
-        if line.startswith("@@"):
-            hunk, i, eof = _hunk(lines, i)
-            hunks.append(hunk)
-            final_newline = eof if eof is not None else final_newline
-        elif line.startswith(_OTHER_FILES):
-            raise UsageError(f"the diff adds or deletes a file ({line.strip()}); fastapply applies an edit to the "
-                             f"file it is given")
-        elif line.startswith(("+++ ", "*** Update File: ")):
-            files.add(_path(line))
-            i += 1
-        elif line.startswith(_HEADERS) or not line.strip():
-            creates = creates or line.startswith("--- /dev/null")
-            i += 1
-        else:
-            return None  # a line no diff holds here: not a diff
-    if not hunks:
-        return None
-    if len(files) > 1:
-        raise UsageError(f"the diff edits {len(files)} files ({', '.join(sorted(files))}); fastapply FILE applies an "
-                         f"edit to one file: give it that file's part, or the whole diff to fastapply batch --patch")
-    return Patch(tuple(hunks), final_newline, creates, _add_up(hunks))
-
-
-def _add_up(hunks: list[Hunk]) -> bool:
-    """Whether the numbered hunks' headers agree with each other as a tool writes them: each names the
-    line of the new file that its old line becomes after the lines the hunks before it add and delete
-    (a hunk of no old or no new lines names the line before). A chat model's numbers seldom do."""
-    moved, numbered = 0, False
-    for hunk in hunks:
-        if hunk.start is not None and hunk.new_start is not None:
-            numbered = True
-            if hunk.new_start + (not hunk.new) - (hunk.start + (not hunk.old)) != moved:
-                return False
-        moved += len(hunk.new) - len(hunk.old)
-    return numbered
-
-
-def _hunk(lines: list[str], i: int) -> tuple[Hunk, int, bool | None]:
-    """The hunk whose header is ``lines[i]``, the index after it, and what it says of the final newline.
-    It runs on while its lines are a hunk's, past a numbered header's counts too (chat models miscount),
-    where an empty line ends it; a ``--- `` line ends it only with a ``+++ `` line after it (a deleted
-    ``-- comment`` line is the hunk's)."""
-    numbered = _NUMBERED.match(lines[i])
-    start, new_start = (int(numbered.group(1)), int(numbered.group(3))) if numbered else (None, None)
-    wanted = (int(numbered.group(2) or 1), int(numbered.group(4) or 1)) if numbered else None
-    ops: list[tuple[str, str]] = []
-    bare: list[bool] = []  # the op was an empty line (a blank context line whose space was stripped)
-    old = new = 0
-    final_newline = None
-    j = i + 1
-    while j < len(lines):
-        line = lines[j]
-        if line.startswith("\\"):  # "\ No newline at end of file", of the line before
-            if ops:
-                final_newline = False if ops[-1][0] != "-" else True
-            j += 1
-            continue
-        counted = wanted is not None and old >= wanted[0] and new >= wanted[1]
-        if _ends_hunk(lines, j) or (line[:1] not in (" ", "-", "+") and (line or counted)):
-            break
-        kind, text = (line[0], line[1:]) if line else (" ", "")
-        ops.append((kind, text))
-        bare.append(not line)
-        old += kind != "+"
-        new += kind != "-"
-        j += 1
-    while bare and bare[-1]:  # empty lines at a hunk's end are the gap before what follows, not context
-        ops.pop()
-        bare.pop()
-    return Hunk(tuple(ops), start, new_start), j, final_newline
-
-
-def _path(line: str) -> str:
-    """The file a ``+++ b/path``, ``--- a/path`` or ``*** Update File: path`` line names (git's a/, b/ dropped)."""
-    if line.startswith("*** "):
-        return line.split(": ", 1)[-1].strip()
-    return line[4:].split("\t")[0].strip().removeprefix("a/" if line.startswith("--- ") else "b/")
-
-
-def _ends_hunk(lines: list[str], j: int) -> bool:
-    line = lines[j]
-    return (line.startswith(("@@", "diff --git ", "*** "))
-            or (line.startswith("--- ") and j + 1 < len(lines) and lines[j + 1].startswith("+++ ")))
-
-
-def _search_replace(lines: list[str]) -> Patch:
-    hunks: list[Hunk] = []
-    i = 0
-    while i < len(lines):
-        if not _SEARCH.match(lines[i]):
-            i += 1  # a file name, a fence, words around the blocks
-            continue
-        divider = next((j for j in range(i + 1, len(lines)) if _DIVIDER.match(lines[j])), None)
-        end = next((j for j in range(divider + 1, len(lines)) if _REPLACE.match(lines[j])), None) \
-            if divider is not None else None
-        if end is None:
-            raise UsageError(f"the SEARCH/REPLACE block at line {i + 1} of the edit has no "
-                             f"{'=======' if divider is None else '>>>>>>> REPLACE'} line")
-        search, replace = lines[i + 1:divider], lines[divider + 1:end]
-        ops: list[tuple[str, str]] = []
-        for tag, a1, a2, b1, b2 in difflib.SequenceMatcher(None, search, replace, autojunk=False).get_opcodes():
-            if tag == "equal":
-                ops += [(" ", line) for line in search[a1:a2]]
-            else:
-                ops += [("-", line) for line in search[a1:a2]] + [("+", line) for line in replace[b1:b2]]
-        hunks.append(Hunk(tuple(ops)))
-        i = end + 1
-    return Patch(tuple(hunks))
-
-
-def split_files(diff: str) -> list[tuple[int, str, str]]:
-    """Each file's part of a diff of one or more files (``git diff``, ``diff -ru``, ``*** Begin Patch``):
-    (the 1-based line it starts on, the file's path as the diff names it, git's ``b/`` dropped, the part).
-    Raises UsageError where the text holds no file's part."""
-    lines = diff.replace("\r\n", "\n").split("\n")
-    starts: list[int] = []
-    for i, line in enumerate(lines):
-        names = line.startswith(("diff --git ", "*** Update File: ", "*** Add File: ", "*** Delete File: "))
-        pair = line.startswith("--- ") and i + 1 < len(lines) and lines[i + 1].startswith("+++ ")
-        if names or (pair and (not starts or any(lines[k].startswith("@@") for k in range(starts[-1], i)))):
-            starts.append(i)
-    parts = []
-    for start, end in zip(starts, starts[1:] + [len(lines)]):
-        part = lines[start:end]
-        named = next((line for line in part if line.startswith(("+++ ", "*** "))), "")
-        if named.startswith("+++ /dev/null"):  # a deleted file: named by its old path
-            named = next((line for line in part if line.startswith("--- ")), named)
-        path = _path(named) if named else ""
-        if path and path != "/dev/null":
-            parts.append((start + 1, path, "\n".join(part).strip("\n") + "\n"))
-    if not parts:
-        raise UsageError("the patch names no file (a diff with --- and +++ lines, or *** Update File:)")
-    return parts
-
-
-def part_for(edit: str, path: str) -> str:
-    """The part of ``edit`` for the file at ``path`` where ``edit`` is a diff of several files and one of
-    them is that file (the diff's path the same as the end of ``path``'s, as ``git diff`` from the
-    repository's root names it); else ``edit`` as it is."""
-    if ("\n+++ " not in edit and "*** Update File: " not in edit) or path == "-":
-        return edit
-    try:
-        parts = split_files(edit)
-    except UsageError:
-        return edit
-    mine = [part for _, name, part in parts
-            if Path(path).resolve().parts[-len(Path(name).parts):] == Path(name).parts]
-    return mine[0] if len(parts) > 1 and len(mine) == 1 else edit
 
 
 def apply_patch(original: str, patch: Patch, language: str | None) -> MergeResult:

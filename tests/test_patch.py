@@ -11,7 +11,8 @@ import pytest
 from fastapply.engine import EditRefused, resolve_edit
 from fastapply.errors import UsageError
 from fastapply.merge import merge
-from fastapply.patch import apply_patch, as_snippet, as_update, read_patch
+from fastapply.diffs import read_patch
+from fastapply.patch import apply_patch, as_snippet, as_update
 
 CALC = '''import math
 
@@ -207,7 +208,7 @@ def test_an_instruction_beside_a_diff_is_applied_to_the_patched_file():
 
 
 def test_a_diff_of_several_files_is_split_into_each_files_part():
-    from fastapply.patch import split_files
+    from fastapply.diffs import split_files
 
     ru = ("--- a/x.py\t2026-11-29\n+++ b/x.py\t2026-11-29\n@@ -1 +1 @@\n-a = 1\n+a = 2\n"
           "--- a/y.py\n+++ /dev/null\n@@ -1 +0,0 @@\n-b = 1\n")

@@ -135,7 +135,7 @@ def _read_edit(edit: str | None, edit_file: Path | None, file: str, instruction:
     """The update snippet as given (of a diff of several files, FILE's part); "" where there is none and
     ``instruction`` is the whole edit."""
     from fastapply import fileio
-    from fastapply.patch import part_for
+    from fastapply.diffs import part_for
 
     if edit is not None and edit_file is not None:
         raise UsageError("pass the edit once: --edit or --edit-file")
