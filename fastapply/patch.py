@@ -23,10 +23,12 @@ placed where they are (``as_update``).
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from fastapply.diffs import Hunk, Patch
 from fastapply.merge import CERTAIN, LIKELY, NONE, MergeResult, merge
-from fastapply.snippet import DEFAULT_MARKER
-from fastapply.syntax import comment, count_errors
+from fastapply.snippet import marker_like
+from fastapply.syntax import count_errors
 
 
 def apply_patch(original: str, patch: Patch, language: str | None) -> MergeResult:
@@ -38,22 +40,25 @@ def apply_patch(original: str, patch: Patch, language: str | None) -> MergeResul
         return _as_snippet_merge(original, patch, language, placed)
     text, span, doubts, _ = placed
     if language is not None and count_errors(text, language) > count_errors(original, language):
-        doubts.append("the patched file has more syntax errors than the original")
-    return MergeResult(text, LIKELY if doubts else CERTAIN, tuple(doubts), span)
+        doubts += ("the patched file has more syntax errors than the original",)
+    return MergeResult(text, LIKELY if doubts else CERTAIN, doubts, span)
 
 
-def _place(original: str, patch: Patch) -> tuple[str, tuple[int, int], list[str], Patch] | str:
+@lru_cache(maxsize=8)
+def _place(original: str, patch: Patch) -> tuple[str, tuple[int, int], tuple[str, ...], Patch] | str:
     """The file with every hunk placed (its text, the span of original lines the hunks cover, the doubts
     of their placing, and the hunks as placed: numbered where they stand, their context lines the file's
-    own), or why a hunk cannot be placed."""
+    own), or why a hunk cannot be placed. Kept for the last few: one edit places its diff for the
+    model's snippet, the merge and an instruction's check."""
     lines = _lines(original)
+    stripped = [line.rstrip() for line in lines]
     placed: list[tuple[int, int, Hunk]] = []
     doubts: list[str] = []
     borne_out = None  # whether the hunks found once are each at the line their headers name (None: no such hunk)
     by_number: list[Hunk] = []  # hunks placed by their headers' numbers
     for n, hunk in enumerate(patch.hunks, 1):
         old = hunk.old
-        found = _occurrences(lines, old) if old else []
+        found = _occurrences(lines, stripped, old) if old else []
         if len(found) == 1:
             if hunk.start is not None:
                 borne_out = borne_out is not False and found[0] == hunk.start - 1
@@ -64,7 +69,7 @@ def _place(original: str, patch: Patch) -> tuple[str, tuple[int, int], list[str]
             at = hunk.start - 1 if old else hunk.start
             placed.append((at, at + len(old), hunk))
             by_number.append(hunk)
-        elif old and not found and (fuzzy := _stale(lines, hunk)) is not None:
+        elif old and not found and (fuzzy := _stale(stripped, hunk)) is not None:
             at, missed = fuzzy
             placed.append((at, at + len(old), hunk))
             doubts.append(f"hunk {n}'s context differs from the file in {missed} line(s), which are kept as the file "
@@ -99,7 +104,7 @@ def _place(original: str, patch: Patch) -> tuple[str, tuple[int, int], list[str]
     out += lines[done:]
     newline = original.endswith("\n") or not original if patch.final_newline is None else patch.final_newline
     text = "\n".join(out) + ("\n" if newline and out else "")
-    return text, (placed[0][0], placed[-1][1]), doubts, Patch(tuple(as_placed), patch.final_newline)
+    return text, (placed[0][0], placed[-1][1]), tuple(doubts), Patch(tuple(as_placed), patch.final_newline)
 
 
 def _old_index(ops: tuple[tuple[str, str], ...]) -> list[int]:
@@ -111,14 +116,13 @@ def _old_index(ops: tuple[tuple[str, str], ...]) -> list[int]:
     return index
 
 
-def _stale(lines: list[str], hunk: Hunk) -> tuple[int, int] | None:
+def _stale(have: list[str], hunk: Hunk) -> tuple[int, int] | None:
     """Where a hunk whose old lines are nowhere in the file stands but for some of its context lines
     (a diff written against an older file, or a chat model misremembering a line), and how many differ:
     the one place where every line it deletes is the file's (but for trailing whitespace), and all its
     context lines but at most a third of them (at least one), with two non-blank lines the same."""
     old = [(kind, line.rstrip()) for kind, line in hunk.ops if kind != "+"]
     allowed = max(1, sum(kind == " " for kind, _ in old) // 3)
-    have = [line.rstrip() for line in lines]
     spots = []
     for i in range(len(have) - len(old) + 1):
         missed, same = 0, 0
@@ -140,11 +144,10 @@ def _lines(text: str) -> list[str]:
     return text.removesuffix("\n").split("\n") if text else []
 
 
-def _occurrences(lines: list[str], old: list[str]) -> list[int]:
-    """Where ``old`` runs in ``lines``: exactly, or where it is nowhere so, but for trailing whitespace."""
-    for key in (lambda line: line, str.rstrip):
-        want = [key(line) for line in old]
-        have = [key(line) for line in lines]
+def _occurrences(lines: list[str], stripped: list[str], old: list[str]) -> list[int]:
+    """Where ``old`` runs in ``lines``: exactly, or where it is nowhere so, but for trailing whitespace
+    (``stripped``: the lines without it)."""
+    for have, want in ((lines, old), (stripped, [line.rstrip() for line in old])):
         found = [i for i in range(len(have) - len(want) + 1) if have[i] == want[0] and have[i:i + len(want)] == want]
         if found:
             return found
@@ -177,13 +180,11 @@ def as_snippet(patch: Patch, language: str | None, original: str = "") -> str:
     out: list[str] = []
     for n, hunk in enumerate(patch.hunks):
         shown = hunk.new
-        first = next((line for line in shown if line.strip()), "")
         if not (n == 0 and lines and (hunk.start == 1 or hunk.old[:1] == lines[:1])):
-            out.append(first[: len(first) - len(first.lstrip())] + comment(language, DEFAULT_MARKER))
+            out.append(marker_like(next((line for line in shown if line.strip()), ""), language))
         out += shown
     last = patch.hunks[-1]  # its last old line by its numbers (a hunk of new lines alone: the line it follows)
     reaches_end = last.start is not None and last.start + len(last.old) - bool(last.old) >= len(lines)
     if not (lines and (reaches_end or last.old[-1:] == lines[-1:])):
-        before = next((line for line in reversed(out) if line.strip()), "")
-        out.append(before[: len(before) - len(before.lstrip())] + comment(language, DEFAULT_MARKER))
+        out.append(marker_like(next((line for line in reversed(out) if line.strip()), ""), language))
     return "\n".join(out) + "\n"

@@ -56,13 +56,20 @@ def make_snippet(
         if all(not line.strip() for line in stretch):
             out.extend(stretch)
             continue
-        first = next(line for line in stretch if line.strip())
-        indent = first[: len(first) - len(first.lstrip())]
-        out.append(indent + comment(language, marker) + "\n")
+        out.append(marker_like(next(line for line in stretch if line.strip()), language, marker) + "\n")
     text = "".join(out)
     if text and not edited.endswith("\n") and text.endswith("\n") and keep and keep[-1]:
         text = text[:-1]
     return text
+
+
+def marker_like(line: str, language: str | None, marker: str = DEFAULT_MARKER) -> str:
+    """A lazy-marker comment line (no newline) indented like ``line``.
+
+    >>> marker_like("    return x", "python")
+    '    # ... existing code ...'
+    """
+    return line[: len(line) - len(line.lstrip())] + comment(language, marker)
 
 
 def _reach(lines: list[str], edge: int, context: int) -> int:
