@@ -111,7 +111,8 @@ MedusaOpt = Annotated[Optional[str], typer.Option(
     "--medusa", envvar="FASTAPPLY_MEDUSA", help="Medusa heads trained for --model (finetune/medusa.py) that draft "
     "where the original and the snippet predict nothing.")]
 ApplyEngineOpt = Annotated[ApplyEngine, typer.Option(envvar="FASTAPPLY_ENGINE", help="merge: the merge engine only (no "
-                                                     "model: a snippet merged, or a plain instruction alone applied); "
+                                                     "model: a snippet merged, a diff placed, or a plain instruction "
+                                                     "alone applied); "
                                                      "model: the model only; auto: a certain merge without a "
                                                      "model, the model drafting from the merge with one.")]
 ForceOpt = Annotated[bool, typer.Option("--force", help="Write model output even when it fails validation.")]
