@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from typing import NamedTuple
 
 from fastapply.asks import read, undone
 from fastapply.errors import RefusedError, UsageError
@@ -32,7 +33,7 @@ from fastapply.focus import focus as focus_of
 from fastapply.instructed import apply as apply_instruction
 from fastapply.markers import only_markers
 from fastapply.merge import CERTAIN, LIKELY, MergeResult, merge
-from fastapply.diffs import read_patch
+from fastapply.diffs import Patch, read_patch
 from fastapply.patch import apply_patch, as_update
 from fastapply.syntax import count_errors
 from fastapply.validate import Problem, RefusalWatch, reads_as_prose, validate
@@ -92,11 +93,7 @@ def resolve_edit(original: str, update: str, language: str | None, engine: str =
         raise UsageError(f"unknown engine {engine!r}; choose one of: {', '.join(ENGINES)}")
     if not update.strip() and not instruction.strip():
         raise UsageError("the edit is empty: give an update snippet, an instruction, or both")
-    edit, patch = update, read_patch(update, original)  # edit: what the merge engine reads, a diff as a diff
-    if patch is not None:  # what the model and the checks read: the snippet the diff amounts to
-        update = as_update(patch, original, language)
-    elif reads_as_instruction(original, update, language, instruction):
-        instruction, edit, update = " ".join(update.split()), "", ""
+    edit, update, instruction, patch = read_edit(original, update, language, instruction)
     if patch is None and not instruction.strip() and only_markers(update, language):
         literal = " (it holds a literal \\n: give the edit real line breaks, e.g. with --edit-file)" \
             if "\\n" in update else ""
@@ -122,6 +119,33 @@ def resolve_edit(original: str, update: str, language: str | None, engine: str =
         return EditOutcome(merged.text, "merge", merged)
     run = _run(run_model, original, update, merged.text, merged if focus else None, language, instruction, watch)
     return _checked(original, update, language, run, merged, force, instruction)
+
+
+class EditReading(NamedTuple):
+    """An edit as each part reads it."""
+
+    edit: str  # the merge engine's (``merge_edit``): a diff as the diff, an instruction alone as no snippet
+    update: str  # the model's and its answer's checks: a diff as the snippet it amounts to (``as_update``)
+    instruction: str  # an edit that reads as an instruction alone, its words on one line
+    patch: Patch | None  # the diff the edit is, if it is one
+
+
+def read_edit(original: str, update: str, language: str | None, instruction: str = "") -> EditReading:
+    """How ``update`` (with ``instruction``) is read: a diff (``diffs.read_patch``), an instruction alone
+    (``reads_as_instruction``), or the update snippet it is. ``resolve_edit``, ``fastapply eval`` and
+    ``fastapply bench`` read every edit so, so that a model is shown the same prompt by each.
+
+    >>> read_edit("x = 1\\n", "@@ -1 +1 @@\\n-x = 1\\n+x = 2\\n", "python").update
+    'x = 2\\n'
+    >>> read_edit("x = 1\\n", "delete the variable x", "python")[:3]
+    ('', '', 'delete the variable x')
+    """
+    patch = read_patch(update, original)
+    if patch is not None:
+        return EditReading(update, as_update(patch, original, language), instruction, patch)
+    if reads_as_instruction(original, update, language, instruction):
+        return EditReading("", "", " ".join(update.split()), None)
+    return EditReading(update, update, instruction, None)
 
 
 def _run(run_model: RunModel, original: str, update: str, merged: str | None, placed: MergeResult | None,

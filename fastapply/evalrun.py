@@ -12,7 +12,7 @@ from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from dataclasses import replace
 
 from fastapply import __version__
-from fastapply.engine import merge_edit, unsettled
+from fastapply.engine import EditReading, merge_edit, read_edit, unsettled
 from fastapply.errors import FastapplyError, UsageError
 from fastapply.evalconfig import GENERATE_METHODS, REMOTE_POLICY, EvalConfig, git_commit, merge_engine_available, now
 from fastapply.focus import focus
@@ -95,12 +95,14 @@ def _run_task(task: Task, policies: Sequence[str]) -> list[dict]:
     """Every policy on one task: the records, scored; a model's answers also validated (``validation``
     names the checks that refuse it, ``refused`` says whether fastapply would have written nothing)."""
     config: EvalConfig = _WORKER["config"]
+    read = read_edit(task.original, task.update, task.language, task.instruction)
+    task = replace(task, update=read.update, instruction=read.instruction)  # as a model reads it, as `fastapply FILE`
     merged = merge_result = merge_record = placed = merge_failed = None
     drafts_merge = config.engine != "merge" and (config.merge_draft or config.engine == "auto") and any(
         p in ("fastapply", REMOTE_POLICY) for p in policies)
     if (drafts_merge or config.focusing) and merge_engine_available():
         try:
-            result, record = _merge(task)
+            result, record = _merge(task, read)
             placed = result if config.focusing else None
             if drafts_merge:
                 merge_result, merge_record, merged = result, record, result.text
@@ -114,7 +116,7 @@ def _run_task(task: Task, policies: Sequence[str]) -> list[dict]:
         started = time.perf_counter()
         try:
             if config.engine == "merge":
-                result, extra = _merge(task)
+                result, extra = _merge(task, read)
                 output, closed, speed = result.text, True, None
                 extra = {"merge": extra, "refused": result.confidence != "certain"}
             elif config.engine == "auto" and merge_result is not None and unsettled(
@@ -165,10 +167,10 @@ def _run_task(task: Task, policies: Sequence[str]) -> list[dict]:
     return records
 
 
-def _merge(task: Task):
-    """(MergeResult, its record) from the merge engine, timed."""
+def _merge(task: Task, read: EditReading):
+    """(MergeResult, its record) from the merge engine for the edit as it ``read`` it, timed."""
     started = time.perf_counter()
-    result = merge_edit(task.original, task.update, task.language, task.instruction)
+    result = merge_edit(task.original, read.edit, task.language, read.instruction)
     return result, {"confidence": result.confidence, "reasons": list(result.reasons),
                     "seconds": round(time.perf_counter() - started, 4)}
 

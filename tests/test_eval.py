@@ -372,3 +372,15 @@ def test_stop_refused_usage_errors(engine, policies, server, message):
 
     with pytest.raises(UsageError, match=message):
         EvalConfig(engine, policies, model="m", server=server, stop_refused=True).resolved()
+
+
+@pytest.mark.skipif(not merge_engine_available(), reason="the merge engine (fastapply.merge) is not in this branch")
+def test_an_edit_that_reads_as_an_instruction_is_one_to_the_merge_engine_too(tmp_path):
+    """As `fastapply FILE` reads it (``engine.read_edit``): the words are the instruction, not a snippet."""
+    from fastapply.tasks import Task
+
+    original = "def a():\n    return 1\n\n\ndef b():\n    return 2\n"
+    task = Task("words", "python", "f.py", original, "delete the function b", "", "def a():\n    return 1\n",
+                {"package": "example"})
+    record = run_eval([task], EvalConfig("merge"), tmp_path).records[0]
+    assert record["merge"]["confidence"] == "certain" and record["accuracy"]["exact"]

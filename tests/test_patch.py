@@ -221,3 +221,23 @@ def test_a_diff_of_several_files_is_split_into_each_files_part():
     assert [(line, path) for line, path, _ in split_files(agent)] == [(2, "a.py"), (6, "b.py")]
     with pytest.raises(UsageError, match="names no file"):
         split_files("@@\n-a\n+b\n")
+
+
+def test_eval_and_bench_show_a_model_the_snippet_a_diff_amounts_to(tmp_path, tokenizer):
+    """As `fastapply FILE` does: a tiny Llama that has learnt to apply the snippet of a diff's hunk writes
+    the edit when an eval task or a bench case is the diff itself (shown the diff's text, it would not)."""
+    from fastapply.bench import BenchCase, run_bench
+    from fastapply.evaluate import EvalConfig, run_eval
+    from fastapply.tasks import Task
+    from tests.serving import EXPECTED, ORIGINAL, learn_example
+
+    diff = unified(ORIGINAL, EXPECTED).replace("f.py", "greet.py")
+    model = learn_example(tokenizer, update=as_update(read_patch(diff, ORIGINAL), ORIGINAL, "python"))
+    assert model is not None
+    task = Task("greet-diff", "python", "greet.py", ORIGINAL, diff, "", EXPECTED, {"package": "example"})
+    config = EvalConfig("model", ("plain",), model="tiny", dtype="float32", device="cpu", time_prefill=False)
+    record = run_eval([task], config, tmp_path, model=model, tokenizer=tokenizer).records[0]
+    assert record["output"] == EXPECTED and record["validation"] == []
+    case = BenchCase("greet-diff", ORIGINAL, diff, expected=EXPECTED, language="python")
+    rows = run_bench(model, tokenizer, [case], methods=("plain", "fastapply"), max_new_tokens=64)
+    assert [row.stats.chars for row in rows] == [len(EXPECTED)] * 2
