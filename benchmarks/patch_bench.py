@@ -8,7 +8,8 @@ Each task's change (original -> expected) is written five ways, as tools and cha
 ``@@ no numbers`` (the -U3 hunks with bare ``@@`` headers, as chat models write them) and
 ``search/replace`` (each -U3 hunk's old and new lines as a SEARCH/REPLACE block), and ``stale context``
 (the -U3 diff with the first non-blank context line of each hunk altered; the known answer keeps the
-file's line). Each is given to
+file's line), and ``git -U0, index`` (``git diff --no-index -U0`` run on the two files: no context, with
+git's ``index OLD..NEW`` line naming both; left out where git is not installed). Each is given to
 ``engine.merge_edit`` as the update, as ``fastapply FILE --edit-file`` gives it. Reported per form: the
 edits, certain, certain and exact, exact among the rest (the merge of the snippet it amounts to, or a
 line-number placement left likely), and the median time. Prints a table and writes JSON.
@@ -20,8 +21,11 @@ import argparse
 import difflib
 import json
 import re
+import shutil
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -40,7 +44,15 @@ def unified(old: str, new: str, context: int) -> str:
     return "".join(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in lines)
 
 
-def forms(old: str, new: str) -> dict[str, str]:
+def git_diff(old: str, new: str, folder: Path) -> str:
+    """``git diff --no-index -U0`` of the two texts, written as files in ``folder``."""
+    (folder / "a").write_bytes(old.encode())
+    (folder / "b").write_bytes(new.encode())
+    return subprocess.run(["git", "diff", "--no-index", "-U0", "a", "b"], cwd=folder, capture_output=True,
+                          check=False).stdout.decode()
+
+
+def forms(old: str, new: str, folder: Path | None) -> dict[str, str]:
     diff = unified(old, new, 3)
     hunks = re.split(r"(?m)^@@[^\n]*\n", diff)[1:]
     blocks = []
@@ -52,7 +64,8 @@ def forms(old: str, new: str) -> dict[str, str]:
                       + "".join(f"{line}\n" for line in replace) + ">>>>>>> REPLACE\n")
     return {"git -U3": diff, "-U0": unified(old, new, 0),
             "@@ no numbers": re.sub(r"(?m)^@@ [^\n]*@@", "@@", diff.split("\n", 2)[2]),
-            "search/replace": "".join(blocks), "stale context": stale(diff)}
+            "search/replace": "".join(blocks), "stale context": stale(diff),
+            **({"git -U0, index": git_diff(old, new, folder)} if folder is not None else {})}
 
 
 def stale(diff: str) -> str:
@@ -74,15 +87,17 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args()
     rows = []
-    for path in args.tasks:
-        for task in load_tasks(path):
-            if task.original == task.expected or "\r" in task.original + task.expected:
-                continue
-            for form, edit in forms(task.original, task.expected).items():
-                start = time.perf_counter()
-                result = merge_edit(task.original, edit, task.language)
-                rows.append({"task": f"{path}:{task.id}", "form": form, "confidence": result.confidence,
-                             "exact": result.text == task.expected, "seconds": time.perf_counter() - start})
+    with tempfile.TemporaryDirectory() as temporary:
+        folder = Path(temporary) if shutil.which("git") else None
+        for path in args.tasks:
+            for task in load_tasks(path):
+                if task.original == task.expected or "\r" in task.original + task.expected:
+                    continue
+                for form, edit in forms(task.original, task.expected, folder).items():
+                    start = time.perf_counter()
+                    result = merge_edit(task.original, edit, task.language)
+                    rows.append({"task": f"{path}:{task.id}", "form": form, "confidence": result.confidence,
+                                 "exact": result.text == task.expected, "seconds": time.perf_counter() - start})
     report = {"command": "python benchmarks/patch_bench.py " + " ".join(args.tasks), "forms": {}}
     print(f"| form | edits | certain | certain and exact | exact, not certain | median ms |\n|---|---:|---:|---:|---:|---:|")
     for form in dict.fromkeys(r["form"] for r in rows):

@@ -23,6 +23,7 @@ _SEARCH = re.compile(r"^<{5,9} ?SEARCH\s*$")
 _DIVIDER = re.compile(r"^={5,9}\s*$")
 _REPLACE = re.compile(r"^>{5,9} ?REPLACE\s*$")
 _FENCE = re.compile(r"^```[\w+-]*\s*$")
+_INDEX = re.compile(r"^index ([0-9a-f]{7,64})\.\.([0-9a-f]{7,64})(?: [0-7]{6})?\s*$")  # git's object ids
 _HEADERS = ("diff --git ", "index ", "--- ", "+++ ", "old mode ", "new mode ", "similarity index ", "rename from ",
             "rename to ", "copy from ", "copy to ", "new file mode ", "*** Begin Patch", "*** End Patch",
             "*** End of File", "*** Update File: ")
@@ -51,6 +52,7 @@ class Patch:
     # True where only the old one did; None where the diff does not say
     creates: bool = False  # the diff's old file is /dev/null
     numbers_add_up: bool = False  # each numbered hunk's new line is its old one moved by the hunks before it
+    blobs: tuple[str, str] | None = None  # git's "index OLD..NEW" line: the file's object ids before and after
 
 
 def read_patch(edit: str, original: str = "") -> Patch | None:
@@ -82,7 +84,7 @@ def _read(edit: str, original_holds_fences: bool) -> Patch | None:
 def _unified(lines: list[str]) -> Patch | None:
     hunks: list[Hunk] = []
     files: set[str] = set()
-    final_newline, creates, i = None, False, 0
+    final_newline, creates, blobs, i = None, False, None, 0
     while i < len(lines):
         line = lines[i]
         if line.startswith("@@"):
@@ -97,6 +99,7 @@ def _unified(lines: list[str]) -> Patch | None:
             i += 1
         elif line.startswith(_HEADERS) or not line.strip():
             creates = creates or line.startswith("--- /dev/null")
+            blobs = (index.group(1), index.group(2)) if (index := _INDEX.match(line)) else blobs
             i += 1
         else:
             return None  # a line no diff holds here: not a diff
@@ -105,7 +108,7 @@ def _unified(lines: list[str]) -> Patch | None:
     if len(files) > 1:
         raise UsageError(f"the diff edits {len(files)} files ({', '.join(sorted(files))}); fastapply FILE applies an "
                          f"edit to one file: give it that file's part, or the whole diff to fastapply batch --patch")
-    return Patch(tuple(hunks), final_newline, creates, _add_up(hunks))
+    return Patch(tuple(hunks), final_newline, creates, _add_up(hunks), blobs)
 
 
 def _add_up(hunks: list[Hunk]) -> bool:

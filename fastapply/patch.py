@@ -7,7 +7,9 @@ lines, the file's own text kept for its context lines. A diff whose every hunk i
 overlapping, is ``certain``: it says exactly what to change and where, unless a hunk found once is not
 at the line its header names while another was placed by its number. A hunk of new lines alone (``diff
 -U0``) is placed by its header's number, certain only where the hunks found once in the file are each
-at the line their headers name (a chat model's numbers may add up and still be wrong). A hunk found
+at the line their headers name (a chat model's numbers may add up and still be wrong). Whatever its
+doubts, the file is certain where git's ``index OLD..NEW`` line names the original and the patched
+file both (``made_by_git``): the diff was made of this very file, and gives what it was made to. A hunk found
 nowhere as written whose context is stale (``_stale``: its deleted lines and most of its context in
 one place) is placed there, ``likely``. A diff with a hunk not placed at all is read as the update
 snippet it amounts to (``as_snippet``: each hunk's context and new lines between lazy markers), which
@@ -23,6 +25,7 @@ placed where they are (``as_update``).
 
 from __future__ import annotations
 
+import hashlib
 from functools import lru_cache
 
 from fastapply.diffs import Hunk, Patch
@@ -39,9 +42,32 @@ def apply_patch(original: str, patch: Patch, language: str | None) -> MergeResul
     if isinstance(placed, str):
         return _as_snippet_merge(original, patch, language, placed)
     text, span, doubts, _ = placed
+    if patch.blobs is not None and made_by_git(original, text, patch.blobs):
+        return MergeResult(text, CERTAIN, (), span)  # the very file the diff was made to, whatever doubts it raised
     if language is not None and count_errors(text, language) > count_errors(original, language):
         doubts += ("the patched file has more syntax errors than the original",)
     return MergeResult(text, LIKELY if doubts else CERTAIN, doubts, span)
+
+
+def made_by_git(original: str, text: str, blobs: tuple[str, str]) -> bool:
+    """Whether git's ``index OLD..NEW`` line names ``original`` and ``text`` (LF text, or both stored with
+    CRLF line ends): the diff was made of this very file, and ``text`` is the file it was made to. An id
+    is git's object id (SHA-1, or SHA-256 in a repository of that format) of the file's bytes, shortened
+    to at least 7 hex digits.
+
+    >>> made_by_git("a\\n", "b\\n", ("78981922", "61780798"))
+    True
+    """
+    for crlf in (False, True):
+        if _names(blobs[0], original, crlf):
+            return _names(blobs[1], text, crlf)
+    return False
+
+
+def _names(object_id: str, text: str, crlf: bool) -> bool:
+    data = (text.replace("\n", "\r\n") if crlf else text).encode()
+    blob = b"blob %d\0" % len(data) + data
+    return any(getattr(hashlib, name)(blob).hexdigest().startswith(object_id) for name in ("sha1", "sha256"))
 
 
 @lru_cache(maxsize=8)

@@ -241,3 +241,37 @@ def test_eval_and_bench_show_a_model_the_snippet_a_diff_amounts_to(tmp_path, tok
     case = BenchCase("greet-diff", ORIGINAL, diff, expected=EXPECTED, language="python")
     rows = run_bench(model, tokenizer, [case], methods=("plain", "fastapply"), max_new_tokens=64)
     assert [row.stats.chars for row in rows] == [len(EXPECTED)] * 2
+
+
+@pytest.mark.parametrize("crlf", [False, True])
+def test_gits_own_diff_of_the_file_is_certain_by_the_object_ids_it_names(tmp_path, crlf):
+    """`git diff -U0` of lines added alone is placed by its line numbers, which a chat model's diff may
+    also give wrong, so alone it is not certain; git's `index OLD..NEW` line proves it was made of this
+    very file and what it gives is the file it was made to (CRLF files too)."""
+    import re
+    import shutil
+    import subprocess
+
+    from typer.testing import CliRunner
+
+    from fastapply.cli import app
+
+    if shutil.which("git") is None:
+        pytest.skip("git is not installed")
+    added = CALC.replace("def area(r):\n", 'def area(r):\n    """The area."""\n').replace(
+        "perimeter(2))\n", 'perimeter(2))\n    print("done")\n')
+    end = "\r\n" if crlf else "\n"
+    path, new, edit = tmp_path / "calc.py", tmp_path / "new.py", tmp_path / "edit.diff"
+    path.write_bytes(CALC.replace("\n", end).encode())
+    new.write_bytes(added.replace("\n", end).encode())
+    diff = subprocess.run(["git", "diff", "--no-index", "-U0", "calc.py", "new.py"], cwd=tmp_path,
+                          capture_output=True).stdout
+    edit.write_bytes(diff)
+    result = CliRunner().invoke(app, [str(path), "--edit-file", str(edit), "--engine", "merge", "--in-place"])
+    assert result.exit_code == 0, result.output
+    assert path.read_bytes() == new.read_bytes()
+    text = diff.decode().replace("\r\n", "\n")
+    assert applied(CALC, text).confidence == "certain"
+    assert applied(CALC, re.sub(r"(?m)^index .*\n", "", text)).confidence == "likely"  # numbers alone
+    changed = applied(CALC + "\n# the end\n", text)  # another file: placed by its numbers, no proof
+    assert changed.confidence == "likely" and changed.text == added + "\n# the end\n"
