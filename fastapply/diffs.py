@@ -1,6 +1,6 @@
 """Reading an edit written as a diff: a unified diff (``git diff``, ``diff -u``, the ``@@`` hunks chat
-models write, the ``*** Begin Patch`` form of coding agents) or SEARCH/REPLACE blocks, alone or in a
-chat model's whole answer; and a diff of several files split into each file's part. ``patch.py``
+models write, the ``*** Begin Patch`` form of coding agents) or SEARCH/REPLACE blocks (aider's, Cline's,
+Roo Code's), alone or in a chat model's whole answer; and a diff of several files split into each file's part. ``patch.py``
 places what is read here in the file.
 
 >>> patch = read_patch("@@ -1,2 +1,2 @@\\n a = 1\\n-b = 2\\n+b = 3\\n")
@@ -19,9 +19,11 @@ from pathlib import Path
 from fastapply.errors import UsageError
 
 _NUMBERED = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
-_SEARCH = re.compile(r"^<{5,9} ?SEARCH\s*$")
+_SEARCH = re.compile(r"^(?:<{5,9}|-{5,9}) ?SEARCH\s*$")  # aider's <<<<<<< SEARCH, Cline's ------- SEARCH
 _DIVIDER = re.compile(r"^={5,9}\s*$")
-_REPLACE = re.compile(r"^>{5,9} ?REPLACE\s*$")
+_REPLACE = re.compile(r"^(?:>{5,9}|\+{5,9}) ?REPLACE\s*$")
+_LINE_HINT = re.compile(r"^:(start|end)_line:\s*(\d+)\s*$")  # Roo Code's, then a ------- line
+_SEPARATOR = re.compile(r"^-{5,9}\s*$")
 _FENCE = re.compile(r"^```[\w+-]*\s*$")
 _INDEX = re.compile(r"^index ([0-9a-f]{7,64})\.\.([0-9a-f]{7,64})(?: [0-7]{6})?\s*$")  # git's object ids
 _HEADERS = ("diff --git ", "index ", "--- ", "+++ ", "old mode ", "new mode ", "similarity index ", "rename from ",
@@ -174,6 +176,9 @@ def _ends_hunk(lines: list[str], j: int) -> bool:
 
 
 def _search_replace(lines: list[str]) -> Patch:
+    """SEARCH/REPLACE blocks as aider writes them (``<<<<<<< SEARCH``, ``=======``, ``>>>>>>> REPLACE``),
+    Cline (``------- SEARCH``, ``+++++++ REPLACE``) or Roo Code (a ``:start_line:N`` line and a ``-------``
+    line after ``<<<<<<< SEARCH``: the hunk's number, no line of the file), each block one hunk."""
     hunks: list[Hunk] = []
     i = 0
     while i < len(lines):
@@ -185,15 +190,21 @@ def _search_replace(lines: list[str]) -> Patch:
             if divider is not None else None
         if end is None:
             raise UsageError(f"the SEARCH/REPLACE block at line {i + 1} of the edit has no "
-                             f"{'=======' if divider is None else '>>>>>>> REPLACE'} line")
+                             f"{'=======' if divider is None else 'REPLACE'} line")
         search, replace = lines[i + 1:divider], lines[divider + 1:end]
+        hints = {}
+        while search and (hint := _LINE_HINT.match(search[0])):
+            hints[hint.group(1)] = int(hint.group(2))
+            search = search[1:]
+        if search and _SEPARATOR.match(search[0]) and (hints or replace[:1] != search[:1]):
+            search = search[1:]  # Roo Code's separator, not a line of the file (which the REPLACE part would keep)
         ops: list[tuple[str, str]] = []
         for tag, a1, a2, b1, b2 in difflib.SequenceMatcher(None, search, replace, autojunk=False).get_opcodes():
             if tag == "equal":
                 ops += [(" ", line) for line in search[a1:a2]]
             else:
                 ops += [("-", line) for line in search[a1:a2]] + [("+", line) for line in replace[b1:b2]]
-        hunks.append(Hunk(tuple(ops)))
+        hunks.append(Hunk(tuple(ops), hints.get("start")))
         i = end + 1
     return Patch(tuple(hunks))
 

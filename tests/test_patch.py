@@ -89,8 +89,20 @@ def test_search_replace_blocks_and_the_begin_patch_form():
     assert applied(CALC, agent).text == TAU
     twice = "<<<<<<< SEARCH\n\n\n=======\n\n>>>>>>> REPLACE\n"  # blank lines are everywhere
     assert applied(CALC, twice).confidence != "certain"
-    with pytest.raises(UsageError, match="has no >>>>>>> REPLACE line"):
+    with pytest.raises(UsageError, match="has no REPLACE line"):
         read_patch("<<<<<<< SEARCH\na\n=======\nb\n")
+
+
+def test_the_search_replace_blocks_of_cline_and_roo_code():
+    cline = "------- SEARCH\n    return 2 * math.pi * r\n=======\n    return math.tau * r\n+++++++ REPLACE\n"
+    assert (applied(CALC, cline).confidence, applied(CALC, cline).text) == ("certain", TAU)
+    roo = ("<<<<<<< SEARCH\n:start_line:9\n-------\n    return 2 * math.pi * r\n=======\n    return math.tau * r\n"
+           ">>>>>>> REPLACE\n")
+    assert (applied(CALC, roo).confidence, applied(CALC, roo).text) == ("certain", TAU)
+    assert read_patch(roo).hunks[0].start == 9
+    notes = "# Notes\n\n-------\nold\n"  # a line of dashes that is the file's own (REPLACE keeps it) stays in the block
+    kept = "<<<<<<< SEARCH\n-------\nold\n=======\n-------\nnew\n>>>>>>> REPLACE\n"
+    assert applied(notes, kept, "markdown").text == "# Notes\n\n-------\nnew\n"
 
 
 def test_a_chat_models_hunk_with_wrong_numbers_or_none_is_placed_by_its_lines():
