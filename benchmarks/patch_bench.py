@@ -9,7 +9,9 @@ Each task's change (original -> expected) is written five ways, as tools and cha
 ``search/replace`` (each -U3 hunk's old and new lines as a SEARCH/REPLACE block), and ``stale context``
 (the -U3 diff with the first non-blank context line of each hunk altered; the known answer keeps the
 file's line), and ``git -U0, index`` (``git diff --no-index -U0`` run on the two files: no context, with
-git's ``index OLD..NEW`` line naming both; left out where git is not installed). Each is given to
+git's ``index OLD..NEW`` line naming both) and ``@@ function line`` (git's -U3 diff with each header's
+numbers dropped and the function line git writes after them kept); the last two are left out where git
+is not installed. Each is given to
 ``engine.merge_edit`` as the update, as ``fastapply FILE --edit-file`` gives it. Reported per form: the
 edits, certain, certain and exact, exact among the rest (the merge of the snippet it amounts to, or a
 line-number placement left likely), and the median time. Prints a table and writes JSON.
@@ -44,12 +46,20 @@ def unified(old: str, new: str, context: int) -> str:
     return "".join(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in lines)
 
 
-def git_diff(old: str, new: str, folder: Path) -> str:
-    """``git diff --no-index -U0`` of the two texts, written as files in ``folder``."""
+def git_diff(old: str, new: str, folder: Path, context: int) -> str:
+    """``git diff --no-index -U<context>`` of the two texts, written as files in ``folder``."""
     (folder / "a").write_bytes(old.encode())
     (folder / "b").write_bytes(new.encode())
-    return subprocess.run(["git", "diff", "--no-index", "-U0", "a", "b"], cwd=folder, capture_output=True,
+    return subprocess.run(["git", "diff", "--no-index", f"-U{context}", "a", "b"], cwd=folder, capture_output=True,
                           check=False).stdout.decode()
+
+
+def git_forms(old: str, new: str, folder: Path) -> dict[str, str]:
+    """git's own diffs: -U0 as it writes it, and -U3 with each header's numbers dropped and the function
+    line git writes after them kept (``@@ def f(x):``, as the ``*** Begin Patch`` form names a scope)."""
+    body = git_diff(old, new, folder, 3).split("\n@@", 1)
+    named = re.sub(r"(?m)^@@ [^\n]*? @@ ?", "@@ ", "@@" + body[1]) if len(body) == 2 else ""
+    return {"git -U0, index": git_diff(old, new, folder, 0), "@@ function line": named}
 
 
 def forms(old: str, new: str, folder: Path | None) -> dict[str, str]:
@@ -65,7 +75,7 @@ def forms(old: str, new: str, folder: Path | None) -> dict[str, str]:
     return {"git -U3": diff, "-U0": unified(old, new, 0),
             "@@ no numbers": re.sub(r"(?m)^@@ [^\n]*@@", "@@", diff.split("\n", 2)[2]),
             "search/replace": "".join(blocks), "stale context": stale(diff),
-            **({"git -U0, index": git_diff(old, new, folder)} if folder is not None else {})}
+            **(git_forms(old, new, folder) if folder is not None else {})}
 
 
 def stale(diff: str) -> str:

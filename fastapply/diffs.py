@@ -37,6 +37,7 @@ class Hunk:
     ops: tuple[tuple[str, str], ...]  # (" " kept, "-" deleted or "+" added, the line without its newline)
     start: int | None = None  # the original's 1-based line its header names (0: before the first), if any
     new_start: int | None = None  # and the new file's
+    scope: tuple[str, ...] = ()  # the lines its bare ``@@ class A`` headers name, outermost first (stripped)
 
     @property
     def old(self) -> list[str]:
@@ -131,8 +132,17 @@ def _hunk(lines: list[str], i: int) -> tuple[Hunk, int, bool | None]:
     """The hunk whose header is ``lines[i]``, the index after it, and what it says of the final newline.
     It runs on while its lines are a hunk's, past a numbered header's counts too (chat models miscount),
     where an empty line ends it; a ``--- `` line ends it only with a ``+++ `` line after it (a deleted
-    ``-- comment`` line is the hunk's)."""
+    ``-- comment`` line is the hunk's). A bare header's words name the hunk's scope (``@@ class A``, and
+    under it ``@@     def f(self):``, as the ``*** Begin Patch`` form writes them where its lines are
+    found more than once), each a line of the file that comes before the hunk's lines."""
     numbered = _NUMBERED.match(lines[i])
+    scope: list[str] = []
+    while not numbered and i + 1 < len(lines) and lines[i + 1].startswith("@@") and not _NUMBERED.match(lines[i + 1]):
+        scope.append(lines[i])  # headers one under another: each names a scope within the one before
+        i += 1
+    if not numbered:
+        scope.append(lines[i])
+    scope = [named for line in scope if (named := line[2:].removesuffix("@@").strip())]
     start, new_start = (int(numbered.group(1)), int(numbered.group(3))) if numbered else (None, None)
     wanted = (int(numbered.group(2) or 1), int(numbered.group(4) or 1)) if numbered else None
     ops: list[tuple[str, str]] = []
@@ -159,7 +169,7 @@ def _hunk(lines: list[str], i: int) -> tuple[Hunk, int, bool | None]:
     while bare and bare[-1]:  # empty lines at a hunk's end are the gap before what follows, not context
         ops.pop()
         bare.pop()
-    return Hunk(tuple(ops), start, new_start), j, final_newline
+    return Hunk(tuple(ops), start, new_start, tuple(scope)), j, final_newline
 
 
 def _path(line: str) -> str:

@@ -85,6 +85,8 @@ def _place(original: str, patch: Patch) -> tuple[str, tuple[int, int], tuple[str
     for n, hunk in enumerate(patch.hunks, 1):
         old = hunk.old
         found = _occurrences(lines, stripped, old) if old else []
+        if hunk.scope and len(found) > 1:  # of several places, the one within the scope its headers name
+            found = [at for at in found if _in_scope(stripped, at, hunk)] or found
         if len(found) == 1:
             if hunk.start is not None:
                 borne_out = borne_out is not False and found[0] == hunk.start - 1
@@ -163,6 +165,25 @@ def _stale(have: list[str], hunk: Hunk) -> tuple[int, int] | None:
             if same >= 2:
                 spots.append((i, missed))
     return spots[0] if len(spots) == 1 else None
+
+
+def _in_scope(stripped: list[str], at: int, hunk: Hunk) -> bool:
+    """Whether the hunk placed at line ``at`` is within the scope its bare headers name: from its first
+    changed line up, the nearest line that is the innermost name, with no line between them indented as
+    little as that line (its block not ended), and so on outwards from each name's line."""
+    ops = [kind for kind, _ in hunk.ops]
+    first = ops.index("-") if "-" in ops else ops.index("+") if "+" in ops else 0
+    point = at + max(0, sum(kind != "+" for kind in ops[:first]) - (ops[first:first + 1] == ["+"]))
+    below = point + 1  # the names are looked for above this line
+    for name in reversed(hunk.scope):
+        line = next((k for k in range(below - 1, -1, -1) if stripped[k].strip() == name), None)
+        if line is None:
+            return False
+        indent = len(stripped[line]) - len(stripped[line].lstrip())
+        if any(text.strip() and len(text) - len(text.lstrip()) <= indent for text in stripped[line + 1:point + 1]):
+            return False
+        below = point = line
+    return True
 
 
 def _lines(text: str) -> list[str]:

@@ -105,6 +105,25 @@ def test_the_search_replace_blocks_of_cline_and_roo_code():
     assert applied(notes, kept, "markdown").text == "# Notes\n\n-------\nnew\n"
 
 
+def test_the_scope_a_begin_patch_hunk_names_places_lines_found_more_than_once():
+    """The ``*** Begin Patch`` form names a hunk's class or function (``@@ class B:``, one under another
+    where one is not enough) where its lines are found more than once: the place within that scope."""
+    two = "class A:\n    def f(self):\n        return 1\n\n    def g(self):\n        return 2\n\n\nclass B:\n" \
+          "    def f(self):\n        return 1\n\n    def g(self):\n        return 2\n"
+    want = two[::-1].replace("1 nruter", "01 nruter", 1)[::-1]  # B.f's return changed
+    hunk = "-        return 1\n+        return 10\n"
+    for headers in ("@@ class B:\n@@     def f(self):\n", "@@ class B:\n", "@@ class B: @@\n     def f(self):\n"):
+        edit = f"*** Begin Patch\n*** Update File: two.py\n{headers}{hunk}*** End Patch\n"
+        assert (applied(two, edit).confidence, applied(two, edit).text) == ("certain", want), headers
+    assert applied(two, f"@@ class C:\n{hunk}").confidence != "certain"  # a scope the file lacks places nothing
+    assert applied(two, f"@@ def g(self):\n{hunk}").confidence != "certain"  # nor one whose block has ended
+    once = "@@ class B:\n-        return 3\n+        return 30\n"  # found once: the header need not be its scope
+    assert applied(two.replace("return 2\n", "return 3\n", 1), once).confidence == "certain"  # (git's function line)
+    braces = "function a() {\n  return 1;\n}\nfunction b() {\n  return 1;\n}\n"
+    edit = "@@ function b() {\n-  return 1;\n+  return 2;\n"
+    assert applied(braces, edit, "javascript").text == braces[::-1].replace(";1", ";2", 1)[::-1]
+
+
 def test_a_chat_models_hunk_with_wrong_numbers_or_none_is_placed_by_its_lines():
     wrong = "@@ -40,3 +40,3 @@\n def perimeter(r):\n-    return 2 * math.pi * r\n+    return math.tau * r\n"
     bare = "```diff\n@@\n def perimeter(r):\n-    return 2 * math.pi * r\n+    return math.tau * r\n```\n"
