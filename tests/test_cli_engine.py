@@ -76,6 +76,26 @@ def test_json_reports_the_engine(tmp_path):
     result = runner.invoke(app, [str(path), "--engine", "merge", "--edit-file", str(edit), "--json"])
     report = json.loads(result.stdout)
     assert (report["engine"], report["merge"]["confidence"], report["stats"]) == ("merge", "certain", None)
+    assert report["ok"] is True and report["refused"] is None
+
+
+def test_json_reports_a_refusal_on_stdout_and_a_model_answers_problems(tmp_path, tiny_checkpoint):
+    """A tool reading --json learns of a refusal from stdout too (exit 3 and the one line on stderr stay)."""
+    import json
+
+    path, edit = _files(tmp_path, name="tool.txt")  # no parser for .txt: the merge is never certain
+    result = runner.invoke(app, [str(path), "--engine", "merge", "--edit-file", str(edit), "--json"])
+    assert result.exit_code == 3 and result.stderr.startswith("fastapply: refused: the merge is not certain")
+    report = json.loads(result.stdout)
+    assert (report["ok"], report["text"], report["changed"], report["refused"]["reasons"]) == (
+        False, None, None, ["uncertain-merge"])
+    assert report["refused"]["message"] in result.stderr and report["merge"]["confidence"] != "certain"
+    result = runner.invoke(app, [str(path), "--language", "python", "--model", str(tiny_checkpoint), "--device",
+                                 "cpu", "--engine", "model", "--edit-file", str(edit), "--max-new-tokens", "8",
+                                 "--json"])
+    report = json.loads(result.stdout)  # a random model's answer, cut off: refused, its problems named
+    assert result.exit_code == 3 and not report["ok"] and report["problems"] and report["stats"]["tokens"] >= 1
+    assert path.read_bytes() == SAMPLE_PY.encode()
 
 
 def test_model_output_failing_validation_is_refused_unless_forced(tmp_path, tiny_checkpoint):

@@ -93,10 +93,12 @@ def apply_command(
                                    run_model if model or remote is not None else None, force, instruction,
                                    merge_first=remote is None and model == bundled.NAME, focus=focus)
         except EditRefused as refused:
-            if file != fileio.STDIN or language is not None or refused.reasons != ("uncertain-merge",):
-                raise
-            raise EditRefused(f"{refused} (a file on stdin has no language to check it by: name it with --language)",
-                              refused.reasons, refused.merge) from None
+            if file == fileio.STDIN and language is None and refused.reasons == ("uncertain-merge",):
+                refused = EditRefused(f"{refused} (a file on stdin has no language to check it by: name it with "
+                                      f"--language)", refused.reasons, refused.merge)
+            if as_json:  # a tool reading stdout learns of the refusal there too; the one line and exit 3 stay
+                typer.echo(json.dumps(_report(file, None, refused, model, remote, policy), indent=1))
+            raise refused from None
         new_text = outcome.text
         for problem in outcome.problems:
             stderr.print(f"fastapply: warning: {problem.message} (written because of --force)", markup=False)
@@ -109,15 +111,7 @@ def apply_command(
         if check:
             raise typer.Exit(1 if changed else 0)
         if as_json:
-            merged = outcome.merge
-            ran_model = outcome.model_run is not None
-            typer.echo(json.dumps({
-                "path": file, "changed": changed, "text": new_text, "engine": outcome.engine, "model": model,
-                "server": remote, "draft": ("server" if remote else policy) if ran_model else None,
-                "merge": {"confidence": merged.confidence, "reasons": list(merged.reasons)} if merged else None,
-                "problems": [p.name for p in outcome.problems],
-                "stats": outcome.model_run.stats if ran_model else None,
-            }, indent=1))
+            typer.echo(json.dumps(_report(file, original, outcome, model, remote, policy), indent=1))
         elif diff:
             name = "stdin" if file == fileio.STDIN else file
             sys.stdout.write("".join(difflib.unified_diff(
@@ -129,6 +123,22 @@ def apply_command(
         else:
             sys.stdout.buffer.write(fileio.encode(new_text, fmt))
             sys.stdout.flush()
+
+
+def _report(file: str, original: str | None, outcome, model: str | None, remote: str | None, policy: str) -> dict:
+    """What ``--json`` prints for an ``EditOutcome``, or for an ``EditRefused`` (``ok`` false, no text;
+    ``refused`` says why, ``problems`` names what validation found in the model's answer)."""
+    refused = original is None
+    merged, run = outcome.merge, outcome.model_run
+    return {
+        "path": file, "ok": not refused, "changed": None if refused else outcome.text != original,
+        "text": None if refused else outcome.text, "engine": None if refused else outcome.engine, "model": model,
+        "server": remote, "draft": ("server" if remote else policy) if run is not None else None,
+        "merge": {"confidence": merged.confidence, "reasons": list(merged.reasons)} if merged else None,
+        "problems": [p.name for p in outcome.problems],
+        "refused": {"message": str(outcome), "reasons": list(outcome.reasons)} if refused else None,
+        "stats": run.stats if run is not None else None,
+    }
 
 
 def _read_edit(edit: str | None, edit_file: Path | None, file: str, instruction: str = "") -> str:
