@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import difflib
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
 
@@ -38,6 +38,7 @@ class Hunk:
     start: int | None = None  # the original's 1-based line its header names (0: before the first), if any
     new_start: int | None = None  # and the new file's
     scope: tuple[str, ...] = ()  # the lines its bare ``@@ class A`` headers name, outermost first (stripped)
+    at_end: bool = False  # a ``*** End of File`` line follows it: its lines end the file
 
     @property
     def old(self) -> list[str]:
@@ -97,6 +98,9 @@ def _unified(lines: list[str]) -> Patch | None:
         elif line.startswith(_OTHER_FILES):
             raise UsageError(f"the diff adds or deletes a file ({line.strip()}); fastapply applies an edit to the "
                              f"file it is given")
+        elif line.strip() == "*** End of File" and hunks:
+            hunks[-1] = replace(hunks[-1], at_end=True)
+            i += 1
         elif line.startswith(("+++ ", "*** Update File: ")):
             files.add(_path(line))
             i += 1

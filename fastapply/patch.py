@@ -87,6 +87,8 @@ def _place(original: str, patch: Patch) -> tuple[str, tuple[int, int], tuple[str
         found = _occurrences(lines, stripped, old) if old else []
         if hunk.scope and len(found) > 1:  # of several places, the one within the scope its headers name
             found = [at for at in found if _in_scope(stripped, at, hunk)] or found
+        if hunk.at_end and len(found) > 1:  # or the one that ends the file
+            found = [at for at in found if at + len(old) == len(lines)] or found
         if len(found) == 1:
             if hunk.start is not None:
                 borne_out = borne_out is not False and found[0] == hunk.start - 1
@@ -231,7 +233,7 @@ def as_snippet(patch: Patch, language: str | None, original: str = "") -> str:
             out.append(marker_like(next((line for line in shown if line.strip()), ""), language))
         out += shown
     last = patch.hunks[-1]  # its last old line by its numbers (a hunk of new lines alone: the line it follows)
-    reaches_end = last.start is not None and last.start + len(last.old) - bool(last.old) >= len(lines)
+    reaches_end = last.at_end or (last.start is not None and last.start + len(last.old) - bool(last.old) >= len(lines))
     if not (lines and (reaches_end or last.old[-1:] == lines[-1:])):
         out.append(marker_like(next((line for line in reversed(out) if line.strip()), ""), language))
     return "\n".join(out) + "\n"

@@ -119,6 +119,10 @@ def test_the_scope_a_begin_patch_hunk_names_places_lines_found_more_than_once():
     assert applied(two, f"@@ def g(self):\n{hunk}").confidence != "certain"  # nor one whose block has ended
     once = "@@ class B:\n-        return 3\n+        return 30\n"  # found once: the header need not be its scope
     assert applied(two.replace("return 2\n", "return 3\n", 1), once).confidence == "certain"  # (git's function line)
+    twice = "x = 1\nprint(x)\n\nx = 1\nprint(x)\n"  # "*** End of File": the place that ends the file
+    end = "*** Begin Patch\n*** Update File: f.py\n@@\n x = 1\n-print(x)\n+print(x + 1)\n*** End of File\n*** End Patch\n"
+    assert (applied(twice, end).confidence, applied(twice, end).text) == ("certain", twice[:-2] + " + 1)\n")
+    assert applied(twice, end.replace("*** End of File\n", "")).confidence != "certain"
     braces = "function a() {\n  return 1;\n}\nfunction b() {\n  return 1;\n}\n"
     edit = "@@ function b() {\n-  return 1;\n+  return 2;\n"
     assert applied(braces, edit, "javascript").text == braces[::-1].replace(";1", ";2", 1)[::-1]
