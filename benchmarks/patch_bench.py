@@ -8,7 +8,8 @@ Each task's change (original -> expected) is written five ways, as tools and cha
 ``@@ no numbers`` (the -U3 hunks with bare ``@@`` headers, as chat models write them) and
 ``search/replace`` (each -U3 hunk's old and new lines as a SEARCH/REPLACE block), and ``stale context``
 (the -U3 diff with the first non-blank context line of each hunk altered; the known answer keeps the
-file's line), and ``git -U0, index`` (``git diff --no-index -U0`` run on the two files: no context, with
+file's line), ``hunks indented more`` and ``hunks dedented`` (the -U3 diff with each hunk's lines 4
+spaces further in, or with the indentation they all share taken off, where they share some), and ``git -U0, index`` (``git diff --no-index -U0`` run on the two files: no context, with
 git's ``index OLD..NEW`` line naming both) and ``@@ function line`` (git's -U3 diff with each header's
 numbers dropped and the function line git writes after them kept); the last two are left out where git
 is not installed. Each is given to
@@ -75,7 +76,32 @@ def forms(old: str, new: str, folder: Path | None) -> dict[str, str]:
     return {"git -U3": diff, "-U0": unified(old, new, 0),
             "@@ no numbers": re.sub(r"(?m)^@@ [^\n]*@@", "@@", diff.split("\n", 2)[2]),
             "search/replace": "".join(blocks), "stale context": stale(diff),
+            **{name: edit for name, edit in (("hunks indented more", reindented(diff, False)),
+                                             ("hunks dedented", reindented(diff, True))) if edit is not None},
             **(git_forms(old, new, folder) if folder is not None else {})}
+
+
+def reindented(diff: str, dedent: bool) -> str | None:
+    """The -U3 diff with each hunk's lines (but a hunk of new lines alone) indented 4 spaces more, or
+    with the indentation they all share taken off (None where no hunk has any), as a chat model quotes
+    a method without its class's indentation: the answer keeps the file's indentation."""
+    out, changed = [], False
+    for piece in re.split(r"(?m)^(?=@@)", diff):
+        lines = piece.split("\n")
+        body = [i for i, line in enumerate(lines[1:], 1) if line[:1] in (" ", "-", "+") and line[1:].strip()]
+        if not piece.startswith("@@") or not any(lines[i][:1] != "+" for i in body):
+            out.append(piece)
+            continue
+        share = min(len(lines[i][1:]) - len(lines[i][1:].lstrip()) for i in body)
+        lead = lines[body[0]][1:1 + share]
+        if dedent and (not share or any(not lines[i][1:].startswith(lead) for i in body)):
+            out.append(piece)
+            continue
+        for i in body:
+            lines[i] = lines[i][0] + (lines[i][1 + share:] if dedent else "    " + lines[i][1:])
+        out.append("\n".join(lines))
+        changed = True
+    return "".join(out) if changed else None
 
 
 def stale(diff: str) -> str:

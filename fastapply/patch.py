@@ -1,20 +1,23 @@
 """An edit written as a diff (read by ``diffs.py``) applied to the file line for line.
 
 A hunk's old lines (its context and the lines it deletes) are looked for in the file, exactly or but
-for trailing whitespace: found once, or, where found more than once, at the line its header names
-(where the headers' numbers add up as a tool writes them, ``Patch.numbers_add_up``), they give way to its new
-lines, the file's own text kept for its context lines. A diff whose every hunk is placed so, none
-overlapping, is ``certain``: it says exactly what to change and where, unless a hunk found once is not
-at the line its header names while another was placed by its number. A hunk of new lines alone (``diff
--U0``) is placed by its header's number, certain only where the hunks found once in the file are each
-at the line their headers name (a chat model's numbers may add up and still be wrong). Whatever its
-doubts, the file is certain where git's ``index OLD..NEW`` line names the original and the patched
-file both (``made_by_git``): the diff was made of this very file, and gives what it was made to. A hunk found
-nowhere as written whose context is stale (``_stale``: its deleted lines and most of its context in
-one place) is placed there, ``likely``. A diff with a hunk not placed at all is read as the update
-snippet it amounts to (``as_snippet``: each hunk's context and new lines between lazy markers), which
-the merge engine places, ``likely`` at best. A model reads a diff as that snippet, of its hunks as
-placed where they are (``as_update``).
+for trailing whitespace, or, found nowhere so, in one place but for one indentation every line of them
+lacks or has beyond the file's (``_reindented``: a chat model quoting a method without its class's
+indentation; its new lines are then indented as the file's). Found once, or, where found more than
+once, within the scope its bare headers name (``@@ class B:``, ``_in_scope``), at the file's end
+(``*** End of File``) or at the line its header names (where the headers' numbers add up as a tool
+writes them, ``Patch.numbers_add_up``), they give way to its new lines, the file's own text kept for its
+context lines. A diff whose every hunk is placed so, none overlapping, is ``certain``: it says exactly
+what to change and where, unless a hunk found once is not at the line its header names while another
+was placed by its number. A hunk of new lines alone (``diff -U0``) is placed by its header's number,
+certain only where the hunks found once in the file are each at the line their headers name (a chat
+model's numbers may add up and still be wrong). Whatever its doubts, the file is certain where git's
+``index OLD..NEW`` line names the original and the patched file both (``made_by_git``): the diff was
+made of this very file, and gives what it was made to. A hunk found nowhere whose context is stale
+(``_stale``: its deleted lines and most of its context in one place) is placed there, ``likely``. A
+diff with a hunk not placed at all is read as the update snippet it amounts to (``as_snippet``: each
+hunk's context and new lines between lazy markers), which the merge engine places, ``likely`` at best.
+A model reads a diff as that snippet, of its hunks as placed where they are (``as_update``).
 
 >>> from fastapply.diffs import read_patch
 >>> patch = read_patch("@@ -1,2 +1,2 @@\\n a = 1\\n-b = 2\\n+b = 3\\n")
@@ -85,6 +88,8 @@ def _place(original: str, patch: Patch) -> tuple[str, tuple[int, int], tuple[str
     for n, hunk in enumerate(patch.hunks, 1):
         old = hunk.old
         found = _occurrences(lines, stripped, old) if old else []
+        if old and not found and (moved := _reindented(stripped, hunk)) is not None:
+            found, hunk = moved  # its lines, indented as a whole more or less than the file's, found once
         if hunk.scope and len(found) > 1:  # of several places, the one within the scope its headers name
             found = [at for at in found if _in_scope(stripped, at, hunk)] or found
         if hunk.at_end and len(found) > 1:  # or the one that ends the file
@@ -167,6 +172,43 @@ def _stale(have: list[str], hunk: Hunk) -> tuple[int, int] | None:
             if same >= 2:
                 spots.append((i, missed))
     return spots[0] if len(spots) == 1 else None
+
+
+def _reindented(stripped: list[str], hunk: Hunk) -> tuple[list[int], Hunk] | None:
+    """Where a hunk found nowhere as written stands with every line of it indented by the same whitespace
+    more or less than the file's (a chat model quoting a method without its class's indentation), if
+    that is one place: there, and the hunk with its new lines indented as the file's lines are."""
+    old = [line.rstrip() for line in hunk.old]
+    spots = []
+    for i in range(len(stripped) - len(old) + 1):
+        if stripped[i].strip() != old[0].strip():
+            continue
+        shifts = {_shift(have, want) for have, want in zip(stripped[i:i + len(old)], old) if want or have}
+        if len(shifts) == 1 and (shift := shifts.pop()) is not None and shift != ("", ""):
+            spots.append((i, shift))
+    if len(spots) != 1:
+        return None
+    at, (more, less) = spots[0]
+    ops = []
+    for kind, line in hunk.ops:
+        if kind == "+" and line.strip():
+            if not line.startswith(less):
+                return None
+            line = more + line.removeprefix(less)
+        ops.append((kind, line))
+    return [at], Hunk(tuple(ops), hunk.start, hunk.new_start, hunk.scope, hunk.at_end)
+
+
+def _shift(have: str, want: str) -> tuple[str, str] | None:
+    """(the indentation ``have`` has beyond ``want``, or ``want`` beyond ``have``) where the two lines are
+    one but for that; None where they differ otherwise (a blank line against a line of text)."""
+    if not (have and want) or have.strip() != want.strip():
+        return None
+    if have.endswith(want) and not have[:len(have) - len(want)].strip():
+        return have[:len(have) - len(want)], ""
+    if want.endswith(have) and not want[:len(want) - len(have)].strip():
+        return "", want[:len(want) - len(have)]
+    return None
 
 
 def _in_scope(stripped: list[str], at: int, hunk: Hunk) -> bool:

@@ -128,6 +128,24 @@ def test_the_scope_a_begin_patch_hunk_names_places_lines_found_more_than_once():
     assert applied(braces, edit, "javascript").text == braces[::-1].replace(";1", ";2", 1)[::-1]
 
 
+def test_a_hunk_indented_as_a_whole_more_or_less_than_the_file_is_placed_with_the_files_indentation():
+    """A chat model quotes a method without its class's indentation (or with more): every line of the hunk
+    is the file's but for one indentation, in one place; its new lines are written indented as the file's."""
+    store = "import os\n\n\nclass Store:\n    def load(self, name):\n        with open(name) as f:\n" \
+            "            return f.read()\n"
+    want = store.replace("open(name)", 'open(name, encoding="utf-8")')
+    dedented = '@@\n def load(self, name):\n-    with open(name) as f:\n+    with open(name, encoding="utf-8") as f:\n'
+    blocks = "<<<<<<< SEARCH\n            with open(name) as f:\n=======\n            with open(name, encoding=" \
+             "\"utf-8\") as f:\n                if not f:\n                    return ''\n>>>>>>> REPLACE\n"  # 4 more
+    deeper = want.replace("as f:\n", "as f:\n            if not f:\n                return ''\n")
+    assert (applied(store, dedented).confidence, applied(store, dedented).text) == ("certain", want)
+    assert (applied(store, blocks).confidence, applied(store, blocks).text) == ("certain", deeper)
+    twice = store + "\n\nclass Cache:\n  def load(self, name):\n      with open(name) as f:\n          return f.read()\n"
+    assert applied(twice, dedented).confidence != "certain"  # two places, each but for its own indentation
+    mixed = "@@\n def load(self, name):\n-        with open(name) as f:\n+        with open(name, 'r') as f:\n"
+    assert applied(store, mixed).confidence != "certain"  # not one indentation for every line
+
+
 def test_a_chat_models_hunk_with_wrong_numbers_or_none_is_placed_by_its_lines():
     wrong = "@@ -40,3 +40,3 @@\n def perimeter(r):\n-    return 2 * math.pi * r\n+    return math.tau * r\n"
     bare = "```diff\n@@\n def perimeter(r):\n-    return 2 * math.pi * r\n+    return math.tau * r\n```\n"
