@@ -128,7 +128,8 @@ def undone(original: str, output: str, asks: Asks, language: str | None) -> str 
             if not any(sum((code & fewer).values()) * 2 >= code.total() for code in codes):  # renamed, not deleted
                 return f"the instruction asks to delete `{shown}`, but the output keeps its code"
     for was, new in asks.renames:
-        if _uses(original, was, language) and (not _words(output)[new] or (left := _uses(output, was, language))):
+        if identifiers(original, language)[was] and (not _words(output)[new] or (
+                left := identifiers(output, language)[was])):
             still = f"still uses `{was}` {left} time(s)" if _words(output)[new] else f"has no `{new}`"
             return f"the instruction asks to rename `{was}` to `{new}`, but the output {still}"
     flat, had = " ".join(output.split()), " ".join(original.split())
@@ -200,21 +201,20 @@ def attributes_above(lines: list[str], start: int, headers: set[int]) -> int:
     return block if block < top and lines[block].strip().startswith(ABOVE) else top
 
 
-def _uses(text: str, name: str, language: str | None) -> int:
-    """How often ``text`` uses ``name`` as a name of its own (identifiers; not a member of another
+def identifiers(text: str, language: str | None) -> Counter:
+    """How often ``text`` uses each name as a name of its own (identifiers; not a member of another
     object such as ``json.load``, nor words in comments and strings): a renamed name has none left.
     Without a known language, every word counts."""
     if language is None:
-        return _words(text)[name]
-    found, stack = 0, [parse(text, language).root_node]
+        return _words(text)
+    found, stack = Counter(), [parse(text, language).root_node]
     while stack:
         node = stack.pop()
         if node.child_count:
             stack.extend(node.children)
         elif (node.type.endswith("identifier") or node.type.endswith("identifier_pattern") or node.type == "constant") \
-                and node.text.decode("utf-8", "replace") == name and not (
-                node.prev_sibling is not None and node.prev_sibling.type in MEMBER):
-            found += 1
+                and not (node.prev_sibling is not None and node.prev_sibling.type in MEMBER):
+            found[node.text.decode("utf-8", "replace")] += 1
     return found
 
 

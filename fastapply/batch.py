@@ -8,7 +8,8 @@ says what happened to one input line, in input order: ``{"line", "file", "ok": t
 "exit_code", "reasons"?}`` (``reasons`` names the failed checks of a refused edit). A record that fails
 (unreadable file, refused result, server error) is reported and the others go on. With ``in_place``
 changed files are replaced atomically. A diff of several files (``patch_items``) is a batch too: each
-file's part is that file's edit. This module does not print; the CLI renders progress and
+file's part is that file's edit; and so is a chat model's answer (``answer_items``): each file its code
+blocks name. This module does not print; the CLI renders progress and
 writes the records.
 """
 
@@ -23,6 +24,7 @@ from dataclasses import dataclass
 from fastapply import fileio
 from fastapply.engine import ModelRun, resolve_edit
 from fastapply.errors import FastapplyError, RefusedError, UsageError
+from fastapply.answer import split_answer
 from fastapply.diffs import split_files
 from fastapply.syntax import language_for_path
 from fastapply.validate import RefusalWatch
@@ -69,6 +71,13 @@ def patch_items(diff: str) -> list[BatchItem]:
     return [BatchItem(line, path, part) for line, path, part in split_files(diff)]
 
 
+def answer_items(text: str) -> list[BatchItem]:
+    """The items of a chat model's answer (``answer.split_answer``): each file its code blocks name is one
+    item, its edit the answer (of which ``engine.read_edit`` takes that file's blocks), its line the one
+    its first block opens on."""
+    return [BatchItem(line, path, text) for line, path in split_answer(text)]
+
+
 def apply_item(item: BatchItem, run_model: ModelRunner | None, in_place: bool, engine: str = "auto",
                force: bool = False, merge_first: bool = False, focus: bool = True) -> dict:
     """Apply one item with ``engine`` (``run_model`` None: no model; ``merge_first``: a certain merge
@@ -82,7 +91,7 @@ def apply_item(item: BatchItem, run_model: ModelRunner | None, in_place: bool, e
         model = None if run_model is None else lambda shown, update, instruction, merged, watch: run_model(
             shown, update, instruction, merged, watch, language)
         outcome = resolve_edit(original, item.edit, language, engine, model, force, item.instruction, merge_first,
-                               focus)
+                               focus, item.file)
         changed = outcome.text != original
         if in_place and changed:
             fileio.write_atomic(item.file, fileio.encode(outcome.text, fmt))

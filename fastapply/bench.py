@@ -207,14 +207,14 @@ class Shown:
 
     @classmethod
     def of(cls, case: BenchCase, merge_draft: bool, focus: bool) -> Shown:
-        from fastapply.engine import merge_edit, read_edit
+        from fastapply.engine import merge_reading, read_edit
 
         start = time.perf_counter()
         read = read_edit(case.original, case.update, case.language, case.instruction)
         case = replace(case, update=read.update, instruction=read.instruction)  # as `fastapply FILE` shows it
         if not (merge_draft or focus):
             return cls(case)
-        result = merge_edit(case.original, read.edit, case.language, read.instruction)
+        result = merge_reading(case.original, read, case.language)
         window = window_of(case.original, case.update, result, case.language, case.instruction) if focus else None
         seconds = time.perf_counter() - start
         merged = result.text if merge_draft else None

@@ -1,6 +1,6 @@
 """Reading an edit written as a diff: a unified diff (``git diff``, ``diff -u``, the ``@@`` hunks chat
 models write, the ``*** Begin Patch`` form of coding agents) or SEARCH/REPLACE blocks (aider's, Cline's,
-Roo Code's), alone or in a chat model's whole answer; and a diff of several files split into each file's part. ``patch.py``
+Roo Code's); and a diff of several files split into each file's part. ``patch.py``
 places what is read here in the file.
 
 >>> patch = read_patch("@@ -1,2 +1,2 @@\\n a = 1\\n-b = 2\\n+b = 3\\n")
@@ -24,7 +24,6 @@ _DIVIDER = re.compile(r"^={5,9}\s*$")
 _REPLACE = re.compile(r"^(?:>{5,9}|\+{5,9}) ?REPLACE\s*$")
 _LINE_HINT = re.compile(r"^:(start|end)_line:\s*(\d+)\s*$")  # Roo Code's, then a ------- line
 _SEPARATOR = re.compile(r"^-{5,9}\s*$")
-_FENCE = re.compile(r"^```[\w+-]*\s*$")
 _INDEX = re.compile(r"^index ([0-9a-f]{7,64})\.\.([0-9a-f]{7,64})(?: [0-7]{6})?\s*$")  # git's object ids
 _HEADERS = ("diff --git ", "index ", "--- ", "+++ ", "old mode ", "new mode ", "similarity index ", "rename from ",
             "rename to ", "copy from ", "copy to ", "new file mode ", "*** Begin Patch", "*** End Patch",
@@ -61,28 +60,21 @@ class Patch:
 
 def read_patch(edit: str, original: str = "") -> Patch | None:
     """The diff ``edit`` is, or None where it is not one (a snippet, an instruction). Every line outside
-    its hunks must be a diff's header or blank, or, where the edit holds code fences, outside them (the
-    words of a chat model's answer, unless the file has code fences of its own); a diff of several files
-    is a usage error. A file that itself holds hunk headers or SEARCH markers (a patch, notes on diffs) is
+    its hunks must be a diff's header or blank (a chat model's answer is read for the code its fences
+    hold first, ``answer.py``); a diff of several files is a usage error. A file that itself holds hunk headers or SEARCH markers (a patch, notes on diffs) is
     edited only by snippets: an edit of it may be its own text."""
     if "@@" not in edit and "SEARCH" not in edit:
         return None
     file_lines = original.split("\n")
     if any(line.startswith("@@ -") or _SEARCH.match(line) for line in file_lines):
         return None
-    return _read(edit.replace("\r\n", "\n"), any(_FENCE.match(line) for line in file_lines))
+    return _read(edit.replace("\r\n", "\n"))
 
 
 @lru_cache(maxsize=8)
-def _read(edit: str, original_holds_fences: bool) -> Patch | None:
+def _read(edit: str) -> Patch | None:
     lines = edit.split("\n")
-    if any(_SEARCH.match(line) for line in lines):
-        return _search_replace(lines)
-    fences = [i for i, line in enumerate(lines) if _FENCE.match(line)]
-    if len(fences) >= 2 and not original_holds_fences:  # a chat model's answer: the diff is what its code fences
-        # hold, the words around them aside (in a file with fences of its own, they may be the file's own)
-        lines = [line for start, end in zip(fences[::2], fences[1::2]) for line in lines[start + 1:end]]
-    return _unified(lines)
+    return _search_replace(lines) if any(_SEARCH.match(line) for line in lines) else _unified(lines)
 
 
 def _unified(lines: list[str]) -> Patch | None:
@@ -226,8 +218,11 @@ def _search_replace(lines: list[str]) -> Patch:
 def split_files(diff: str) -> list[tuple[int, str, str]]:
     """Each file's part of a diff of one or more files (``git diff``, ``diff -ru``, ``*** Begin Patch``):
     (the 1-based line it starts on, the file's path as the diff names it, git's ``b/`` dropped, the part).
-    Raises UsageError where the text holds no file's part."""
-    lines = diff.replace("\r\n", "\n").split("\n")
+    Raises UsageError where the text holds no file's part. Of a chat model's answer, the diff its code
+    blocks hold (``answer.code_of``)."""
+    from fastapply.answer import code_of
+
+    lines = code_of(diff.replace("\r\n", "\n")).split("\n")
     starts: list[int] = []
     for i, line in enumerate(lines):
         names = line.startswith(("diff --git ", "*** Update File: ", "*** Add File: ", "*** Delete File: "))

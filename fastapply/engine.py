@@ -27,6 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import NamedTuple
 
+from fastapply.answer import answer_edit, deletes_in_use
 from fastapply.asks import read, undone
 from fastapply.errors import RefusedError, UsageError
 from fastapply.focus import focus as focus_of
@@ -82,18 +83,19 @@ RunModel = Callable[[str, str, str, str | None, RefusalWatch | None], ModelRun]
 
 def resolve_edit(original: str, update: str, language: str | None, engine: str = "auto",
                  run_model: RunModel | None = None, force: bool = False, instruction: str = "",
-                 merge_first: bool = False, focus: bool = True) -> EditOutcome:
+                 merge_first: bool = False, focus: bool = True, path: str | None = None) -> EditOutcome:
     """Apply ``update`` to ``original`` with ``engine``; ``run_model(shown, update, instruction, merged,
     watch)`` runs the model on ``shown`` (the file, or the window of it that ``focus`` cuts) and the edit
     as the model is to read it (an edit that ``reads_as_instruction`` is its instruction, with no update),
     with an optional merged candidate of it as its draft and an optional ``RefusalWatch`` (None when no
     model is configured). With ``merge_first``, ``auto`` returns a certain merge without running the
-    model."""
+    model. ``path``: the file's, which a chat model's answer may name among others (``answer.py``)."""
     if engine not in ENGINES:
         raise UsageError(f"unknown engine {engine!r}; choose one of: {', '.join(ENGINES)}")
     if not update.strip() and not instruction.strip():
         raise UsageError("the edit is empty: give an update snippet, an instruction, or both")
-    edit, update, instruction, patch = read_edit(original, update, language, instruction)
+    reading = read_edit(original, update, language, instruction, path)
+    update, instruction, patch = reading.update, reading.instruction, reading.patch
     if patch is None and not instruction.strip() and only_markers(update, language):
         literal = " (it holds a literal \\n: give the edit real line breaks, e.g. with --edit-file)" \
             if "\\n" in update else ""
@@ -109,7 +111,7 @@ def resolve_edit(original: str, update: str, language: str | None, engine: str =
         raise UsageError("the merge engine applies an update snippet, and an instruction only where it plainly asks "
                          "for a deletion, a rename, an import or a comment removal; this instruction beside a snippet "
                          "needs a model")
-    merged = merge_edit(original, edit, language, instruction)
+    merged = merge_reading(original, reading, language)
     why = unsettled(merged, original, instruction, language)
     if engine == "merge" or run_model is None or (merge_first and why is None):
         if why is not None:
@@ -128,11 +130,15 @@ class EditReading(NamedTuple):
     update: str  # the model's and its answer's checks: a diff as the snippet it amounts to (``as_update``)
     instruction: str  # an edit that reads as an instruction alone, its words on one line
     patch: Patch | None  # the diff the edit is, if it is one
+    unsaid: str | None = None  # a chat model's answer leaving code around its blocks unsaid: the edit read as
+    # deleting it (``edit`` keeps it, lazy markers added at its edges; ``answer.answer_edit``)
 
 
-def read_edit(original: str, update: str, language: str | None, instruction: str = "") -> EditReading:
-    """How ``update`` (with ``instruction``) is read: a diff (``diffs.read_patch``), an instruction alone
-    (``reads_as_instruction``), or the update snippet it is. ``resolve_edit``, ``fastapply eval`` and
+def read_edit(original: str, update: str, language: str | None, instruction: str = "",
+              path: str | None = None) -> EditReading:
+    """How ``update`` (with ``instruction``) is read: a chat model's whole answer is the code its blocks
+    hold for the file at ``path`` (``answer.answer_edit``); that, or the edit, is a diff
+    (``diffs.read_patch``), an instruction alone (``reads_as_instruction``), or the update snippet it is. ``resolve_edit``, ``fastapply eval`` and
     ``fastapply bench`` read every edit so, so that a model is shown the same prompt by each.
 
     >>> read_edit("x = 1\\n", "@@ -1 +1 @@\\n-x = 1\\n+x = 2\\n", "python").update
@@ -140,12 +146,31 @@ def read_edit(original: str, update: str, language: str | None, instruction: str
     >>> read_edit("x = 1\\n", "delete the variable x", "python")[:3]
     ('', '', 'delete the variable x')
     """
+    answered = answer_edit(update, original, language, path)
+    update, unsaid = (update, None) if answered is None else (answered[0], answered[1])
+    unsaid = None if unsaid == update else unsaid
     patch = read_patch(update, original)
     if patch is not None:
         return EditReading(update, as_update(patch, original, language), instruction, patch)
     if reads_as_instruction(original, update, language, instruction):
         return EditReading("", "", " ".join(update.split()), None)
-    return EditReading(update, update, instruction, None)
+    return EditReading(update, update, instruction, None, unsaid)
+
+
+def merge_reading(original: str, reading: EditReading, language: str | None) -> MergeResult:
+    """The merge engine's answer for an edit as read (``read_edit``): ``merge_edit`` of it; where it is a
+    chat model's answer leaving code around its blocks unsaid (``EditReading.unsaid``) and the two
+    readings, that code kept or deleted, merge to different files, likely at best: the answer may mean
+    either; unless deleting it would leave a name in use that only it binds (``answer.deletes_in_use``)."""
+    merged = merge_edit(original, reading.edit, language, reading.instruction)
+    if reading.unsaid is None or merged.confidence != CERTAIN:
+        return merged
+    deleting = merge_edit(original, reading.unsaid, language, reading.instruction).text
+    if deleting is None or deleting == merged.text or deletes_in_use(deleting, merged.text, language):
+        return merged
+    return replace(merged, confidence=LIKELY, reasons=(
+        "the answer's code starts or ends inside the file with no lazy marker there: the code beyond it may be "
+        "meant kept (as merged) or deleted",))
 
 
 def _run(run_model: RunModel, original: str, update: str, merged: str | None, placed: MergeResult | None,

@@ -12,7 +12,7 @@ from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from dataclasses import replace
 
 from fastapply import __version__
-from fastapply.engine import EditReading, merge_edit, read_edit, unsettled
+from fastapply.engine import EditReading, merge_reading, read_edit, unsettled
 from fastapply.errors import FastapplyError, UsageError
 from fastapply.evalconfig import GENERATE_METHODS, REMOTE_POLICY, EvalConfig, git_commit, merge_engine_available, now
 from fastapply.focus import focus
@@ -170,7 +170,7 @@ def _run_task(task: Task, policies: Sequence[str]) -> list[dict]:
 def _merge(task: Task, read: EditReading):
     """(MergeResult, its record) from the merge engine for the edit as it ``read`` it, timed."""
     started = time.perf_counter()
-    result = merge_edit(task.original, read.edit, task.language, read.instruction)
+    result = merge_reading(task.original, read, task.language)
     return result, {"confidence": result.confidence, "reasons": list(result.reasons),
                     "seconds": round(time.perf_counter() - started, 4)}
 

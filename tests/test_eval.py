@@ -191,14 +191,14 @@ def test_a_merge_that_raises_is_recorded_and_warned_of(tmp_path, tiny_checkpoint
     """A merge engine bug does not stop the run (that task has no merged draft), and does not pass
     unseen: its record holds the error, the summary counts it, and the run warns on stderr."""
     import fastapply.evalrun
-    from fastapply.engine import merge_edit
+    from fastapply.engine import merge_reading
 
-    def failing(original, update, language, instruction=""):
+    def failing(original, reading, language):
         if original == TASKS[0].original:
             raise IndexError("list index out of range")
-        return merge_edit(original, update, language, instruction)
+        return merge_reading(original, reading, language)
 
-    monkeypatch.setattr(fastapply.evalrun, "merge_edit", failing)
+    monkeypatch.setattr(fastapply.evalrun, "merge_reading", failing)
     out = tmp_path / "out"
     result = CliRunner().invoke(app, ["eval", "--engine", "replay", "--tasks", str(write_tasks(tmp_path / "t.jsonl")),
                                       "--tokenizer", str(tiny_checkpoint), "--draft", "fastapply", "--out", str(out)])

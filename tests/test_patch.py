@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from fastapply.engine import EditRefused, resolve_edit
+from fastapply.engine import EditRefused, read_edit, resolve_edit
 from fastapply.errors import UsageError
 from fastapply.merge import merge
 from fastapply.diffs import read_patch
@@ -148,16 +148,17 @@ def test_a_hunk_indented_as_a_whole_more_or_less_than_the_file_is_placed_with_th
 
 def test_a_chat_models_hunk_with_wrong_numbers_or_none_is_placed_by_its_lines():
     wrong = "@@ -40,3 +40,3 @@\n def perimeter(r):\n-    return 2 * math.pi * r\n+    return math.tau * r\n"
-    bare = "```diff\n@@\n def perimeter(r):\n-    return 2 * math.pi * r\n+    return math.tau * r\n```\n"
-    for edit in (wrong, bare):
+    hunk = "@@\n def perimeter(r):\n-    return 2 * math.pi * r\n+    return math.tau * r\n"
+    bare = f"```diff\n{hunk}```\n"
+    for edit in (wrong, hunk):
         assert (applied(CALC, edit).confidence, applied(CALC, edit).text) == ("certain", TAU)
     counted_too_few = "@@ -8,1 +8,1 @@\n def perimeter(r):\n-    return 2 * math.pi * r\n+    return math.tau * r\n"
     assert applied(CALC, counted_too_few).text == TAU  # its lines run on past the counts
     answer = f"Use the constant tau:\n\n{bare}\nThis keeps `area` as it is.\n"  # a chat model's whole answer
-    assert applied(CALC, answer).text == TAU
+    assert resolve_edit(CALC, answer, "python", "merge").text == TAU
     readme = "# Calc\n\n```python\nprint(area(2))\n```\n"  # a file with fences of its own: they may be its text
     example = "# Calc\n\n```diff\n@@\n-a\n+b\n```\nDiffs look like this.\n"
-    assert read_patch(example, readme) is None and read_patch(example, CALC) is not None
+    assert read_edit(readme, example, "markdown").patch is None and read_edit(CALC, example, "python").patch
 
 
 def test_a_hunk_found_more_than_once_is_placed_by_numbers_that_add_up_and_no_others():

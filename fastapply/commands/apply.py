@@ -91,7 +91,8 @@ def apply_command(
         try:
             outcome = resolve_edit(original, update, language, engine.value,
                                    run_model if model or remote is not None else None, force, instruction,
-                                   merge_first=remote is None and model == bundled.NAME, focus=focus)
+                                   merge_first=remote is None and model == bundled.NAME, focus=focus,
+                                   path=None if file == fileio.STDIN else file)
         except EditRefused as refused:
             if file == fileio.STDIN and language is None and refused.reasons == ("uncertain-merge",):
                 refused = EditRefused(f"{refused} (a file on stdin has no language to check it by: name it with "

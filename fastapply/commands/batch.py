@@ -22,6 +22,9 @@ def batch_command(
     edits: Annotated[str, typer.Argument(help='JSONL of {"file": ..., "edit": ..., "instruction"?: ...}; - reads stdin.')],
     patch: Annotated[bool, typer.Option("--patch", help="EDITS is a diff of one or more files (git diff, *** Begin Patch): "
                                                         "each file's part is its edit.")] = False,
+    answer: Annotated[bool, typer.Option("--answer", help="EDITS is a chat model's answer whose code blocks name "
+                                                          "their files (```python:src/calc.py, or the path on the "
+                                                          "line above): each file's blocks are its edit.")] = False,
     out: Annotated[Optional[Path], typer.Option("--out", "-o", help="Write the result records here (default: stdout).")] = None,
     in_place: Annotated[bool, typer.Option("--in-place", "-i", help="Replace each changed file atomically.")] = False,
     model: ModelOpt = None,
@@ -45,14 +48,17 @@ def batch_command(
 ) -> None:
     """Apply many edits with one model load (or one server, or the merge engine alone); one JSON record per
     edit, in order. Each edit is decided and validated as `fastapply FILE --edit` does it. With --patch,
-    EDITS is a diff of several files, each file's part one edit."""
+    EDITS is a diff of several files, each file's part one edit; with --answer, a chat model's answer, each
+    file's code blocks one edit."""
     with errors():
         from fastapply import fileio
-        from fastapply.batch import local_runner, patch_items, read_items, remote_runner, run_batch
+        from fastapply.batch import answer_items, local_runner, patch_items, read_items, remote_runner, run_batch
         from fastapply.client import RemoteBackend, remote_base_url
 
         from fastapply import bundled
 
+        if patch and answer:
+            raise UsageError("choose one of --patch and --answer")
         remote = remote_base_url(backend, base_url, server)
         if remote is None:
             model = local_model(model)
@@ -65,7 +71,7 @@ def batch_command(
             raise UsageError("--workers needs a server backend (--server or --backend openai); one local model "
                              "runs one edit at a time")
         text = fileio.read_text(edits)[0]
-        items = patch_items(text) if patch else read_items(text)
+        items = patch_items(text) if patch else answer_items(text) if answer else read_items(text)
         failed = 0
         with ExitStack() as stack:
             run_model = None  # no model: certain merges only

@@ -1,0 +1,226 @@
+"""A chat model's whole answer as an edit: the code its fenced blocks hold, the words around them aside.
+
+A chat model answers "apply this" with words and code blocks, often naming each block's file: in the
+fence's info string (```` ```python:src/calc.py ````, ```` ```src/calc.py ````, ```` ```python
+title="src/calc.py" ````) or on the line above it (``src/calc.py``, ``**src/calc.py**``, "Update
+`src/calc.py`:"). An edit is such an answer where it holds a fenced block and none of the lines outside
+its blocks is a line of the file, a lazy marker or a docstring's quotes (a snippet holding a fenced block
+of its own, in a docstring, is no answer), and the file holds no fence of its own (a Markdown file's snippet may). The
+edit for a file is the blocks that name it, else, where no block names a file, the blocks in its
+language (or in none, or a diff); several are one snippet, a lazy marker between them (diffs, one diff),
+and a snippet with markers gets one at its start (end) where it starts (ends) on a line of the file
+other than its first (last): a chat model shows the part it changes and leaves the rest unsaid. Such
+an answer may mean either; ``engine.merge_reading`` is certain only where both readings agree, or
+where deleting that code would leave a name in use that only it binds (``deletes_in_use``).
+
+>>> answer = "Here it is:\\n\\n```python\\ndef area(r):\\n    return math.pi * r ** 2\\n```\\n\\nDone."
+>>> answer_edit(answer, "import math\\n", "python")[0]
+'def area(r):\\n    return math.pi * r ** 2\\n'
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from fastapply.asks import identifiers
+from fastapply.defs import definitions
+from fastapply.errors import UsageError
+from fastapply.markers import is_marker_text
+from fastapply.snippet import marker_like
+from fastapply.syntax import LANGUAGES, language_for_path
+
+_FENCE = re.compile(r"^( {0,3})(`{3,}|~{3,})\s*([^`]*?)\s*$")  # indented under a list item: up to 3 spaces
+_PATHLIKE = re.compile(r"(?:[\w.-]+/)*[\w-][\w.-]*\.[A-Za-z][\w]*")  # a file name with an extension, maybe in folders
+_TITLE = re.compile(r"""\b(?:title|file|filename|path)=["']?([^"'\s]+)""")
+_LABEL = re.compile(r"^(?:#+\s*)?(?:(?:file|filename|path)\s*:\s*)?", re.IGNORECASE)
+_FAMILIES = ({"javascript", "typescript", "tsx"}, {"c", "cpp"})
+_ALIASES = {"c++": "cpp", "golang": "go", "shell": "bash", "zsh": "bash", "sh": "bash", "py": "python"}
+_ANY = {"", "text", "txt", "plaintext", "diff", "patch", "udiff"}
+_BINDS = re.compile(r"^\s*(?:import|from|#include|use|using|require|package)\b|\brequire\(")  # an import line
+
+
+@dataclass(frozen=True)
+class Block:
+    line: int  # the 1-based line of its opening fence
+    info: str  # the fence's info string
+    path: str | None  # the file it names, in its info string or on the line above it
+    body: str  # its lines, each with its newline
+
+
+def code_blocks(text: str) -> tuple[list[Block], list[str]]:
+    """The fenced blocks of ``text`` that close (a fence closes with the same character, at least as
+    many), and the lines outside them."""
+    lines = text.replace("\r\n", "\n").split("\n")
+    blocks: list[Block] = []
+    outside: list[str] = []
+    i = 0
+    while i < len(lines):
+        opening = _FENCE.match(lines[i])
+        close = None
+        if opening:
+            fence = opening.group(2)
+            close = next((j for j in range(i + 1, len(lines))
+                          if set(lines[j].strip()) == {fence[0]} and len(lines[j].strip()) >= len(fence)), None)
+        if close is None:
+            outside.append(lines[i])
+            i += 1
+            continue
+        indent, info = opening.group(1), opening.group(3)
+        body = "".join(line.removeprefix(indent) + "\n" for line in lines[i + 1:close])
+        blocks.append(Block(i + 1, info, _named(info, lines[:i]), body))
+        i = close + 1
+    return blocks, outside
+
+
+def _named(info: str, before: list[str]) -> str | None:
+    """The file a block names: in its info string (``python:path``, ``path``, ``python path``,
+    ``title="path"``), else on the nearest non-blank line above it, that line a path alone (``# path``,
+    ``**path**``, ``File: path``) or holding one path in backticks or bold ("Update `calc.py`:")."""
+    titled = _TITLE.search(info)
+    words = ([titled.group(1)] if titled else []) + info.replace(":", " ").split()
+    named = next((word for word in words if _PATHLIKE.fullmatch(word)), None)
+    if named is not None:
+        return named
+    above = next((line.strip() for line in reversed(before[-2:]) if line.strip()), "")
+    alone = _LABEL.sub("", above).strip("*`_ :")
+    if _PATHLIKE.fullmatch(alone):
+        return alone
+    quoted = [token for token in re.findall(r"`([^`]+)`|\*\*([^*]+)\*\*", above) for token in token if token]
+    paths = [token for token in quoted if _PATHLIKE.fullmatch(token)]
+    return paths[0] if len(paths) == 1 and above.endswith(":") else None
+
+
+def _language(word: str) -> str | None:
+    """The language an info word names (``python``, ``py``, ``ts``, ``c++``), or None."""
+    word = word.lower()
+    word = _ALIASES.get(word, word)
+    return word if word in LANGUAGES else language_for_path(f"x.{word}") if "." not in word else None
+
+
+def _speaks(block: Block, language: str | None) -> bool:
+    """Whether a block that names no file is in the file's language (or names none, or is a diff)."""
+    first = block.info.split()[0].lower() if block.info.split() else ""
+    said = _language(first)
+    if language is None or first in _ANY or said is None:
+        return True
+    return said == language or any(said in family and language in family for family in _FAMILIES)
+
+
+def answer_edit(edit: str, original: str, language: str | None,
+                path: str | None = None) -> tuple[str, str] | None:
+    """The edit a chat model's answer holds for the file (``path``, where known), with markers at its
+    edges where it leaves code around it unsaid, and the same without them (the two differ only there);
+    None where ``edit`` is not such an answer. A usage error where its blocks are for other files only,
+    for several files and no path is given, or in other languages only."""
+    if "```" not in edit and "~~~" not in edit:
+        return None
+    if any(_FENCE.match(line) for line in original.split("\n")):
+        return None
+    blocks, outside = code_blocks(edit)
+    file_lines = {line.strip() for line in original.split("\n") if line.strip()}
+    if not blocks or any(line.strip() in file_lines or is_marker_text(line.strip()) or '"""' in line or "'''" in line
+                         for line in outside if line.strip()):
+        return None  # a snippet holding a fenced block of its own (in a docstring), not an answer
+    named = [block for block in blocks if block.path is not None]
+    if named:
+        names = list(dict.fromkeys(block.path for block in named))
+        mine = named if path is None or path == "-" else [block for block in named if _is(path, block.path)]
+        if not mine:
+            raise UsageError(f"the answer's code blocks are for {', '.join(names)}, not {path}")
+        if len({block.path for block in mine}) > 1:
+            raise UsageError(f"the answer's code blocks are for {len(names)} files ({', '.join(names)}): give "
+                             f"the file to edit, or the whole answer to fastapply batch --answer")
+    else:
+        mine = [block for block in blocks if _speaks(block, language)]
+        if not mine:
+            raise UsageError(f"the answer's code blocks are in other languages "
+                             f"({', '.join(sorted({b.info.split()[0] for b in blocks if b.info.split()}))})")
+    return _joined(mine, language, original)
+
+
+def code_of(text: str) -> str:
+    """The code of a chat model's answer that holds a diff (of one file or several): its blocks' lines,
+    the words around them aside; the text itself where it has no block or is a diff outside them."""
+    blocks, outside = code_blocks(text)
+    if not blocks or any(line.startswith(("diff --git ", "--- ", "+++ ", "@@", "*** ")) for line in outside):
+        return text
+    return "".join(block.body for block in blocks)
+
+
+def _is(path: str, named: str) -> bool:
+    """Whether the file at ``path`` is the one an answer names (the end of its path, as a repository's
+    root names it)."""
+    parts = Path(named).parts
+    return Path(path).resolve().parts[-len(parts):] == parts
+
+
+def _joined(blocks: list[Block], language: str | None, original: str) -> tuple[str, str]:
+    """One edit of several blocks for one file (a diff where each is one; else one snippet, a lazy marker
+    between each block and the next), with a marker before (after) it where it has markers and its first
+    (last) line is a line of the file other than the file's first (last), and the edit without those: a
+    chat model leaves the code above and below the part it shows unsaid, where a snippet that says
+    nothing of it deletes it, and an answer may mean either."""
+    from fastapply.diffs import read_patch
+
+    if all(read_patch(block.body, original) is not None for block in blocks):
+        return ("".join(block.body for block in blocks),) * 2
+    plain = blocks[0].body
+    for block in blocks[1:]:
+        plain += marker_like(_edge(block.body, 1), language) + "\n" + block.body
+    if not any(is_marker_text(line.strip()) for line in plain.split("\n")):
+        return plain, plain
+    kept = [line.strip() for line in original.split("\n") if line.strip()]
+    first, last = _edge(plain, 1), _edge(plain, -1)
+    out = plain
+    if kept and not is_marker_text(first.strip()) and first.strip() in kept[1:] and first.strip() != kept[0]:
+        out = marker_like(first, language) + "\n" + out
+    if kept and not is_marker_text(last.strip()) and last.strip() in kept[:-1] and last.strip() != kept[-1]:
+        out += marker_like(last, language) + "\n"
+    return out, plain
+
+
+def _edge(text: str, step: int) -> str:
+    """The first (``step`` 1) or last (-1) non-blank line of ``text``."""
+    return next((line for line in text.split("\n")[::step] if line.strip()), "")
+
+
+def deletes_in_use(deleting: str, keeping: str, language: str | None) -> bool:
+    """Whether ``deleting`` (an answer read as deleting the code around its blocks) is ``keeping`` with
+    lines taken out, one of which binds a name (an import, a definition) that ``deleting`` still uses and
+    binds nowhere else: so read, the file would use a name it no longer has, which its writer does not
+    mean (`import os` above `class Store:`, whose methods call `os.path`)."""
+    if language is None:
+        return False
+    old, new = keeping.split("\n"), deleting.split("\n")
+    ops = difflib.SequenceMatcher(None, old, new, autojunk=False).get_opcodes()
+    if any(tag not in ("equal", "delete") for tag, *_ in ops):
+        return False
+    gone = "\n".join(line for tag, i1, i2, _, _ in ops if tag == "delete" for line in old[i1:i2])
+    used = identifiers(deleting, language)
+    return any(used[name] for name in _bound(gone, language) - _bound(deleting, language))
+
+
+def _bound(text: str, language: str) -> set[str]:
+    """The names ``text`` binds: its definitions', and every word of its import lines."""
+    names = {definition.name for definition in definitions(text, language)}
+    for line in text.split("\n"):
+        if _BINDS.search(line):
+            names |= set(re.findall(r"[A-Za-z_$][\w$]*", line))
+    return names
+
+
+def split_answer(text: str) -> list[tuple[int, str]]:
+    """The files a chat model's answer names for its code blocks: (the line its first block opens on, the
+    path as the answer names it), in the order they first appear; ``answer_edit`` with each path gives
+    its edit. A usage error where no block names a file."""
+    named: dict[str, int] = {}
+    for block in code_blocks(text)[0]:
+        if block.path is not None:
+            named.setdefault(block.path, block.line)
+    if not named:
+        raise UsageError("the answer names no file for its code blocks (```python:src/calc.py, or the path "
+                         "on the line above a block)")
+    return [(line, path) for path, line in named.items()]

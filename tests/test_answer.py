@@ -1,0 +1,134 @@
+"""A chat model's whole answer as the edit (``fastapply.answer``): its code blocks, the file each names."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from fastapply.answer import answer_edit, code_blocks, deletes_in_use, split_answer
+from fastapply.cli import app
+from fastapply.engine import merge_edit, merge_reading, read_edit, resolve_edit
+from fastapply.errors import UsageError
+
+STORE = '''import os
+
+
+class Store:
+    def __init__(self, root):
+        self.root = root
+
+    def path(self, name):
+        return os.path.join(self.root, name)
+
+    def load(self, name):
+        with open(self.path(name)) as f:
+            return f.read()
+'''
+UTF8 = STORE.replace("open(self.path(name))", 'open(self.path(name), encoding="utf-8")')
+SNIPPET = '''class Store:
+    # ... existing code ...
+    def load(self, name):
+        with open(self.path(name), encoding="utf-8") as f:
+            return f.read()
+'''
+CALC = "def area(r):\n    return 3.14 * r * r\n"
+runner = CliRunner()
+
+
+def test_the_code_block_of_an_answer_is_the_edit_and_code_it_leaves_unsaid_is_kept():
+    """Words around the block aside. The block starts at `class Store:` with no marker above it: as a
+    snippet it would delete `import os` (a snippet says what it leaves out at the file's edges); from a
+    chat model's answer, that line is the file's and its code above is kept."""
+    answer = f"Open it as UTF-8:\n\n```python\n{SNIPPET}```\n\nThat is all.\n"
+    outcome = resolve_edit(STORE, answer, "python", "merge")
+    assert (outcome.text, outcome.merge.confidence) == (UTF8, "certain")
+    assert resolve_edit(STORE, SNIPPET, "python", "merge").text == UTF8.replace("import os\n\n\n", "")
+    listed = "1. Change `load`:\n\n   ```python\n" + "".join(f"   {line}\n" for line in SNIPPET.splitlines()) + "   ```\n"
+    assert resolve_edit(STORE, listed, "python", "merge").text == UTF8  # a block under a list item
+
+
+def test_an_answer_that_may_mean_the_code_around_it_deleted_is_not_certain():
+    """From line 2 on, with no marker above: `from __future__ ...` deleted or kept? Either reading makes a
+    working file, so the merge is likely (a model or a refusal decides); `import os` above `class Store:`
+    cannot be meant deleted, the methods use `os`."""
+    future = "from __future__ import annotations\n" + STORE
+    answer = "Here:\n\n```python\nimport os\n\n\n" + SNIPPET + "```\n"
+    merged = merge_reading(future, read_edit(future, answer, "python"), "python")
+    assert (merged.confidence, merged.text) == ("likely", "from __future__ import annotations\n" + UTF8)
+    assert "may be meant kept (as merged) or deleted" in merged.reasons[0]
+    assert merge_edit(future, "import os\n\n\n" + SNIPPET, "python").text == UTF8  # a snippet says: deleted
+    assert deletes_in_use(UTF8.replace("import os\n\n\n", ""), UTF8, "python")
+    assert not deletes_in_use(UTF8, "from __future__ import annotations\n" + UTF8, "python")
+
+
+def test_blocks_name_their_files_and_each_file_takes_its_own(tmp_path, monkeypatch):
+    answer = (f"Update `store.py`:\n\n```python\n{SNIPPET}```\n\nand\n\n"
+              "```python:src/calc.py\ndef area(r):\n    return math.pi * r * r\n```\n")
+    assert [b.path for b in code_blocks(answer)[0]] == ["store.py", "src/calc.py"]
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "src").mkdir()
+    (tmp_path / "store.py").write_text(STORE)
+    (tmp_path / "src" / "calc.py").write_text(CALC)
+    (tmp_path / "other.py").write_text(CALC)
+    (tmp_path / "answer.md").write_text(answer)
+    result = runner.invoke(app, ["store.py", "--edit-file", "answer.md", "--engine", "merge", "--in-place"])
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / "store.py").read_text() == UTF8
+    result = runner.invoke(app, ["other.py", "--edit-file", "answer.md", "--engine", "merge"])
+    assert result.exit_code == 2 and "are for store.py, src/calc.py, not other.py" in result.stderr
+    result = runner.invoke(app, ["-", "--edit-file", "answer.md", "--engine", "merge", "--language", "python"],
+                           input=CALC)
+    assert result.exit_code == 2 and "fastapply batch --answer" in result.stderr
+
+    (tmp_path / "store.py").write_text(STORE)
+    result = runner.invoke(app, ["batch", "--answer", "answer.md", "--engine", "merge", "--in-place"])
+    records = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [(r["line"], r["file"], r["ok"]) for r in records] == [(3, "store.py", True), (13, "src/calc.py", True)]
+    assert (tmp_path / "store.py").read_text() == UTF8
+    assert (tmp_path / "src" / "calc.py").read_text() == "def area(r):\n    return math.pi * r * r\n"
+    result = runner.invoke(app, ["batch", "--answer", "--patch", "answer.md"])
+    assert result.exit_code == 2 and "choose one of --patch and --answer" in result.stderr
+    with pytest.raises(UsageError, match="names no file"):
+        split_answer("```python\nx = 1\n```\n")
+
+
+def test_blocks_that_name_no_file_are_taken_in_the_files_language_and_joined():
+    answer = ("First:\n\n```bash\npip install store\n```\n\nThen `path`:\n\n```py\n    def path(self, name):\n"
+              "        return os.path.join(self.root, name.lower())\n    # ... existing code ...\n```\n\nand `load`:\n\n"
+              f"```python\n{SNIPPET.split(chr(10), 2)[2]}```\n")
+    both = UTF8.replace("join(self.root, name)", "join(self.root, name.lower())")
+    assert resolve_edit(STORE, answer, "python", "merge").text == both
+    with pytest.raises(UsageError, match=r"other languages \(bash\)"):
+        answer_edit("Run:\n\n```bash\npip install store\n```\n", STORE, "python")
+
+
+def test_what_is_not_an_answer_is_the_edit_as_it_is():
+    docstring = 'def show():\n    """Show it.\n\n```python\nshow()\n```\n    """\n    # ... existing code ...\n'
+    assert answer_edit(docstring, STORE, "python") is None  # a snippet holding a fenced block of its own
+    around = "import os\n\n```python\nx = 1\n```\n"  # a line outside the block is the file's
+    assert answer_edit(around, STORE, "python") is None
+    readme = "# Store\n\n```python\nStore('.').load('a')\n```\n"  # a file with fences of its own
+    assert answer_edit("Add:\n\n```python\nx = 1\n```\n", readme, "markdown") is None
+    assert answer_edit("x = 1\n", STORE, "python") is None
+    unclosed = "```python\nx = 1\n"
+    assert code_blocks(unclosed)[0] == []
+    nested = "````markdown\n```python\nx = 1\n```\n````\n"  # a longer fence holds a shorter one
+    assert [b.body for b in code_blocks(nested)[0]] == ["```python\nx = 1\n```\n"]
+
+
+def test_a_diff_in_an_answer_and_a_diff_of_several_files_in_one(tmp_path, monkeypatch):
+    hunk = "@@\n def area(r):\n-    return 3.14 * r * r\n+    return math.pi * r * r\n"
+    assert resolve_edit(CALC, f"Use pi:\n\n```diff\n{hunk}```\n", "python", "merge").text == CALC.replace(
+        "3.14", "math.pi")
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "a.py").write_text(CALC)
+    (tmp_path / "b.py").write_text(CALC)
+    diff = "".join(f"--- a/{name}\n+++ b/{name}\n{hunk}" for name in ("a.py", "b.py"))
+    (tmp_path / "answer.md").write_text(f"Both files:\n\n```diff\n{diff}```\n")
+    result = runner.invoke(app, ["a.py", "--edit-file", "answer.md", "--engine", "merge"])
+    assert result.exit_code == 0 and result.stdout == CALC.replace("3.14", "math.pi")
+    result = runner.invoke(app, ["batch", "--patch", "answer.md", "--engine", "merge", "--in-place"])
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / "b.py").read_text() == CALC.replace("3.14", "math.pi")
