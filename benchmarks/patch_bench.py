@@ -3,19 +3,20 @@ a diff itself (certain) and whether what it writes is the known answer.
 
     python benchmarks/patch_bench.py       # the suite and data/train: benchmarks/results/patch.json
 
-Each task's change (original -> expected) is written five ways, as tools and chat models write it:
-``git -U3`` (difflib's unified diff, 3 lines of context, exact line numbers), ``-U0`` (no context),
-``@@ no numbers`` (the -U3 hunks with bare ``@@`` headers, as chat models write them) and
-``search/replace`` (each -U3 hunk's old and new lines as a SEARCH/REPLACE block), and ``stale context``
-(the -U3 diff with the first non-blank context line of each hunk altered; the known answer keeps the
-file's line), ``hunks indented more`` and ``hunks dedented`` (the -U3 diff with each hunk's lines 4
-spaces further in, or with the indentation they all share taken off, where they share some), and ``git -U0, index`` (``git diff --no-index -U0`` run on the two files: no context, with
-git's ``index OLD..NEW`` line naming both) and ``@@ function line`` (git's -U3 diff with each header's
-numbers dropped and the function line git writes after them kept); the last two are left out where git
-is not installed. Each is given to
-``engine.merge_edit`` as the update, as ``fastapply FILE --edit-file`` gives it. Reported per form: the
-edits, certain, certain and exact, exact among the rest (the merge of the snippet it amounts to, or a
-line-number placement left likely), and the median time. Prints a table and writes JSON.
+Each task's change (original -> expected) is written as tools and chat models write it: ``git -U3``
+(difflib's unified diff, 3 lines of context, exact line numbers), ``-U0`` (no context), ``@@ no
+numbers`` (the -U3 hunks with bare ``@@`` headers, as chat models write them), ``search/replace``
+(each -U3 hunk's old and new lines as a SEARCH/REPLACE block), ``stale context`` (the -U3 diff with
+the first non-blank context line of each hunk altered; the known answer keeps the file's line),
+``hunks indented more`` and ``hunks dedented`` (the -U3 diff with each hunk's lines 4 spaces further
+in, or with the indentation they all share taken off, where they share some), ``git -U0, index``
+(``git diff --no-index -U0`` run on the two files: no context, with git's ``index OLD..NEW`` line
+naming both) and ``@@ function line`` (git's -U3 diff with each header's numbers dropped and the
+function line git writes after them kept); the last two are left out where git is not installed.
+Each is given to ``engine.merge_edit`` as the update, as ``fastapply FILE --edit-file`` gives it.
+Reported per form: the edits, certain, certain and exact, exact among the rest (the merge of the
+snippet it amounts to, or a line-number placement left likely), and the median time. Prints a table
+and writes JSON.
 """
 
 from __future__ import annotations
@@ -135,7 +136,8 @@ def main() -> None:
                     rows.append({"task": f"{path}:{task.id}", "form": form, "confidence": result.confidence,
                                  "exact": result.text == task.expected, "seconds": time.perf_counter() - start})
     report = {"command": "python benchmarks/patch_bench.py " + " ".join(args.tasks), "forms": {}}
-    print(f"| form | edits | certain | certain and exact | exact, not certain | median ms |\n|---|---:|---:|---:|---:|---:|")
+    print("| form | edits | certain | certain and exact | exact, not certain | median ms |\n"
+          "|---|---:|---:|---:|---:|---:|")
     for form in dict.fromkeys(r["form"] for r in rows):
         mine = [r for r in rows if r["form"] == form]
         certain = [r for r in mine if r["confidence"] == "certain"]

@@ -5,8 +5,8 @@ fence's info string (```` ```python:src/calc.py ````, ```` ```src/calc.py ````, 
 title="src/calc.py" ````) or on the line above it (``src/calc.py``, ``**src/calc.py**``, "Update
 `src/calc.py`:"). An edit is such an answer where it holds a fenced block and none of the lines outside
 its blocks is a line of the file, a lazy marker or a docstring's quotes (a snippet holding a fenced block
-of its own, in a docstring, is no answer), and the file holds no fence of its own (a Markdown file's snippet may). The
-edit for a file is the blocks that name it, else, where no block names a file, the blocks in its
+of its own, in a docstring, is no answer), and the file holds no fence of its own (a Markdown file's
+snippet may). The edit for a file is the blocks that name it, else, where no block names a file, the blocks in its
 language (or in none, or a diff); several are one snippet, a lazy marker between them (diffs, one diff),
 and a snippet with markers gets one at its start (end) where it starts (ends) on a line of the file
 other than its first (last): a chat model shows the part it changes and leaves the rest unsaid. Such
@@ -88,8 +88,8 @@ def _named(info: str, before: list[str]) -> str | None:
     alone = _LABEL.sub("", above).strip("*`_ :")
     if _PATHLIKE.fullmatch(alone):
         return alone
-    quoted = [token for token in re.findall(r"`([^`]+)`|\*\*([^*]+)\*\*", above) for token in token if token]
-    paths = [token for token in quoted if _PATHLIKE.fullmatch(token)]
+    quoted = [text for pair in re.findall(r"`([^`]+)`|\*\*([^*]+)\*\*", above) for text in pair if text]
+    paths = [text for text in quoted if _PATHLIKE.fullmatch(text)]
     return paths[0] if len(paths) == 1 and above.endswith(":") else None
 
 

@@ -61,8 +61,9 @@ class Patch:
 def read_patch(edit: str, original: str = "") -> Patch | None:
     """The diff ``edit`` is, or None where it is not one (a snippet, an instruction). Every line outside
     its hunks must be a diff's header or blank (a chat model's answer is read for the code its fences
-    hold first, ``answer.py``); a diff of several files is a usage error. A file that itself holds hunk headers or SEARCH markers (a patch, notes on diffs) is
-    edited only by snippets: an edit of it may be its own text."""
+    hold first, ``answer.py``); a diff of several files is a usage error. A file that itself holds hunk
+    headers or SEARCH markers (a patch, notes on diffs) is edited only by snippets: an edit of it may be
+    its own text."""
     if "@@" not in edit and "SEARCH" not in edit:
         return None
     file_lines = original.split("\n")

@@ -138,8 +138,9 @@ def read_edit(original: str, update: str, language: str | None, instruction: str
               path: str | None = None) -> EditReading:
     """How ``update`` (with ``instruction``) is read: a chat model's whole answer is the code its blocks
     hold for the file at ``path`` (``answer.answer_edit``); that, or the edit, is a diff
-    (``diffs.read_patch``), an instruction alone (``reads_as_instruction``), or the update snippet it is. ``resolve_edit``, ``fastapply eval`` and
-    ``fastapply bench`` read every edit so, so that a model is shown the same prompt by each.
+    (``diffs.read_patch``), an instruction alone (``reads_as_instruction``), or the update snippet it
+    is. ``resolve_edit``, ``fastapply eval`` and ``fastapply bench`` read every edit so, so that a model
+    is shown the same prompt by each.
 
     >>> read_edit("x = 1\\n", "@@ -1 +1 @@\\n-x = 1\\n+x = 2\\n", "python").update
     'x = 2\\n'

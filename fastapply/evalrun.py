@@ -95,7 +95,11 @@ def _run_task(task: Task, policies: Sequence[str]) -> list[dict]:
     """Every policy on one task: the records, scored; a model's answers also validated (``validation``
     names the checks that refuse it, ``refused`` says whether fastapply would have written nothing)."""
     config: EvalConfig = _WORKER["config"]
-    read = read_edit(task.original, task.update, task.language, task.instruction)
+    unread = None  # why the edit cannot be read (an answer whose code blocks are for other files): each record's error
+    try:
+        read = read_edit(task.original, task.update, task.language, task.instruction, task.path)
+    except FastapplyError as exc:
+        read, unread = EditReading(task.update, task.update, task.instruction, None), exc
     task = replace(task, update=read.update, instruction=read.instruction)  # as a model reads it, as `fastapply FILE`
     merged = merge_result = merge_record = placed = merge_failed = None
     drafts_merge = config.engine != "merge" and (config.merge_draft or config.engine == "auto") and any(
@@ -115,6 +119,8 @@ def _run_task(task: Task, policies: Sequence[str]) -> list[dict]:
     for policy in policies:
         started = time.perf_counter()
         try:
+            if unread is not None:
+                raise unread
             if config.engine == "merge":
                 result, extra = _merge(task, read)
                 output, closed, speed = result.text, True, None

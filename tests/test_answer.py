@@ -45,7 +45,8 @@ def test_the_code_block_of_an_answer_is_the_edit_and_code_it_leaves_unsaid_is_ke
     outcome = resolve_edit(STORE, answer, "python", "merge")
     assert (outcome.text, outcome.merge.confidence) == (UTF8, "certain")
     assert resolve_edit(STORE, SNIPPET, "python", "merge").text == UTF8.replace("import os\n\n\n", "")
-    listed = "1. Change `load`:\n\n   ```python\n" + "".join(f"   {line}\n" for line in SNIPPET.splitlines()) + "   ```\n"
+    indented = "".join(f"   {line}\n" for line in SNIPPET.splitlines())
+    listed = f"1. Change `load`:\n\n   ```python\n{indented}   ```\n"
     assert resolve_edit(STORE, listed, "python", "merge").text == UTF8  # a block under a list item
 
 
@@ -96,7 +97,8 @@ def test_blocks_name_their_files_and_each_file_takes_its_own(tmp_path, monkeypat
 
 def test_blocks_that_name_no_file_are_taken_in_the_files_language_and_joined():
     answer = ("First:\n\n```bash\npip install store\n```\n\nThen `path`:\n\n```py\n    def path(self, name):\n"
-              "        return os.path.join(self.root, name.lower())\n    # ... existing code ...\n```\n\nand `load`:\n\n"
+              "        return os.path.join(self.root, name.lower())\n    # ... existing code ...\n```\n\n"
+              "and `load`:\n\n"
               f"```python\n{SNIPPET.split(chr(10), 2)[2]}```\n")
     both = UTF8.replace("join(self.root, name)", "join(self.root, name.lower())")
     assert resolve_edit(STORE, answer, "python", "merge").text == both

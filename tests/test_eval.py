@@ -384,3 +384,16 @@ def test_an_edit_that_reads_as_an_instruction_is_one_to_the_merge_engine_too(tmp
                 {"package": "example"})
     record = run_eval([task], EvalConfig("merge"), tmp_path).records[0]
     assert record["merge"]["confidence"] == "certain" and record["accuracy"]["exact"]
+
+
+@pytest.mark.skipif(not merge_engine_available(), reason="the merge engine (fastapply.merge) is not in this branch")
+def test_a_chat_answer_is_read_for_the_tasks_file_and_one_for_others_is_that_tasks_error(tmp_path):
+    from fastapply.tasks import Task
+
+    original = "def a():\n    return 1\n"
+    answer = "Here:\n\n```python:pkg/f.py\ndef a():\n    return 2\n```\n"
+    mine = Task("mine", "python", "pkg/f.py", original, answer, "", "def a():\n    return 2\n", {"package": "example"})
+    other = Task("other", "python", "pkg/g.py", original, answer, "", original, {"package": "example"})
+    records = {r["task"]: r for r in run_eval([mine, other], EvalConfig("merge"), tmp_path).records}
+    assert records["mine"]["accuracy"]["exact"] and records["mine"]["merge"]["confidence"] == "certain"
+    assert records["other"]["error"] == "the answer's code blocks are for pkg/f.py, not pkg/g.py"

@@ -120,7 +120,8 @@ def test_the_scope_a_begin_patch_hunk_names_places_lines_found_more_than_once():
     once = "@@ class B:\n-        return 3\n+        return 30\n"  # found once: the header need not be its scope
     assert applied(two.replace("return 2\n", "return 3\n", 1), once).confidence == "certain"  # (git's function line)
     twice = "x = 1\nprint(x)\n\nx = 1\nprint(x)\n"  # "*** End of File": the place that ends the file
-    end = "*** Begin Patch\n*** Update File: f.py\n@@\n x = 1\n-print(x)\n+print(x + 1)\n*** End of File\n*** End Patch\n"
+    end = ("*** Begin Patch\n*** Update File: f.py\n@@\n x = 1\n-print(x)\n+print(x + 1)\n*** End of File\n"
+           "*** End Patch\n")
     assert (applied(twice, end).confidence, applied(twice, end).text) == ("certain", twice[:-2] + " + 1)\n")
     assert applied(twice, end.replace("*** End of File\n", "")).confidence != "certain"
     braces = "function a() {\n  return 1;\n}\nfunction b() {\n  return 1;\n}\n"
@@ -140,7 +141,8 @@ def test_a_hunk_indented_as_a_whole_more_or_less_than_the_file_is_placed_with_th
     deeper = want.replace("as f:\n", "as f:\n            if not f:\n                return ''\n")
     assert (applied(store, dedented).confidence, applied(store, dedented).text) == ("certain", want)
     assert (applied(store, blocks).confidence, applied(store, blocks).text) == ("certain", deeper)
-    twice = store + "\n\nclass Cache:\n  def load(self, name):\n      with open(name) as f:\n          return f.read()\n"
+    twice = store + ("\n\nclass Cache:\n  def load(self, name):\n      with open(name) as f:\n"
+                     "          return f.read()\n")
     assert applied(twice, dedented).confidence != "certain"  # two places, each but for its own indentation
     mixed = "@@\n def load(self, name):\n-        with open(name) as f:\n+        with open(name, 'r') as f:\n"
     assert applied(store, mixed).confidence != "certain"  # not one indentation for every line
