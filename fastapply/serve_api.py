@@ -94,7 +94,8 @@ class ApplyRequest(_Strict):
     original: str
     update: str
     instruction: str = ""
-    language: str | None = None  # a name from fastapply.syntax.LANGUAGES; None: no syntax checks
+    language: str | None = None  # a name from fastapply.syntax.LANGUAGES; None: the path's, else no syntax checks
+    path: str | None = None  # the file's path: its language, and its code blocks of a chat model's answer
     engine: Literal["auto", "merge", "model"] = "auto"  # auto: the model, drafting from the merge engine's candidate
     force: bool = False  # return output that fails validation (its problems are reported) instead of refusing it
     focus: bool = True  # the model rewrites the top-level statements around the edit, not the whole file (focus.py)

@@ -185,25 +185,26 @@ def create_app(model, tokenizer, config: ServeConfig = ServeConfig()):
     async def apply(request: Request):
         from fastapply.apply import apply_edit
         from fastapply.engine import ModelRun, resolve_edit
-        from fastapply.syntax import get_language
+        from fastapply.syntax import get_language, language_for_path
 
         authorize(request)
         body = await parse_body(request, ApplyRequest, config.max_body_bytes)
         if body.language is not None:
             _planned(lambda: get_language(body.language))
+        language = body.language if body.language is not None or body.path is None else language_for_path(body.path)
         ticket = None
 
         def run_model(shown: str, update: str, instruction: str, merged: str | None, watch) -> ModelRun:
             result = apply_edit(model, tokenizer, shown, update, instruction, preset=body.preset,
                                 merged=merged, max_new_tokens=body.max_tokens, temperature=body.temperature,
                                 seed=body.seed, on_pass=lambda out, stats: ticket.check(), watch=watch,
-                                language=body.language)
+                                language=language)
             return ModelRun.of(result)
 
         def work():
             try:
-                return resolve_edit(body.original, body.update, body.language, body.engine, run_model, body.force,
-                                    body.instruction, config.merge_first, body.focus)
+                return resolve_edit(body.original, body.update, language, body.engine, run_model, body.force,
+                                    body.instruction, config.merge_first, body.focus, body.path)
             except EditRefused as refused:
                 return refused
 

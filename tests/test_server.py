@@ -155,6 +155,21 @@ def test_apply_route_takes_a_diff(server):
     assert answer["merge"]["confidence"] == "certain" and answer["stats"] is None
 
 
+def test_apply_route_takes_a_chat_answer_for_the_file_its_path_names(server):
+    """The file's ``path`` picks its code blocks from a chat model's answer and names its language; an
+    answer for other files, or an empty edit, is a 400 answer whichever engine."""
+    answer = (f"In `src/greet.py`:\n\n```python\n{EXPECTED}```\n\nand\n\n```python:other.py\nx = 1\n```\n")
+    applied = server.post("/v1/apply", json={"original": ORIGINAL, "update": answer, "path": "src/greet.py",
+                                             "engine": "merge"}).json()
+    assert applied["ok"] is True and applied["text"] == EXPECTED and applied["merge"]["confidence"] == "certain"
+    for engine in ("merge", "auto"):
+        other = server.post("/v1/apply", json={"original": ORIGINAL, "update": answer, "path": "third.py",
+                                               "engine": engine})
+        assert other.status_code == 400 and "not third.py" in other.json()["error"]["message"], engine
+        empty = server.post("/v1/apply", json={"original": ORIGINAL, "update": " ", "engine": engine})
+        assert empty.status_code == 400 and "the edit is empty" in empty.json()["error"]["message"], engine
+
+
 def test_models_and_health(server):
     assert [m["id"] for m in server.get("/v1/models").json()["data"]] == ["tiny"]
     health = server.get("/health").json()
