@@ -64,6 +64,20 @@ def test_an_answer_that_may_mean_the_code_around_it_deleted_is_not_certain():
     assert not deletes_in_use(UTF8, "from __future__ import annotations\n" + UTF8, "python")
 
 
+@pytest.mark.parametrize("head", [
+    "```python:src/calc.py", "```src/calc.py", "```python src/calc.py", '```python title="src/calc.py"',
+    "```12:15:src/calc.py", "src/calc.py\n```python", "**src/calc.py**\n```python", "### `src/calc.py`\n```python",
+    "File: src/calc.py\n```python", "Update `src/calc.py` as follows:\n\n```python",
+])
+def test_the_ways_an_answer_names_a_blocks_file(head):
+    assert [block.path for block in code_blocks(f"Here:\n\n{head}\nx = 1\n```\n")[0]] == ["src/calc.py"]
+
+
+@pytest.mark.parametrize("head", ["```python", "Here are `area` and `calc.py`\n```python", "```python:calc"])
+def test_what_names_no_file(head):
+    assert [block.path for block in code_blocks(f"{head}\nx = 1\n```\n")[0]] == [None]
+
+
 def test_blocks_name_their_files_and_each_file_takes_its_own(tmp_path, monkeypatch):
     answer = (f"Update `store.py`:\n\n```python\n{SNIPPET}```\n\nand\n\n"
               "```python:src/calc.py\ndef area(r):\n    return math.pi * r * r\n```\n")
