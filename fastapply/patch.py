@@ -14,7 +14,8 @@ certain only where the hunks found once in the file are each at the line their h
 model's numbers may add up and still be wrong). Whatever its doubts, the file is certain where git's
 ``index OLD..NEW`` line names the original and the patched file both (``made_by_git``): the diff was
 made of this very file, and gives what it was made to. A hunk found nowhere whose context is stale
-(``_stale``: its deleted lines and most of its context in one place) is placed there, ``likely``. A
+(``_stale``: its deleted lines and most of its context in one place) is placed there, as if by its
+number where that is the line its header names (numbers that add up), else ``likely``. A
 diff with a hunk not placed at all is read as the update snippet it amounts to (``as_snippet``: each
 hunk's context and new lines between lazy markers), which the merge engine places, ``likely`` at best.
 A model reads a diff as that snippet, of its hunks as placed where they are (``as_update``).
@@ -107,8 +108,11 @@ def _place(original: str, patch: Patch) -> tuple[str, tuple[int, int], tuple[str
         elif old and not found and (fuzzy := _stale(stripped, hunk)) is not None:
             at, missed = fuzzy
             placed.append((at, at + len(old), hunk))
-            doubts.append(f"hunk {n}'s context differs from the file in {missed} line(s), which are kept as the file "
-                          f"has them")
+            if patch.numbers_add_up and hunk.start == at + 1:  # where its header says, too: placed by its number
+                by_number.append(hunk)
+            else:
+                doubts.append(f"hunk {n}'s context differs from the file in {missed} line(s), which are kept as the "
+                              f"file has them")
         elif not old:
             return f"hunk {n} shows no line of the file; the diff's line numbers do not place it"
         elif not found:

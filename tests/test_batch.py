@@ -172,8 +172,8 @@ def test_batch_merges_for_certain_without_a_model(tmp_path, monkeypatch):
 
 def test_batch_applies_each_files_part_of_a_diff(tmp_path, monkeypatch):
     """`fastapply batch --patch`: a diff of several files (as `git diff` writes it, paths under a/ and b/)
-    is one edit a file; a file whose hunk's context is stale is refused with no model and the others are
-    written."""
+    is one edit a file; a file changed since, its hunk's context stale and not at the line the diff names,
+    is refused with no model and the others are written."""
     import difflib
 
     monkeypatch.delenv("FASTAPPLY_MODEL", raising=False)
@@ -187,7 +187,8 @@ def test_batch_applies_each_files_part_of_a_diff(tmp_path, monkeypatch):
         (tmp_path / name).write_text(old)
         diff += f"diff --git a/{name} b/{name}\nindex 0000000..1111111 100644\n" + "".join(
             difflib.unified_diff(old.splitlines(True), new.splitlines(True), f"a/{name}", f"b/{name}"))
-    (tmp_path / "src/stale.py").write_text(ORIGINAL.replace("def greet(name)", "def greet(who)"))  # changed since
+    changed = "# Greetings.\n" + ORIGINAL.replace("def greet(name):", "def greet(name):  # a name")  # since the diff
+    (tmp_path / "src/stale.py").write_text(changed)
     (tmp_path / "changes.diff").write_text(diff)
     result = CliRunner().invoke(app, ["batch", "--patch", "changes.diff", "--in-place"])
     assert result.exit_code == 1, result.output

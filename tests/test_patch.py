@@ -176,16 +176,19 @@ def test_a_hunk_found_more_than_once_is_placed_by_numbers_that_add_up_and_no_oth
     assert result.reasons[0] == "hunk 1's old lines are in the file 3 times; the diff's line numbers do not place it"
 
 
-def test_a_hunk_whose_context_is_stale_is_placed_keeping_the_files_lines_and_not_certain():
+def test_a_hunk_whose_context_is_stale_is_placed_keeping_the_files_lines_certain_only_at_its_line():
     """A diff written against an older file (or a chat model misremembering a line): every line it
     deletes is in the file and all but one of its context lines, in one place. It is placed there, the
-    file's own line kept (the diff does not ask to change it), likely: the model is shown the snippet
-    with the file's line, not the stale one (shown the stale one, fastapply-small wrote it)."""
+    file's own line kept (the diff does not ask to change it): certain where that place is the line its
+    header names (numbers that add up), else likely, and the model is shown the snippet with the file's
+    line, not the stale one (shown the stale one, fastapply-small wrote it)."""
     older = "@@ -8,6 +8,6 @@\n def perimeter(r):  # radius\n-    return 2 * math.pi * r\n+    return math.tau * r\n \n \n def main():\n"
-    result = applied(CALC, older)
-    assert (result.confidence, result.text) == ("likely", TAU)
-    assert result.reasons == ("hunk 1's context differs from the file in 1 line(s), which are kept as the file has "
-                              "them",)
+    assert (applied(CALC, older).confidence, applied(CALC, older).text) == ("certain", TAU)
+    for elsewhere in (older.replace("-8,6 +8,6", "-20,6 +20,6"), older.replace("@@ -8,6 +8,6 @@", "@@")):
+        result = applied(CALC, elsewhere)
+        assert (result.confidence, result.text) == ("likely", TAU)
+        assert result.reasons == ("hunk 1's context differs from the file in 1 line(s), which are kept as the file "
+                                  "has them",)
     shown = as_update(read_patch(older), CALC, "python")
     assert "def perimeter(r):\n    return math.tau * r\n" in shown and "# radius" not in shown
     deleted_stale = "@@\n def perimeter(r):\n-    return 2 * math.pi * radius\n+    return math.tau * r\n"
