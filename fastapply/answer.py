@@ -3,10 +3,10 @@
 A chat model answers "apply this" with words and code blocks, often naming each block's file: in the
 fence's info string (```` ```python:src/calc.py ````, ```` ```src/calc.py ````, ```` ```python
 title="src/calc.py" ````) or on the line above it (``src/calc.py``, ``**src/calc.py**``, "Update
-`src/calc.py`:"). An edit is such an answer where it holds a fenced block and none of the lines outside
-its blocks is a line of the file, a lazy marker or a docstring's quotes (a snippet holding a fenced block
-of its own, in a docstring, is no answer), and the file holds no fence of its own (a Markdown file's
-snippet may). The edit for a file is the blocks that name it, else, where no block names a file, the blocks in its
+`src/calc.py`:"). An edit is such an answer where it holds a fenced block and the lines outside its
+blocks are words, not code (``_code_around``: a snippet holding a fenced block of its own, in a
+docstring or a template literal, is no answer), and the file holds no fence of its own (a Markdown
+file's snippet may). The edit for a file is the blocks that name it, else, where no block names a file, the blocks in its
 language (or in none, or a diff); several are one snippet, a lazy marker between them (diffs, one diff),
 and a snippet with markers gets one at its start (end) where it starts (ends) on a line of the file
 other than its first (last): a chat model shows the part it changes and leaves the rest unsaid. Such
@@ -30,7 +30,7 @@ from fastapply.defs import definitions
 from fastapply.errors import UsageError
 from fastapply.markers import is_marker_text
 from fastapply.snippet import marker_like
-from fastapply.syntax import LANGUAGES, language_for_path
+from fastapply.syntax import LANGUAGES, SOURCE_LANGUAGES, count_errors, language_for_path
 
 _FENCE = re.compile(r"^( {0,3})(`{3,}|~{3,})\s*([^`]*?)\s*$")  # indented under a list item: up to 3 spaces
 _PATHLIKE = re.compile(r"(?:[\w.-]+/)*[\w-][\w.-]*\.[A-Za-z][\w]*")  # a file name with an extension, maybe in folders
@@ -39,6 +39,7 @@ _LABEL = re.compile(r"^(?:#+\s*)?(?:(?:file|filename|path)\s*:\s*)?", re.IGNOREC
 _FAMILIES = ({"javascript", "typescript", "tsx"}, {"c", "cpp"})
 _ALIASES = {"c++": "cpp", "golang": "go", "shell": "bash", "zsh": "bash", "sh": "bash", "py": "python"}
 _ANY = {"", "text", "txt", "plaintext", "diff", "patch", "udiff"}
+_PARSED = set(SOURCE_LANGUAGES) | {"csharp", "kotlin", "swift", "scala", "php", "lua", "bash"}  # words fail to parse
 _BINDS = re.compile(r"^\s*(?:import|from|#include|use|using|require|package)\b|\brequire\(")  # an import line
 
 
@@ -120,9 +121,7 @@ def answer_edit(edit: str, original: str, language: str | None,
     if any(_FENCE.match(line) for line in original.split("\n")):
         return None
     blocks, outside = code_blocks(edit)
-    file_lines = {line.strip() for line in original.split("\n") if line.strip()}
-    if not blocks or any(line.strip() in file_lines or is_marker_text(line.strip()) or '"""' in line or "'''" in line
-                         for line in outside if line.strip()):
+    if not blocks or _code_around(outside, original, language):
         return None  # a snippet holding a fenced block of its own (in a docstring), not an answer
     named = [block for block in blocks if block.path is not None]
     if named:
@@ -139,6 +138,19 @@ def answer_edit(edit: str, original: str, language: str | None,
             raise UsageError(f"the answer's code blocks are in other languages "
                              f"({', '.join(sorted({b.info.split()[0] for b in blocks if b.info.split()}))})")
     return _joined(mine, language, original)
+
+
+def _code_around(outside: list[str], original: str, language: str | None) -> bool:
+    """Whether the lines outside an edit's fenced blocks are code, not a chat model's words: one is a
+    line of the file, a lazy marker or a docstring's quotes, or together they parse in the file's
+    language and hold code's punctuation (a JavaScript template literal around a Markdown example)."""
+    file_lines = {line.strip() for line in original.split("\n") if line.strip()}
+    words = [line for line in outside if line.strip()]
+    if any(line.strip() in file_lines or is_marker_text(line.strip()) or '"""' in line or "'''" in line
+           for line in words):
+        return True
+    text = "\n".join(words)
+    return (language in _PARSED and any(mark in text for mark in ";{}=`") and count_errors(text, language) == 0)
 
 
 def code_of(text: str) -> str:

@@ -125,6 +125,10 @@ def test_what_is_not_an_answer_is_the_edit_as_it_is():
     assert answer_edit(docstring, STORE, "python") is None  # a snippet holding a fenced block of its own
     around = "import os\n\n```python\nx = 1\n```\n"  # a line outside the block is the file's
     assert answer_edit(around, STORE, "python") is None
+    literal = "const doc = `\n```js\nshow();\n```\n`;\n"  # code around the block: a template literal
+    assert answer_edit(literal, "function show() {}\n", "javascript") is None
+    words = "Add `hide` = the opposite; it is short:\n\n```js\nfunction hide() {}\n```\n"  # words, `;` and all
+    assert answer_edit(words, "function show() {}\n", "javascript") == ("function hide() {}\n",) * 2
     readme = "# Store\n\n```python\nStore('.').load('a')\n```\n"  # a file with fences of its own
     assert answer_edit("Add:\n\n```python\nx = 1\n```\n", readme, "markdown") is None
     assert answer_edit("x = 1\n", STORE, "python") is None
