@@ -51,9 +51,11 @@ class Block:
     body: str  # its lines, each with its newline
 
 
-def code_blocks(text: str) -> tuple[list[Block], list[str]]:
+def code_blocks(text: str, greedy: bool = False) -> tuple[list[Block], list[str]]:
     """The fenced blocks of ``text`` that close (a fence closes with the same character, at least as
-    many), and the lines outside them."""
+    many), and the lines outside them. ``greedy``: a block closes at the last such fence before the next
+    fence that opens with an info string, so that bare fences inside it (a JSDoc ``@example``) are its
+    own lines."""
     lines = text.replace("\r\n", "\n").split("\n")
     blocks: list[Block] = []
     outside: list[str] = []
@@ -63,8 +65,14 @@ def code_blocks(text: str) -> tuple[list[Block], list[str]]:
         close = None
         if opening:
             fence = opening.group(2)
-            close = next((j for j in range(i + 1, len(lines))
-                          if set(lines[j].strip()) == {fence[0]} and len(lines[j].strip()) >= len(fence)), None)
+            closes = (j for j in range(i + 1, len(lines))
+                      if set(lines[j].strip()) == {fence[0]} and len(lines[j].strip()) >= len(fence))
+            if greedy:
+                until = next((j for j in range(i + 1, len(lines)) if (other := _FENCE.match(lines[j]))
+                              and other.group(2)[0] == fence[0] and other.group(3)), len(lines))
+                close = max((j for j in closes if j < until), default=None)
+            else:
+                close = next(closes, None)
         if close is None:
             outside.append(lines[i])
             i += 1
@@ -118,9 +126,11 @@ def answer_edit(edit: str, original: str, language: str | None,
     for several files and no path is given, or in other languages only."""
     if "```" not in edit and "~~~" not in edit:
         return None
-    if any(_FENCE.match(line) for line in original.split("\n")):
-        return None
+    if language not in _PARSED and any(_FENCE.match(line) for line in original.split("\n")):
+        return None  # a Markdown file's snippet may hold fences of its own; code's is told by the code around
     blocks, outside = code_blocks(edit)
+    if blocks and _code_around(outside, original, language):  # a block holding bare fences of its own, read whole
+        blocks, outside = code_blocks(edit, greedy=True)
     if not blocks or _code_around(outside, original, language):
         return None  # a snippet holding a fenced block of its own (in a docstring), not an answer
     named = [block for block in blocks if block.path is not None]

@@ -138,6 +138,17 @@ def test_what_is_not_an_answer_is_the_edit_as_it_is():
     assert [b.body for b in code_blocks(nested)[0]] == ["```python\nx = 1\n```\n"]
 
 
+def test_a_code_file_with_fences_of_its_own_takes_an_answer_whose_block_holds_bare_fences():
+    """type-fest writes JSDoc examples between bare fences at column 0: the file holds fences, and so does
+    the answer's block; its words around are still words, and the block is read whole."""
+    doc = "/**\nA value.\n\n@example\n```\nconst x: Value = 1;\n```\n*/\nexport type Value = number;\n"
+    block = doc.replace("= number;", "= number | bigint;")
+    answer = f"Widen it:\n\n```ts\n{block}```\n\nThat is all.\n"
+    assert [b.body for b in code_blocks(answer, greedy=True)[0]] == [block]
+    assert answer_edit(answer, doc, "typescript") == (block, block)
+    assert resolve_edit(doc, answer, "typescript", "merge").text == block
+
+
 def test_a_diff_in_an_answer_and_a_diff_of_several_files_in_one(tmp_path, monkeypatch):
     hunk = "@@\n def area(r):\n-    return 3.14 * r * r\n+    return math.pi * r * r\n"
     assert resolve_edit(CALC, f"Use pi:\n\n```diff\n{hunk}```\n", "python", "merge").text == CALC.replace(
