@@ -5,12 +5,14 @@ fence's info string (```` ```python:src/calc.py ````, ```` ```src/calc.py ````, 
 title="src/calc.py" ````) or on the line above it (``src/calc.py``, ``**src/calc.py**``, "Update
 `src/calc.py`:"). An edit is such an answer where it holds a fenced block and the lines outside its
 blocks are words, not code (``_code_around``: a snippet holding a fenced block of its own, in a
-docstring or a template literal, is no answer), and the file holds no fence of its own (a Markdown
-file's snippet may). The edit for a file is the blocks that name it, else, where no block names a file, the blocks in its
-language (or in none, or a diff); several are one snippet, a lazy marker between them (diffs, one diff),
-and a snippet with markers gets one at its start (end) where it starts (ends) on a line of the file
-other than its first (last): a chat model shows the part it changes and leaves the rest unsaid. Such
-an answer may mean either; ``engine.merge_reading`` is certain only where both readings agree, or
+docstring or a template literal, is no answer; a block holding bare fences of its own, a JSDoc example,
+is read whole where the first reading leaves code outside it), and, for a Markdown file and the others
+whose grammar words do not fail, where the file holds no fence of its own (their snippets may). The
+edit for a file is the blocks that name it, else, where no block names a file, the blocks in its
+language (or in none, or a diff); several are one snippet, a lazy marker between them (diffs, one
+diff), and a snippet with markers gets one at its start (end) where it starts (ends) on a line of the
+file other than its first (last): a chat model shows the part it changes and leaves the rest unsaid.
+Such an answer may mean either; ``engine.merge_reading`` is certain only where both readings agree, or
 where deleting that code would leave a name in use that only it binds (``deletes_in_use``).
 
 >>> answer = "Here it is:\\n\\n```python\\ndef area(r):\\n    return math.pi * r ** 2\\n```\\n\\nDone."
@@ -160,7 +162,7 @@ def _code_around(outside: list[str], original: str, language: str | None) -> boo
            for line in words):
         return True
     text = "\n".join(words)
-    return (language in _PARSED and any(mark in text for mark in ";{}=`") and count_errors(text, language) == 0)
+    return language in _PARSED and any(mark in text for mark in ";{}=`") and count_errors(text, language) == 0
 
 
 def code_of(text: str) -> str:
