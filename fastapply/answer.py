@@ -3,7 +3,8 @@
 A chat model answers "apply this" with words and code blocks, often naming each block's file: in the
 fence's info string (```` ```python:src/calc.py ````, ```` ```src/calc.py ````, ```` ```python
 title="src/calc.py" ````) or on the line above it (``src/calc.py``, ``**src/calc.py**``, "Update
-`src/calc.py`:"). An edit is such an answer where it holds a fenced block and the lines outside its
+`src/calc.py`:") or in a comment that is its first line (``# src/calc.py``, taken out of the code
+unless the file's own lines hold it). An edit is such an answer where it holds a fenced block and the lines outside its
 blocks are words, not code (``_code_around``: a snippet holding a fenced block of its own, in a
 docstring or a template literal, is no answer; a block holding bare fences of its own, a JSDoc example,
 is read whole where the first reading leaves code outside it), and, for a Markdown file and the others
@@ -24,7 +25,7 @@ from __future__ import annotations
 
 import difflib
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from fastapply.asks import identifiers
@@ -37,6 +38,8 @@ from fastapply.syntax import LANGUAGES, SOURCE_LANGUAGES, count_errors, language
 _FENCE = re.compile(r"^( {0,3})(`{3,}|~{3,})\s*([^`]*?)\s*$")  # indented under a list item: up to 3 spaces
 _PATHLIKE = re.compile(r"(?:[\w.-]+/)*[\w-][\w.-]*\.[A-Za-z][\w]*")  # a file name with an extension, maybe in folders
 _TITLE = re.compile(r"""\b(?:title|file|filename|path)=["']?([^"'\s]+)""")
+_LABEL_LINE = re.compile(r"^\s*(?:#|//|--|;|/\*|<!--)\s*(?:(?:file|filename|path)\s*:\s*)?"
+                         r"((?:[\w.-]+/)*[\w-][\w.-]*\.[A-Za-z]\w*)\s*(?:\*/|-->)?\s*$", re.IGNORECASE)
 _LABEL = re.compile(r"^(?:#+\s*)?(?:(?:file|filename|path)\s*:\s*)?", re.IGNORECASE)
 _FAMILIES = ({"javascript", "typescript", "tsx"}, {"c", "cpp"})
 _ALIASES = {"c++": "cpp", "golang": "go", "shell": "bash", "zsh": "bash", "sh": "bash", "py": "python"}
@@ -49,8 +52,9 @@ _BINDS = re.compile(r"^\s*(?:import|from|#include|use|using|require|package)\b|\
 class Block:
     line: int  # the 1-based line of its opening fence
     info: str  # the fence's info string
-    path: str | None  # the file it names, in its info string or on the line above it
-    body: str  # its lines, each with its newline
+    path: str | None  # the file it names, in its info string, on the line above it or in its first line
+    body: str  # its lines, each with its newline (but a first line that is a comment naming its file)
+    label: str | None = None  # that first line (``# src/calc.py``), taken out of the body
 
 
 def code_blocks(text: str, greedy: bool = False) -> tuple[list[Block], list[str]]:
@@ -80,8 +84,11 @@ def code_blocks(text: str, greedy: bool = False) -> tuple[list[Block], list[str]
             i += 1
             continue
         indent, info = opening.group(1), opening.group(3)
-        body = "".join(line.removeprefix(indent) + "\n" for line in lines[i + 1:close])
-        blocks.append(Block(i + 1, info, _named(info, lines[:i]), body))
+        inner = [line.removeprefix(indent) for line in lines[i + 1:close]]
+        labelled = _LABEL_LINE.match(inner[0]) if inner else None  # `# src/calc.py`: the block's name, not its code
+        body = "".join(line + "\n" for line in inner[bool(labelled):])
+        named = _named(info, lines[:i]) or (labelled and labelled.group(1))
+        blocks.append(Block(i + 1, info, named, body, inner[0] if labelled else None))
         i = close + 1
     return blocks, outside
 
@@ -130,11 +137,14 @@ def answer_edit(edit: str, original: str, language: str | None,
         return None
     if language not in _PARSED and any(_FENCE.match(line) for line in original.split("\n")):
         return None  # a Markdown file's snippet may hold fences of its own; code's is told by the code around
+    file_lines = {line.strip() for line in original.split("\n") if line.strip()}
     blocks, outside = code_blocks(edit)
-    if blocks and _code_around(outside, original, language):  # a block holding bare fences of its own, read whole
+    if blocks and _code_around(outside, file_lines, language):  # a block holding bare fences of its own, read whole
         blocks, outside = code_blocks(edit, greedy=True)
-    if not blocks or _code_around(outside, original, language):
+    if not blocks or _code_around(outside, file_lines, language):
         return None  # a snippet holding a fenced block of its own (in a docstring), not an answer
+    blocks = [replace(block, body=block.label + "\n" + block.body) if block.label and block.label.strip() in file_lines
+              else block for block in blocks]  # a file whose own first line names it keeps that line
     named = [block for block in blocks if block.path is not None]
     if named:
         names = list(dict.fromkeys(block.path for block in named))
@@ -152,11 +162,10 @@ def answer_edit(edit: str, original: str, language: str | None,
     return _joined(mine, language, original)
 
 
-def _code_around(outside: list[str], original: str, language: str | None) -> bool:
+def _code_around(outside: list[str], file_lines: set[str], language: str | None) -> bool:
     """Whether the lines outside an edit's fenced blocks are code, not a chat model's words: one is a
     line of the file, a lazy marker or a docstring's quotes, or together they parse in the file's
     language and hold code's punctuation (a JavaScript template literal around a Markdown example)."""
-    file_lines = {line.strip() for line in original.split("\n") if line.strip()}
     words = [line for line in outside if line.strip()]
     if any(line.strip() in file_lines or is_marker_text(line.strip()) or '"""' in line or "'''" in line
            for line in words):

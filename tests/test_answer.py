@@ -73,6 +73,21 @@ def test_the_ways_an_answer_names_a_blocks_file(head):
     assert [block.path for block in code_blocks(f"Here:\n\n{head}\nx = 1\n```\n")[0]] == ["src/calc.py"]
 
 
+@pytest.mark.parametrize("label", ["# src/calc.py", "// src/calc.py", "-- src/calc.py", "/* src/calc.py */",
+                                   "<!-- src/calc.py -->", "# File: src/calc.py"])
+def test_a_comment_naming_its_file_on_a_blocks_first_line_names_it_and_is_not_code(label):
+    [block] = code_blocks(f"Here:\n\n```\n{label}\nx = 1\n```\n")[0]
+    assert (block.path, block.body, block.label) == ("src/calc.py", "x = 1\n", label)
+
+
+def test_a_labelled_block_keeps_the_file_head_and_a_file_whose_first_line_is_the_label_keeps_it():
+    answer = f"Here:\n\n```python\n# store.py\n{SNIPPET}```\n"  # the label is no line of the file: dropped
+    assert resolve_edit(STORE, answer, "python", "merge", path="store.py").text == UTF8
+    headed = "# store.py\n" + STORE  # the file's own first line is that comment: it is the block's code
+    assert answer_edit(f"Here:\n\n```python\n# store.py\nimport os\n```\n", headed, "python")[0] == (
+        "# store.py\nimport os\n")
+
+
 @pytest.mark.parametrize("head", ["```python", "Here are `area` and `calc.py`\n```python", "```python:calc"])
 def test_what_names_no_file(head):
     assert [block.path for block in code_blocks(f"{head}\nx = 1\n```\n")[0]] == [None]
