@@ -30,17 +30,19 @@ from pathlib import Path
 
 from fastapply.asks import identifiers
 from fastapply.defs import definitions
+from fastapply.diffs import read_patch  # diffs.split_files imports this module when it runs, not at its import
 from fastapply.errors import UsageError
 from fastapply.markers import is_marker_text
 from fastapply.snippet import marker_like
 from fastapply.syntax import LANGUAGES, SOURCE_LANGUAGES, count_errors, language_for_path
 
 _FENCE = re.compile(r"^( {0,3})(`{3,}|~{3,})\s*([^`]*?)\s*$")  # indented under a list item: up to 3 spaces
-_PATHLIKE = re.compile(r"(?:[\w.-]+/)*[\w-][\w.-]*\.[A-Za-z][\w]*")  # a file name with an extension, maybe in folders
+_PATH = r"(?:[\w.-]+/)*[\w-][\w.-]*\.[A-Za-z]\w*"  # a file name with an extension, maybe in folders
+_NAMED = r"(?:(?:file|filename|path)\s*:\s*)?"  # "File: " before a path
+_PATHLIKE = re.compile(_PATH)
 _TITLE = re.compile(r"""\b(?:title|file|filename|path)=["']?([^"'\s]+)""")
-_LABEL_LINE = re.compile(r"^\s*(?:#|//|--|;|/\*|<!--)\s*(?:(?:file|filename|path)\s*:\s*)?"
-                         r"((?:[\w.-]+/)*[\w-][\w.-]*\.[A-Za-z]\w*)\s*(?:\*/|-->)?\s*$", re.IGNORECASE)
-_LABEL = re.compile(r"^(?:#+\s*)?(?:(?:file|filename|path)\s*:\s*)?", re.IGNORECASE)
+_LABEL_LINE = re.compile(rf"^\s*(?:#|//|--|;|/\*|<!--)\s*{_NAMED}({_PATH})\s*(?:\*/|-->)?\s*$", re.IGNORECASE)
+_LABEL = re.compile(rf"^(?:#+\s*)?{_NAMED}", re.IGNORECASE)
 _FAMILIES = ({"javascript", "typescript", "tsx"}, {"c", "cpp"})
 _ALIASES = {"c++": "cpp", "golang": "go", "shell": "bash", "zsh": "bash", "sh": "bash", "py": "python"}
 _ANY = {"", "text", "txt", "plaintext", "diff", "patch", "udiff"}
@@ -196,8 +198,6 @@ def _joined(blocks: list[Block], language: str | None, original: str) -> tuple[s
     (last) line is a line of the file other than the file's first (last), and the edit without those: a
     chat model leaves the code above and below the part it shows unsaid, where a snippet that says
     nothing of it deletes it, and an answer may mean either."""
-    from fastapply.diffs import read_patch
-
     if all(read_patch(block.body, original) is not None for block in blocks):
         return ("".join(block.body for block in blocks),) * 2
     plain = blocks[0].body

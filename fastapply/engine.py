@@ -147,15 +147,13 @@ def read_edit(original: str, update: str, language: str | None, instruction: str
     >>> read_edit("x = 1\\n", "delete the variable x", "python")[:3]
     ('', '', 'delete the variable x')
     """
-    answered = answer_edit(update, original, language, path)
-    update, unsaid = (update, None) if answered is None else (answered[0], answered[1])
-    unsaid = None if unsaid == update else unsaid
+    update, unsaid = answer_edit(update, original, language, path) or (update, update)
     patch = read_patch(update, original)
     if patch is not None:
         return EditReading(update, as_update(patch, original, language), instruction, patch)
     if reads_as_instruction(original, update, language, instruction):
         return EditReading("", "", " ".join(update.split()), None)
-    return EditReading(update, update, instruction, None, unsaid)
+    return EditReading(update, update, instruction, None, None if unsaid == update else unsaid)
 
 
 def merge_reading(original: str, reading: EditReading, language: str | None) -> MergeResult:
