@@ -56,10 +56,6 @@ class DraftTree:
         """Draft nodes (the root not counted)."""
         return len(self.tokens) - 1
 
-    def is_chain(self) -> bool:
-        """Whether the tree is a single chain: then plain causal verification does the same."""
-        return all(parent == node - 1 for node, parent in enumerate(self.parents) if node)
-
     def ancestors(self, node: int) -> list[int]:
         """``node`` and its ancestors up to the root, root first."""
         path = []

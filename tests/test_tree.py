@@ -41,7 +41,6 @@ def test_chains_merge_into_a_trie_parents_first():
     assert tree.tokens == (-1, 5, 6, 7, 8, 9)
     assert tree.parents == (-1, 0, 1, 2, 1, 0)
     assert tree.depths == (0, 1, 2, 3, 2, 1)
-    assert not tree.is_chain() and DraftTree.from_chains([[1, 2, 3]]).is_chain()
 
 
 def test_each_node_sees_its_ancestors_and_itself_only():
