@@ -8,9 +8,11 @@ says what happened to one input line, in input order: ``{"line", "file", "ok": t
 "exit_code", "reasons"?}`` (``reasons`` names the failed checks of a refused edit). A record that fails
 (unreadable file, refused result, server error) is reported and the others go on. With ``in_place``
 changed files are replaced atomically. A diff of several files (``patch_items``) is a batch too: each
-file's part is that file's edit; and so is a chat model's answer (``answer_items``): each file its code
-blocks name. This module does not print; the CLI renders progress and
-writes the records.
+file's part is that file's edit, or creates, deletes or moves the file (its record then says
+``"created": true``, ``"deleted": true`` or ``"moved_from": PATH``; a file is created, deleted or moved
+only under the current directory, and deleted only where it holds what the diff shows it held); and so
+is a chat model's answer (``answer_items``): each file its code blocks name. This module does not print;
+the CLI renders progress and writes the records.
 """
 
 from __future__ import annotations
@@ -20,12 +22,14 @@ import os
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from pathlib import Path
 
 from fastapply import fileio
-from fastapply.engine import ModelRun, resolve_edit
+from fastapply.engine import EditOutcome, ModelRun, resolve_edit
 from fastapply.errors import FastapplyError, RefusedError, UsageError
-from fastapply.answer import split_answer
-from fastapply.diffs import split_files
+from fastapply.answer import answer_edit, split_answer
+from fastapply.diffs import deleted_text, split_files
+from fastapply.markers import count_markers
 from fastapply.syntax import language_for_path
 from fastapply.validate import RefusalWatch
 
@@ -43,6 +47,10 @@ class BatchItem:
     edit: str
     instruction: str = ""
     problem: str = ""  # why the line cannot be used, if it cannot
+    action: str = "edit"  # a diff's part may also create, delete or move the file (``diffs.FilePart``)
+    source: str | None = None  # a moved file's old path
+    mode: int | None = None  # the file's mode where a diff gives it: its executable bits are set so
+    hunks: bool = True  # whether the edit changes the file's text (``diffs.FilePart.hunks``)
 
 
 def read_items(text: str) -> list[BatchItem]:
@@ -68,14 +76,26 @@ def read_items(text: str) -> list[BatchItem]:
 def patch_items(diff: str) -> list[BatchItem]:
     """The items of a diff of one or more files (``diffs.split_files``): each file's part is its edit, its
     line the one the part starts on."""
-    return [BatchItem(line, path, part) for line, path, part in split_files(diff)]
+    return [BatchItem(part.line, part.path, part.text, problem=part.problem and f"the diff's part for {part.path} "
+                      f"is {part.problem}: fastapply applies text edits; nothing was done", action=part.action,
+                      source=part.source, mode=part.mode, hunks=part.hunks) for part in split_files(diff)]
 
 
 def answer_items(text: str) -> list[BatchItem]:
     """The items of a chat model's answer (``answer.split_answer``): each file its code blocks name is one
     item, its edit the answer (of which ``engine.read_edit`` takes that file's blocks), its line the one
-    its first block opens on."""
-    return [BatchItem(line, path, text) for line, path in split_answer(text)]
+    its first block opens on. A file that is not there is created where its blocks are whole (no lazy
+    marker leaves code unsaid)."""
+    return [BatchItem(line, path, text, action="create" if _new_file(text, path) else "edit")
+            for line, path in split_answer(text)]
+
+
+def _new_file(answer: str, path: str) -> bool:
+    """Whether the answer's blocks for ``path``, a file that is not there, are a whole file to create."""
+    if os.path.lexists(path):
+        return False
+    language = language_for_path(path)
+    return count_markers(answer_edit(answer, "", language, path)[1], language) == 0
 
 
 def apply_item(item: BatchItem, run_model: ModelRunner | None, in_place: bool, engine: str = "auto",
@@ -86,23 +106,78 @@ def apply_item(item: BatchItem, run_model: ModelRunner | None, in_place: bool, e
     try:
         if item.problem:
             raise UsageError(item.problem)
-        original, fmt = fileio.read_text(item.file)
+        if item.action == "delete":
+            return _delete(item, in_place)
+        source = _claim(item)
+        absent = item.action == "create" and not os.path.lexists(item.file)
+        original, fmt = ("", None) if absent else fileio.read_text(source)
         language = language_for_path(item.file)
         model = None if run_model is None else lambda shown, update, instruction, merged, watch: run_model(
             shown, update, instruction, merged, watch, language)
-        outcome = resolve_edit(original, item.edit, language, engine, model, force, item.instruction, merge_first,
-                               focus, item.file)
-        changed = outcome.text != original
-        if in_place and changed:
+        if not item.hunks:
+            outcome = EditOutcome(original, "merge", None)  # a file created empty, moved or its mode changed alone
+        else:
+            outcome = resolve_edit(original, item.edit, language, engine, model, force, item.instruction, merge_first,
+                                   focus, item.file)
+        executable = None if item.mode is None else bool(item.mode & 0o111)
+        rewrite = outcome.text != original or item.action != "edit"
+        changed = rewrite or executable not in (None, bool(os.stat(source).st_mode & 0o111))
+        if in_place and rewrite:
+            if item.action != "edit":
+                os.makedirs(os.path.dirname(os.path.abspath(item.file)), exist_ok=True)
+            fmt = fmt or fileio.TextFormat(final_newline=outcome.text.endswith("\n") or not outcome.text)
             fileio.write_atomic(item.file, fileio.encode(outcome.text, fmt))
+        if in_place and changed and executable is not None:
+            fileio.set_executable(item.file, executable)
+        if in_place and source != item.file:
+            fileio.remove(source)
     except FastapplyError as exc:
         failed = {"line": item.line, "file": item.file, "ok": False, "error": str(exc), "exit_code": exc.exit_code}
         return {**failed, "reasons": list(exc.reasons)} if isinstance(exc, RefusedError) else failed
     record = {"line": item.line, "file": item.file, "ok": True, "changed": changed, "written": in_place and changed,
-              "engine": outcome.engine, "problems": [p.name for p in outcome.problems]}  # problems: with force only
+              "engine": outcome.engine, "problems": [p.name for p in outcome.problems],  # problems: with force only
+              **({"created": True} if item.action == "create" else {"moved_from": source} if item.action == "move"
+                 else {})}
     if not in_place:
         record["text"] = outcome.text
     return {**record, "stats": outcome.model_run.stats if outcome.model_run is not None else None}
+
+
+def _claim(item: BatchItem) -> str:
+    """The path ``item`` reads its file from (a moved file's old one), once it may write its own: a file is
+    created or moved to only where none is (or an empty one), and only under the current directory."""
+    source = item.source or item.file
+    if item.action != "edit":
+        for path in dict.fromkeys((source, item.file)):
+            _under_here(path, item.action)
+    if item.action == "create" and os.path.lexists(item.file) and fileio.read_text(item.file)[0].strip():
+        raise UsageError(f"cannot create {item.file}: it exists; nothing was done")
+    if item.action == "move" and source != item.file and os.path.lexists(item.file):
+        raise UsageError(f"cannot move {source} to {item.file}: it exists; nothing was done")
+    return source
+
+
+def _under_here(path: str, action: str) -> None:
+    """A diff creates, deletes or moves files only under the current directory (as ``git apply`` only in
+    its repository): a coding agent's patch naming ``/etc/hosts`` or ``../x`` is not followed."""
+    if not Path(os.path.realpath(path)).is_relative_to(Path.cwd().resolve()):
+        raise UsageError(f"cannot {action} {path}: it is outside the current directory; nothing was done")
+
+
+def _delete(item: BatchItem, in_place: bool) -> dict:
+    """A part that deletes its file: the file must hold what the diff shows it held (a ``*** Delete File:``
+    line shows nothing)."""
+    _under_here(item.file, "delete")
+    original = fileio.read_text(item.file)[0]
+    shown = deleted_text(item.edit)
+    if shown is not None and shown.rstrip("\n") != original.rstrip("\n"):
+        raise RefusedError(f"{item.file} is not the file the diff deletes (it has changed since); nothing was "
+                           f"deleted", ("stale-deletion",))
+    if in_place:
+        fileio.remove(item.file)
+    record = {"line": item.line, "file": item.file, "ok": True, "changed": True, "written": in_place,
+              "engine": "merge", "problems": [], "deleted": True}
+    return {**record, **({} if in_place else {"text": None}), "stats": None}
 
 
 def run_batch(items: list[BatchItem], run_model: ModelRunner | None, in_place: bool = False, workers: int = 1,
@@ -113,7 +188,8 @@ def run_batch(items: list[BatchItem], run_model: ModelRunner | None, in_place: b
         for item in items:
             yield apply_item(item, run_model, in_place, engine, force, merge_first, focus)
         return
-    targets = [os.path.realpath(item.file) for item in items if not item.problem]
+    targets = [os.path.realpath(path) for item in items if not item.problem
+               for path in {item.file, item.source or item.file}]
     if in_place and len(set(targets)) < len(targets):
         raise UsageError("with --in-place and --workers, each file may appear only once (edits to one file "
                          "would race); run them with --workers 1")

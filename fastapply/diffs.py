@@ -27,8 +27,9 @@ _SEPARATOR = re.compile(r"^-{5,9}\s*$")
 _INDEX = re.compile(r"^index ([0-9a-f]{7,64})\.\.([0-9a-f]{7,64})(?: [0-7]{6})?\s*$")  # git's object ids
 _HEADERS = ("diff --git ", "index ", "--- ", "+++ ", "old mode ", "new mode ", "similarity index ", "rename from ",
             "rename to ", "copy from ", "copy to ", "new file mode ", "*** Begin Patch", "*** End Patch",
-            "*** End of File", "*** Update File: ")
-_OTHER_FILES = ("*** Add File: ", "*** Delete File: ", "deleted file mode ", "+++ /dev/null")
+            "*** End of File", "*** Update File: ", "*** Move to: ")
+_DELETES = ("*** Delete File: ", "deleted file mode ", "+++ /dev/null")
+_STARTS = ("diff --git ", "*** Update File: ", "*** Add File: ", "*** Delete File: ")  # a file's part starts
 
 
 @dataclass(frozen=True)
@@ -64,7 +65,7 @@ def read_patch(edit: str, original: str = "") -> Patch | None:
     hold first, ``answer.py``); a diff of several files is a usage error. A file that itself holds hunk
     headers or SEARCH markers (a patch, notes on diffs) is edited only by snippets: an edit of it may be
     its own text."""
-    if "@@" not in edit and "SEARCH" not in edit:
+    if "@@" not in edit and "SEARCH" not in edit and "*** Add File: " not in edit:
         return None
     file_lines = original.split("\n")
     if any(line.startswith("@@ -") or _SEARCH.match(line) for line in file_lines):
@@ -88,9 +89,14 @@ def _unified(lines: list[str]) -> Patch | None:
             hunk, i, eof = _hunk(lines, i)
             hunks.append(hunk)
             final_newline = eof if eof is not None else final_newline
-        elif line.startswith(_OTHER_FILES):
-            raise UsageError(f"the diff adds or deletes a file ({line.strip()}); fastapply applies an edit to the "
-                             f"file it is given")
+        elif line.startswith(_DELETES):
+            raise UsageError(f"the diff deletes a file ({line.strip()}); fastapply FILE applies an edit to the file "
+                             f"it is given: give the whole diff to fastapply batch --patch")
+        elif line.startswith("*** Add File: "):  # the new file's lines follow, each after a +
+            files.add(_path(line))
+            end = next((j for j in range(i + 1, len(lines)) if not lines[j].startswith("+")), len(lines))
+            hunks.append(Hunk(tuple(("+", new[1:]) for new in lines[i + 1:end]), 0, 1))
+            creates, i = True, end
         elif line.strip() == "*** End of File" and hunks:
             hunks[-1] = replace(hunks[-1], at_end=True)
             i += 1
@@ -216,32 +222,102 @@ def _search_replace(lines: list[str]) -> Patch:
     return Patch(tuple(hunks))
 
 
-def split_files(diff: str) -> list[tuple[int, str, str]]:
-    """Each file's part of a diff of one or more files (``git diff``, ``diff -ru``, ``*** Begin Patch``):
-    (the 1-based line it starts on, the file's path as the diff names it, git's ``b/`` dropped, the part).
-    Raises UsageError where the text holds no file's part. Of a chat model's answer, the diff its code
-    blocks hold (``answer.code_of``)."""
+@dataclass(frozen=True)
+class FilePart:
+    """One file's part of a diff of several files."""
+
+    line: int  # the 1-based line of the diff it starts on
+    path: str  # the file it leaves, as the diff names it (git's b/ dropped): a moved file's new path
+    text: str  # its lines
+    action: str = "edit"  # edit, create (a new file), delete, or move (a file renamed, maybe edited too)
+    source: str | None = None  # a moved file's old path
+    problem: str = ""  # why it cannot be applied, where it cannot (a binary diff)
+    mode: int | None = None  # the file's mode where the diff gives it (git's ``new mode 100755``)
+
+    @property
+    def hunks(self) -> bool:
+        """Whether the part changes the file's text: holds hunks, or is an ``*** Add File:`` part (a file
+        created empty, moved or given a mode alone is not changed so)."""
+        return self.text.startswith("*** Add File: ") or any(line.startswith("@@") for line in self.text.split("\n"))
+
+
+def split_files(diff: str) -> list[FilePart]:
+    """Each file's part of a diff of one or more files (``git diff``, ``diff -ru``, ``*** Begin Patch``),
+    with what it does to the file: edits it, creates it (``new file mode``, ``--- /dev/null``, ``*** Add
+    File:``), deletes it (``deleted file mode``, ``+++ /dev/null``, ``*** Delete File:``) or moves it
+    (``rename from`` / ``rename to``, ``*** Move to:``). Raises UsageError where the text holds no file's
+    part. Of a chat model's answer, the diff its code blocks hold (``answer.code_of``)."""
     from fastapply.answer import code_of
 
     lines = code_of(diff.replace("\r\n", "\n")).split("\n")
     starts: list[int] = []
     for i, line in enumerate(lines):
-        names = line.startswith(("diff --git ", "*** Update File: ", "*** Add File: ", "*** Delete File: "))
         pair = line.startswith("--- ") and i + 1 < len(lines) and lines[i + 1].startswith("+++ ")
-        if names or (pair and (not starts or any(lines[k].startswith("@@") for k in range(starts[-1], i)))):
+        if line.startswith(_STARTS) or (pair and (not starts or any(lines[k].startswith("@@")
+                                                                    for k in range(starts[-1], i)))):
             starts.append(i)
-    parts = []
-    for start, end in zip(starts, starts[1:] + [len(lines)]):
-        part = lines[start:end]
-        named = next((line for line in part if line.startswith(("+++ ", "*** "))), "")
-        if named.startswith("+++ /dev/null"):  # a deleted file: named by its old path
-            named = next((line for line in part if line.startswith("--- ")), named)
-        path = _path(named) if named else ""
-        if path and path != "/dev/null":
-            parts.append((start + 1, path, "\n".join(part).strip("\n") + "\n"))
+    parts = [_file_part(start + 1, lines[start:end]) for start, end in zip(starts, starts[1:] + [len(lines)])]
+    parts = [part for part in parts if part is not None]
     if not parts:
         raise UsageError("the patch names no file (a diff with --- and +++ lines, or *** Update File:)")
     return parts
+
+
+def _file_part(line: int, part: list[str]) -> FilePart | None:
+    """The part of a diff that starts on ``line``, read from its header (the lines before its first hunk)."""
+    text = "\n".join(part).strip("\n") + "\n"
+    header = part[:next((k for k, said in enumerate(part) if said.startswith("@@")), len(part))]
+
+    def named(prefix: str) -> str | None:
+        return next((said[len(prefix):].strip() for said in header if said.startswith(prefix)), None)
+
+    if part[0].startswith("*** "):  # the *** Begin Patch form
+        path, moved = _path(part[0]), named("*** Move to: ")
+        if moved and part[0].startswith("*** Update File: "):
+            return FilePart(line, moved, text, "move", path)
+        action = ("create" if part[0].startswith("*** Add File: ") else
+                  "delete" if part[0].startswith("*** Delete File: ") else "edit")
+        return FilePart(line, path, text, action)
+    old, new = (next((_path(said) for said in header if said.startswith(prefix)), None) for prefix in ("--- ", "+++ "))
+    git = _git_paths(part[0])
+    problem = "a binary diff" if any(said.startswith(("Binary files ", "GIT binary patch")) for said in header) else ""
+    said_mode = named("new mode ") or named("new file mode ") or ""
+    mode = int(said_mode, 8) if re.fullmatch(r"[0-7]{6}", said_mode) else None
+    if named("rename from ") and named("rename to "):
+        return FilePart(line, named("rename to "), text, "move", named("rename from "), problem, mode)
+    if named("deleted file mode ") is not None or new == "/dev/null" or _epoch(header, "+++ "):
+        action, path = "delete", old if old not in (None, "/dev/null") else git
+    elif named("new file mode ") is not None or old == "/dev/null" or _epoch(header, "--- "):
+        action, path = "create", new if new not in (None, "/dev/null") else git
+    else:
+        action, path = "edit", new or git
+    return FilePart(line, path, text, action, problem=problem, mode=mode) if path else None
+
+
+def _epoch(header: list[str], prefix: str) -> bool:
+    """Whether the header's ``--- `` (``+++ ``) line is dated at the epoch: ``diff -N``'s file that is not
+    there (so created, or deleted)."""
+    return any(line.startswith(prefix) and re.search(r"\t(?:1970-01-01|1969-12-31) ", line) for line in header)
+
+
+def deleted_text(part: str) -> str | None:
+    """The text a part that deletes its file shows the file held (git's hunk of ``-`` lines; "" for an
+    empty file), or None where it shows none (``*** Delete File:``)."""
+    if part.startswith("*** "):
+        return None
+    lines = part.split("\n")
+    first = next((k for k, line in enumerate(lines) if line.startswith("@@")), len(lines))
+    return "".join(line[1:] + "\n" for line in lines[first:] if line.startswith("-"))
+
+
+def _git_paths(line: str) -> str | None:
+    """The file a ``diff --git a/x b/x`` line names (its new path), or None."""
+    if not line.startswith("diff --git a/"):
+        return None
+    names = line.removeprefix("diff --git a/")
+    halves = [(names[:k], names[k + 3:]) for k in range(len(names)) if names.startswith(" b/", k)]
+    same = [b for a, b in halves if a == b]  # a path holding " b/" itself: the split that names one file twice
+    return same[0] if same else halves[-1][1] if halves else None
 
 
 def part_for(edit: str, path: str) -> str:
@@ -254,6 +330,6 @@ def part_for(edit: str, path: str) -> str:
         parts = split_files(edit)
     except UsageError:
         return edit
-    mine = [part for _, name, part in parts
-            if Path(path).resolve().parts[-len(Path(name).parts):] == Path(name).parts]
+    mine = [part.text for part in parts
+            if Path(path).resolve().parts[-len(Path(part.path).parts):] == Path(part.path).parts]
     return mine[0] if len(parts) > 1 and len(mine) == 1 else edit

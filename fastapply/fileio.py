@@ -154,6 +154,29 @@ def write_atomic(path: str | Path, data: bytes) -> None:
     _fsync_directory(directory)
 
 
+def remove(path: str | Path) -> None:
+    """Delete the file at ``path`` (a symlink itself, not its target), with a one-line error."""
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        raise FastapplyError(f"cannot delete {path}: no such file") from None
+    except IsADirectoryError:
+        raise FastapplyError(f"cannot delete {path}: it is a directory") from None
+    except OSError as exc:
+        raise FastapplyError(f"cannot delete {path}: {exc.strerror or exc}") from None
+    _fsync_directory(Path(os.path.abspath(path)).parent)
+
+
+def set_executable(path: str | Path, executable: bool) -> None:
+    """Give the file at ``path`` execute permission where it has read permission (as ``git apply`` does
+    for a mode of 100755), or take every execute permission away (100644)."""
+    try:
+        mode = os.stat(path).st_mode & 0o7777
+        os.chmod(path, mode | (mode & 0o444) >> 2 if executable else mode & ~0o111)
+    except OSError as exc:
+        raise FastapplyError(f"cannot change the mode of {path}: {exc.strerror or exc}") from None
+
+
 def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)

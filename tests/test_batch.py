@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
@@ -208,3 +209,142 @@ def test_batch_applies_each_files_part_of_a_diff(tmp_path, monkeypatch):
     (tmp_path / "other.py").write_text(ORIGINAL)
     other = CliRunner().invoke(app, ["other.py", "--edit-file", "changes.diff"])
     assert other.exit_code == 2 and "fastapply batch --patch" in other.stderr
+
+
+def _git(repo, *args):
+    import subprocess
+
+    return subprocess.run(["git", "-c", "user.email=t@t", "-c", "user.name=t", *args], cwd=repo, check=True,
+                          capture_output=True, text=True).stdout
+
+
+def _tree(root) -> dict:
+    """Every file under ``root`` but git's own: its text and whether it is executable."""
+    import os
+
+    return {str(p.relative_to(root)): (p.read_text(), os.access(p, os.X_OK))
+            for p in sorted(root.rglob("*")) if p.is_file() and ".git" not in p.parts}
+
+
+def test_batch_patch_creates_deletes_and_moves_files_as_git_diff_says(tmp_path, monkeypatch):
+    """`git diff` of a commit that adds a file (executable), an empty one, deletes one, renames one as it
+    is and one with an edit, and makes a script executable: `fastapply batch --patch -i` with no model
+    leaves the tree the commit left; without -i nothing is touched and the records say what would be done."""
+    import shutil
+
+    if shutil.which("git") is None:
+        pytest.skip("git is not installed")
+    monkeypatch.delenv("FASTAPPLY_MODEL", raising=False)
+    monkeypatch.chdir(tmp_path)
+    repo = tmp_path
+    body = "".join(f"def f{i}(x):\n    return x + {i}\n\n\n" for i in range(8))
+    files = {"calc.py": body, "gone.txt": "old\nnotes\n", "plain.txt": "kept as it is\n", "lib/util.py": body,
+             "run.sh": "echo hi\n"}
+    for name, text in files.items():
+        (repo / name).parent.mkdir(exist_ok=True)
+        (repo / name).write_text(text)
+    _git(repo, "init", "-q")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-qm", "before")
+    (repo / "bin").mkdir()
+    (repo / "bin/tool").write_text("#!/bin/sh\necho tool\n")
+    (repo / "bin/tool").chmod(0o755)
+    (repo / "empty.txt").write_text("")
+    (repo / "gone.txt").unlink()
+    (repo / "docs").mkdir()
+    (repo / "plain.txt").rename(repo / "docs/plain.txt")
+    (repo / "lib/util.py").rename(repo / "lib/helpers.py")
+    (repo / "lib/helpers.py").write_text(body.replace("x + 3", "x * 3"))
+    (repo / "run.sh").chmod(0o755)
+    (repo / "calc.py").write_text(body.replace("x + 5", "x - 5"))
+    _git(repo, "add", "-A")
+    diff = _git(repo, "diff", "--cached", "-M")
+    assert "rename from lib/util.py" in diff and "new mode 100755" in diff and "new file mode 100755" in diff
+    after = _tree(repo)
+    _git(repo, "commit", "-qm", "after")
+    _git(repo, "reset", "-q", "--hard", "HEAD~1")
+    before = _tree(repo)
+    (repo.parent / "change.diff").write_text(diff)
+
+    dry = CliRunner().invoke(app, ["batch", "--patch", str(repo.parent / "change.diff")])
+    assert dry.exit_code == 0, dry.output
+    records = {r["file"]: r for r in map(json.loads, dry.stdout.splitlines())}
+    assert _tree(repo) == before
+    assert records["bin/tool"]["created"] and records["bin/tool"]["text"] == "#!/bin/sh\necho tool\n"
+    assert records["gone.txt"]["deleted"] and records["gone.txt"]["text"] is None
+    assert records["lib/helpers.py"]["moved_from"] == "lib/util.py"
+    assert records["docs/plain.txt"]["moved_from"] == "plain.txt"
+    assert all(r["ok"] and r["changed"] and not r["written"] for r in records.values())
+
+    done = CliRunner().invoke(app, ["batch", "--patch", str(repo.parent / "change.diff"), "--in-place"])
+    assert done.exit_code == 0, done.output
+    assert _tree(repo) == after
+    # again: every file the diff creates or moves to is there now, every file it deletes or moves is not
+    again = CliRunner().invoke(app, ["batch", "--patch", str(repo.parent / "change.diff"), "--in-place"])
+    failed = {r["file"]: r["error"] for r in map(json.loads, again.stdout.splitlines()) if not r["ok"]}
+    assert again.exit_code == 1 and _tree(repo) == after
+    assert "cannot create bin/tool: it exists" in failed["bin/tool"]
+    assert "cannot move lib/util.py to lib/helpers.py: it exists" in failed["lib/helpers.py"]
+    assert "no such file" in failed["gone.txt"]
+
+
+def test_batch_patch_deletes_only_the_file_it_shows_and_only_here(tmp_path, monkeypatch):
+    """A file changed since the diff that deletes it is refused, not deleted; a path outside the current
+    directory is not created, deleted or moved; `*** Begin Patch` creates, moves and deletes."""
+    monkeypatch.delenv("FASTAPPLY_MODEL", raising=False)
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    (work / "notes.txt").write_text("one\ntwo, edited since\n")
+    (tmp_path / "outside.txt").write_text("keep me\n")
+    diff = ("--- a/notes.txt\n+++ /dev/null\n@@ -1,2 +0,0 @@\n-one\n-two\n"
+            "--- a/../outside.txt\n+++ /dev/null\n@@ -1 +0,0 @@\n-keep me\n"
+            "--- /dev/null\n+++ b//tmp/fastapply-outside.txt\n@@ -0,0 +1 @@\n+x\n")
+    result = CliRunner().invoke(app, ["batch", "--patch", "-", "--in-place", "--engine", "merge"], input=diff)
+    records = [json.loads(line) for line in result.stdout.splitlines()]
+    assert result.exit_code == 1 and not any(r["ok"] for r in records)
+    assert records[0]["reasons"] == ["stale-deletion"] and "has changed since" in records[0]["error"]
+    assert all("outside the current directory" in record["error"] for record in records[1:])
+    assert (work / "notes.txt").exists() and (tmp_path / "outside.txt").exists()
+    assert not Path("/tmp/fastapply-outside.txt").exists()
+
+    (work / "app.py").write_text("def greet():\n    print('Hi')\n")
+    agent = ("*** Begin Patch\n*** Add File: docs/hello.txt\n+Hello\n*** Update File: app.py\n"
+             "*** Move to: src/main.py\n@@ def greet():\n-    print('Hi')\n+    print('Hello')\n"
+             "*** Delete File: notes.txt\n*** End Patch\n")
+    result = CliRunner().invoke(app, ["batch", "--patch", "-", "--in-place"], input=agent)
+    assert result.exit_code == 0, result.output
+    assert _tree(work) == {"docs/hello.txt": ("Hello\n", False), "src/main.py": ("def greet():\n    print('Hello')\n",
+                                                                                 False)}
+
+
+def test_batch_answer_creates_a_file_it_shows_whole(tmp_path, monkeypatch):
+    """A chat answer's block for a file that is not there creates it where the block is the whole file;
+    one with a lazy marker (a part of a file the answer takes to be there) is not created."""
+    monkeypatch.delenv("FASTAPPLY_MODEL", raising=False)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "greet.py").write_text(ORIGINAL)
+    answer = ("Add a helper module:\n\n```python:util/shout.py\ndef shout(text):\n    return text.upper()\n```\n\n"
+              "Then in `greet.py`:\n\n```python:greet.py\ndef greet(name):\n    return shout(\"hello \" + name)\n"
+              "# ... existing code ...\n```\n\nand `util/more.py`:\n\n```python:util/more.py\n# ... existing code ...\n"
+              "def more():\n    pass\n```\n")
+    result = CliRunner().invoke(app, ["batch", "--answer", "-", "--in-place"], input=answer)
+    records = {r["file"]: r for r in map(json.loads, result.stdout.splitlines())}
+    assert result.exit_code == 1 and records["util/shout.py"]["created"] and records["greet.py"]["ok"]
+    assert (tmp_path / "util/shout.py").read_text() == "def shout(text):\n    return text.upper()\n"
+    assert 'shout("hello " + name)' in (tmp_path / "greet.py").read_text()
+    assert "no such file" in records["util/more.py"]["error"] and not (tmp_path / "util/more.py").exists()
+
+
+def test_fastapply_file_creates_the_file_a_diff_creates(tmp_path, monkeypatch):
+    monkeypatch.delenv("FASTAPPLY_MODEL", raising=False)
+    monkeypatch.chdir(tmp_path)
+    creation = ("--- /dev/null\n+++ b/pkg/new.py\n@@ -0,0 +1,2 @@\n+def h():\n+    return 1\n"
+                "\\ No newline at end of file\n")
+    printed = CliRunner().invoke(app, ["pkg/new.py", "--edit", creation])
+    assert printed.exit_code == 0 and printed.stdout == "def h():\n    return 1" and not (tmp_path / "pkg").exists()
+    written = CliRunner().invoke(app, ["pkg/new.py", "--edit", creation, "--in-place"])
+    assert written.exit_code == 0, written.output
+    assert (tmp_path / "pkg/new.py").read_text() == "def h():\n    return 1"
+    missing = CliRunner().invoke(app, ["other.py", "--edit", "x = 1\n"])
+    assert missing.exit_code == 1 and "cannot read other.py: no such file" in missing.stderr

@@ -11,7 +11,7 @@ import pytest
 from fastapply.engine import EditRefused, read_edit, resolve_edit
 from fastapply.errors import UsageError
 from fastapply.merge import merge
-from fastapply.diffs import read_patch
+from fastapply.diffs import deleted_text, read_patch
 from fastapply.patch import apply_patch, as_snippet, as_update
 
 CALC = '''import math
@@ -232,7 +232,7 @@ def test_what_is_not_a_diff_and_a_diff_of_several_files():
     two = unified(CALC, TAU) + unified(CALC, TAU).replace("a/f.py", "a/g.py").replace("b/f.py", "b/g.py")
     with pytest.raises(UsageError, match="the diff edits 2 files"):
         read_patch(two)
-    with pytest.raises(UsageError, match="adds or deletes a file"):
+    with pytest.raises(UsageError, match="deletes a file.*fastapply batch --patch"):
         read_patch("--- a/calc.py\n+++ /dev/null\n@@ -1 +0,0 @@\n-import math\n")
 
 
@@ -271,15 +271,58 @@ def test_a_diff_of_several_files_is_split_into_each_files_part():
 
     ru = ("--- a/x.py\t2026-11-29\n+++ b/x.py\t2026-11-29\n@@ -1 +1 @@\n-a = 1\n+a = 2\n"
           "--- a/y.py\n+++ /dev/null\n@@ -1 +0,0 @@\n-b = 1\n")
-    (line_x, x, part_x), (line_y, y, part_y) = split_files(ru)
-    assert (line_x, x, line_y, y) == (1, "x.py", 6, "y.py")
-    assert apply_patch("a = 1\n", read_patch(part_x), "python").text == "a = 2\n"
-    with pytest.raises(UsageError, match="adds or deletes a file"):
-        read_patch(part_y)  # a deleted file: named, and its edit refused when applied
-    agent = "*** Begin Patch\n*** Update File: a.py\n@@\n-x = 1\n+x = 2\n*** Update File: b.py\n@@\n-y\n+z\n*** End Patch\n"
-    assert [(line, path) for line, path, _ in split_files(agent)] == [(2, "a.py"), (6, "b.py")]
+    x, y = split_files(ru)
+    assert (x.line, x.path, x.action, y.line, y.path, y.action) == (1, "x.py", "edit", 6, "y.py", "delete")
+    assert apply_patch("a = 1\n", read_patch(x.text), "python").text == "a = 2\n"
+    assert deleted_text(y.text) == "b = 1\n"
+    with pytest.raises(UsageError, match="deletes a file"):
+        read_patch(y.text)  # fastapply FILE applies an edit to the file; batch --patch deletes it
+    agent = ("*** Begin Patch\n*** Update File: a.py\n@@\n-x = 1\n+x = 2\n*** Update File: b.py\n@@\n-y\n+z\n"
+             "*** End Patch\n")
+    assert [(part.line, part.path) for part in split_files(agent)] == [(2, "a.py"), (6, "b.py")]
     with pytest.raises(UsageError, match="names no file"):
         split_files("@@\n-a\n+b\n")
+
+
+def test_what_each_files_part_does_to_it():
+    """A part creates, deletes or moves its file as git (`new file mode`, `--- /dev/null`, `deleted file
+    mode`, `rename from`), `diff -N` (a file dated at the epoch) and the *** Begin Patch form (`*** Add
+    File:`, `*** Delete File:`, `*** Move to:`) say; a binary part cannot be applied."""
+    from fastapply.diffs import split_files
+
+    git = ("diff --git a/new.py b/new.py\nnew file mode 100755\nindex 0000000..e299757\n--- /dev/null\n+++ b/new.py\n"
+           "@@ -0,0 +1 @@\n+x = 1\n"
+           "diff --git a/empty.txt b/empty.txt\nnew file mode 100644\nindex 0000000..e69de29\n"
+           "diff --git a/gone.py b/gone.py\ndeleted file mode 100644\nindex 1..0\n--- a/gone.py\n+++ /dev/null\n"
+           "@@ -1 +0,0 @@\n--- a comment\n"
+           "diff --git a/old name.py b/sub/new.py\nsimilarity index 100%\nrename from old name.py\n"
+           "rename to sub/new.py\n"
+           "diff --git a/a.py b/b.py\nsimilarity index 80%\nrename from a.py\nrename to b.py\nindex 1..2 100644\n"
+           "--- a/a.py\n+++ b/b.py\n@@ -1 +1 @@\n-a\n+b\n"
+           "diff --git a/run.sh b/run.sh\nold mode 100644\nnew mode 100755\n"
+           "diff --git a/logo.png b/logo.png\nindex 1..2 100644\nBinary files a/logo.png and b/logo.png differ\n")
+    parts = split_files(git)
+    assert [(p.path, p.action, p.source, p.mode, p.hunks, bool(p.problem)) for p in parts] == [
+        ("new.py", "create", None, 0o100755, True, False), ("empty.txt", "create", None, 0o100644, False, False),
+        ("gone.py", "delete", None, None, True, False), ("sub/new.py", "move", "old name.py", None, False, False),
+        ("b.py", "move", "a.py", None, True, False), ("run.sh", "edit", None, 0o100755, False, False),
+        ("logo.png", "edit", None, None, False, True)]
+    assert deleted_text(parts[2].text) == "-- a comment\n"  # a deleted line that looks like a header
+    assert apply_patch("", read_patch(parts[0].text), "python").text == "x = 1\n"
+    epoch = ("--- a/n.py\t1970-01-01 00:00:00.000000000 +0000\n+++ b/n.py\t2026-11-29 05:00:00.0 +0000\n"
+             "@@ -0,0 +1 @@\n+n\n")
+    assert [(p.path, p.action) for p in split_files(epoch)] == [("n.py", "create")]
+    agent = ("*** Begin Patch\n*** Add File: docs/hello.txt\n+Hello\n+\n+world\n*** Update File: app.py\n"
+             "*** Move to: src/main.py\n@@ def greet():\n-print('Hi')\n+print('Hello')\n*** Delete File: old.txt\n"
+             "*** End Patch\n")
+    parts = split_files(agent)
+    assert [(p.line, p.path, p.action, p.source, p.hunks) for p in parts] == [
+        (2, "docs/hello.txt", "create", None, True), (6, "src/main.py", "move", "app.py", True),
+        (11, "old.txt", "delete", None, False)]
+    assert apply_patch("", read_patch(parts[0].text), None).text == "Hello\n\nworld\n"
+    assert deleted_text(parts[2].text) is None  # *** Delete File: shows nothing of the file
+    moved = apply_patch("def greet():\n    pass\nprint('Hi')\n", read_patch(parts[1].text), "python")
+    assert moved.confidence == "certain" and moved.text.endswith("print('Hello')\n")
 
 
 def test_eval_and_bench_show_a_model_the_snippet_a_diff_amounts_to(tmp_path, tokenizer):

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Annotated, Optional
@@ -75,7 +76,7 @@ def apply_command(
             model = local_model(model)
         policy = draft_policy(draft, draft_model, medusa, remote)
         update = _read_edit(edit, edit_file, file, instruction)
-        original, fmt = fileio.read_text(file)
+        original, fmt = ("", None) if _creates(file, update) else fileio.read_text(file)
         if language is not None:
             get_language(language)
         else:
@@ -109,6 +110,7 @@ def apply_command(
             else:
                 stderr.print("merged without a model (the merge engine is certain)")
         changed = new_text != original
+        fmt = fmt or fileio.TextFormat(final_newline=new_text.endswith("\n") or not new_text)  # a file created
         if check:
             raise typer.Exit(1 if changed else 0)
         if as_json:
@@ -118,6 +120,8 @@ def apply_command(
             sys.stdout.write("".join(difflib.unified_diff(
                 original.splitlines(keepends=True), new_text.splitlines(keepends=True), f"a/{name}", f"b/{name}")))
         elif in_place or output is not None:
+            if in_place and not original and not os.path.lexists(file):
+                os.makedirs(os.path.dirname(os.path.abspath(file)), exist_ok=True)
             fileio.write_atomic(file if in_place else output, fileio.encode(new_text, fmt))
             if stderr.is_terminal:
                 stderr.print(f"wrote {file if in_place else output}")
@@ -140,6 +144,17 @@ def _report(file: str, original: str | None, outcome, model: str | None, remote:
         "refused": {"message": str(outcome), "reasons": list(outcome.reasons)} if refused else None,
         "stats": run.stats if run is not None else None,
     }
+
+
+def _creates(file: str, update: str) -> bool:
+    """Whether FILE is not there and the edit is a diff that creates it (``--- /dev/null``, ``*** Add File:``)."""
+    from fastapply import fileio
+    from fastapply.diffs import read_patch
+
+    if file == fileio.STDIN or os.path.lexists(file):
+        return False
+    patch = read_patch(update)
+    return patch is not None and patch.creates
 
 
 def _read_edit(edit: str | None, edit_file: Path | None, file: str, instruction: str = "") -> str:

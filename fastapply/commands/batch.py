@@ -21,12 +21,14 @@ from fastapply.errors import UsageError
 def batch_command(
     edits: Annotated[str, typer.Argument(help='JSONL of {"file": ..., "edit": ..., "instruction"?: ...}; - reads stdin.')],
     patch: Annotated[bool, typer.Option("--patch", help="EDITS is a diff of one or more files (git diff, *** Begin Patch): "
-                                                        "each file's part is its edit.")] = False,
+                                                        "each file's part is its edit, or creates, deletes or "
+                                                        "moves the file.")] = False,
     answer: Annotated[bool, typer.Option("--answer", help="EDITS is a chat model's answer whose code blocks name "
                                                           "their files (```python:src/calc.py, or the path on the "
                                                           "line above): each file's blocks are its edit.")] = False,
     out: Annotated[Optional[Path], typer.Option("--out", "-o", help="Write the result records here (default: stdout).")] = None,
-    in_place: Annotated[bool, typer.Option("--in-place", "-i", help="Replace each changed file atomically.")] = False,
+    in_place: Annotated[bool, typer.Option("--in-place", "-i", help="Replace each changed file atomically (and create, delete "
+                                                                   "or move the files the diff or answer does).")] = False,
     model: ModelOpt = None,
     adapter: AdapterOpt = None,
     device: DeviceOpt = "auto",
