@@ -11,6 +11,7 @@ places what is read here in the file.
 from __future__ import annotations
 
 import difflib
+import hashlib
 import re
 from dataclasses import dataclass, replace
 from functools import lru_cache
@@ -63,20 +64,38 @@ def read_patch(edit: str, original: str = "") -> Patch | None:
     """The diff ``edit`` is, or None where it is not one (a snippet, an instruction). Every line outside
     its hunks must be a diff's header or blank (a chat model's answer is read for the code its fences
     hold first, ``answer.py``); a diff of several files is a usage error. A file that itself holds hunk
-    headers or SEARCH markers (a patch, notes on diffs) is edited only by snippets: an edit of it may be
-    its own text."""
+    headers or SEARCH markers (a patch, notes on diffs) is edited only by snippets, an edit of it may be
+    its own text, unless git's ``index`` line names this very file: then the edit is git's diff of it."""
     if "@@" not in edit and "SEARCH" not in edit and "*** Add File: " not in edit:
         return None
-    file_lines = original.split("\n")
-    if any(line.startswith("@@ -") or _SEARCH.match(line) for line in file_lines):
-        return None
-    return _read(edit.replace("\r\n", "\n"))
+    edit = edit.replace("\r\n", "\n")
+    if not any(line.startswith("@@ -") or _SEARCH.match(line) for line in original.split("\n")):
+        return _read(edit)
+    try:
+        patch = _read(edit)
+    except UsageError:
+        return None  # the file's own text
+    named = patch is not None and patch.blobs is not None and any(names_blob(patch.blobs[0], original, crlf)
+                                                                  for crlf in (False, True))
+    return patch if named else None
 
 
 @lru_cache(maxsize=8)
 def _read(edit: str) -> Patch | None:
     lines = edit.split("\n")
     return _search_replace(lines) if any(_SEARCH.match(line) for line in lines) else _unified(lines)
+
+
+def names_blob(object_id: str, text: str, crlf: bool = False) -> bool:
+    """Whether git's object id (SHA-1, or SHA-256 in a repository of that format, shortened to at least 7
+    hex digits) names the file of LF text ``text`` (stored with CRLF line ends where ``crlf``).
+
+    >>> names_blob("e69de29", "")
+    True
+    """
+    data = (text.replace("\n", "\r\n") if crlf else text).encode()
+    blob = b"blob %d\0" % len(data) + data
+    return any(getattr(hashlib, name)(blob).hexdigest().startswith(object_id) for name in ("sha1", "sha256"))
 
 
 def _unified(lines: list[str]) -> Patch | None:

@@ -29,10 +29,9 @@ A model reads a diff as that snippet, of its hunks as placed where they are (``a
 
 from __future__ import annotations
 
-import hashlib
 from functools import lru_cache
 
-from fastapply.diffs import Hunk, Patch
+from fastapply.diffs import Hunk, Patch, names_blob
 from fastapply.merge import CERTAIN, LIKELY, NONE, MergeResult, merge
 from fastapply.snippet import marker_like
 from fastapply.syntax import count_errors
@@ -63,15 +62,9 @@ def made_by_git(original: str, text: str, blobs: tuple[str, str]) -> bool:
     True
     """
     for crlf in (False, True):
-        if _names(blobs[0], original, crlf):
-            return _names(blobs[1], text, crlf)
+        if names_blob(blobs[0], original, crlf):
+            return names_blob(blobs[1], text, crlf)
     return False
-
-
-def _names(object_id: str, text: str, crlf: bool) -> bool:
-    data = (text.replace("\n", "\r\n") if crlf else text).encode()
-    blob = b"blob %d\0" % len(data) + data
-    return any(getattr(hashlib, name)(blob).hexdigest().startswith(object_id) for name in ("sha1", "sha256"))
 
 
 @lru_cache(maxsize=8)

@@ -377,3 +377,25 @@ def test_gits_own_diff_of_the_file_is_certain_by_the_object_ids_it_names(tmp_pat
     assert applied(CALC, re.sub(r"(?m)^index .*\n", "", text)).confidence == "likely"  # numbers alone
     changed = applied(CALC + "\n# the end\n", text)  # another file: placed by its numbers, no proof
     assert changed.confidence == "likely" and changed.text == added + "\n# the end\n"
+
+
+def test_gits_diff_of_a_file_that_holds_hunks_itself_is_read_as_a_diff(tmp_path):
+    """A file holding hunk headers of its own (notes on diffs) is edited by snippets, which may be its own
+    text; git's diff of it, its `index` line naming this very file, is read as the diff it is."""
+    import re
+    import shutil
+    import subprocess
+
+    if shutil.which("git") is None:
+        pytest.skip("git is not installed")
+    notes = "# Diffs\n\nA hunk:\n\n```diff\n@@ -1 +1 @@\n-a = 1\n+a = 2\n```\n\nThat is all.\n"
+    edited = notes.replace("That is all.", "That is all there is.")
+    (tmp_path / "notes.md").write_text(notes)
+    (tmp_path / "new.md").write_text(edited)
+    diff = subprocess.run(["git", "diff", "--no-index", "notes.md", "new.md"], cwd=tmp_path, capture_output=True,
+                          text=True).stdout
+    assert read_patch(diff, notes) is not None
+    assert resolve_edit(notes, diff, "markdown", "merge").text == edited
+    assert read_patch(re.sub(r"(?m)^index .*\n", "", diff), notes) is None  # no proof: maybe the file's own text
+    assert read_patch(diff, notes + "\n") is None  # another file's diff
+    assert read_patch("--- a/x\n+++ /dev/null\n@@ -1 +0,0 @@\n-x\n", notes) is None  # its own text, not an error
