@@ -28,7 +28,7 @@ from fastapply import fileio
 from fastapply.engine import EditOutcome, ModelRun, resolve_edit
 from fastapply.errors import FastapplyError, RefusedError, UsageError
 from fastapply.answer import answer_edit, split_answer
-from fastapply.diffs import deleted_text, split_files
+from fastapply.diffs import deleted_text, read_patch, split_files
 from fastapply.markers import count_markers
 from fastapply.syntax import language_for_path
 from fastapply.validate import RefusalWatch
@@ -50,7 +50,7 @@ class BatchItem:
     action: str = "edit"  # a diff's part may also create, delete or move the file (``diffs.FilePart``)
     source: str | None = None  # a moved file's old path
     mode: int | None = None  # the file's mode where a diff gives it: its executable bits are set so
-    hunks: bool = True  # whether the edit changes the file's text (``diffs.FilePart.hunks``)
+    hunks: bool | None = None  # a diff's part: whether it holds hunks (``diffs.FilePart.hunks``); None: no diff's
 
 
 def read_items(text: str) -> list[BatchItem]:
@@ -114,8 +114,11 @@ def apply_item(item: BatchItem, run_model: ModelRunner | None, in_place: bool, e
         language = language_for_path(item.file)
         model = None if run_model is None else lambda shown, update, instruction, merged, watch: run_model(
             shown, update, instruction, merged, watch, language)
-        if not item.hunks:
+        if item.hunks is False:
             outcome = EditOutcome(original, "merge", None)  # a file created empty, moved or its mode changed alone
+        elif item.hunks and read_patch(item.edit, original) is None:  # never read as a snippet
+            raise UsageError(f"cannot read the diff's part for {item.file} as a diff of it (a file holding hunk "
+                             f"headers of its own takes git's diff, whose index line names it)")
         else:
             outcome = resolve_edit(original, item.edit, language, engine, model, force, item.instruction, merge_first,
                                    focus, item.file)
@@ -125,8 +128,7 @@ def apply_item(item: BatchItem, run_model: ModelRunner | None, in_place: bool, e
         if in_place and rewrite:
             if item.action != "edit":
                 os.makedirs(os.path.dirname(os.path.abspath(item.file)), exist_ok=True)
-            fmt = fmt or fileio.TextFormat(final_newline=outcome.text.endswith("\n") or not outcome.text)
-            fileio.write_atomic(item.file, fileio.encode(outcome.text, fmt))
+            fileio.write_atomic(item.file, fileio.encode(outcome.text, outcome.format(fmt)))
         if in_place and changed and executable is not None:
             fileio.set_executable(item.file, executable)
         if in_place and source != item.file:

@@ -25,6 +25,7 @@ _DIVIDER = re.compile(r"^={5,9}\s*$")
 _REPLACE = re.compile(r"^(?:>{5,9}|\+{5,9}) ?REPLACE\s*$")
 _LINE_HINT = re.compile(r"^:(start|end)_line:\s*(\d+)\s*$")  # Roo Code's, then a ------- line
 _SEPARATOR = re.compile(r"^-{5,9}\s*$")
+_MAIL = re.compile(r"From [0-9a-f]{40} ")  # the first line of git format-patch's mail
 _INDEX = re.compile(r"^index ([0-9a-f]{7,64})\.\.([0-9a-f]{7,64})(?: [0-7]{6})?\s*$")  # git's object ids
 _HEADERS = ("diff --git ", "index ", "--- ", "+++ ", "old mode ", "new mode ", "similarity index ", "rename from ",
             "rename to ", "copy from ", "copy to ", "new file mode ", "*** Begin Patch", "*** End Patch",
@@ -68,7 +69,7 @@ def read_patch(edit: str, original: str = "") -> Patch | None:
     its own text, unless git's ``index`` line names this very file: then the edit is git's diff of it."""
     if "@@" not in edit and "SEARCH" not in edit and "*** Add File: " not in edit:
         return None
-    edit = edit.replace("\r\n", "\n")
+    edit = _unmailed(edit.replace("\r\n", "\n"))[0]
     if not any(line.startswith("@@ -") or _SEARCH.match(line) for line in original.split("\n")):
         return _read(edit)
     try:
@@ -84,6 +85,17 @@ def read_patch(edit: str, original: str = "") -> Patch | None:
 def _read(edit: str) -> Patch | None:
     lines = edit.split("\n")
     return _search_replace(lines) if any(_SEARCH.match(line) for line in lines) else _unified(lines)
+
+
+def _unmailed(text: str) -> tuple[str, int]:
+    """The diff of a commit that ``git format-patch`` wrote as a mail: its header, message and summary
+    before the first ``diff --git`` line, and its signature (``-- `` and git's version) after the last
+    hunk, taken off; any other text as it is. And the number of lines taken off before it."""
+    if not _MAIL.match(text) or "\ndiff --git " not in text:
+        return text, 0
+    start = text.index("\ndiff --git ") + 1
+    text, before = text[start:], text[:start].count("\n")
+    return (text[:text.rindex("\n-- \n") + 1] if "\n-- \n" in text else text), before
 
 
 def names_blob(object_id: str, text: str, crlf: bool = False) -> bool:
@@ -268,14 +280,15 @@ def split_files(diff: str) -> list[FilePart]:
     part. Of a chat model's answer, the diff its code blocks hold (``answer.code_of``)."""
     from fastapply.answer import code_of
 
-    lines = code_of(diff.replace("\r\n", "\n")).split("\n")
+    text, before = _unmailed(code_of(diff.replace("\r\n", "\n")))
+    lines = text.split("\n")
     starts: list[int] = []
     for i, line in enumerate(lines):
         pair = line.startswith("--- ") and i + 1 < len(lines) and lines[i + 1].startswith("+++ ")
         if line.startswith(_STARTS) or (pair and (not starts or any(lines[k].startswith("@@")
                                                                     for k in range(starts[-1], i)))):
             starts.append(i)
-    parts = [_file_part(start + 1, lines[start:end]) for start, end in zip(starts, starts[1:] + [len(lines)])]
+    parts = [_file_part(before + start + 1, lines[start:end]) for start, end in zip(starts, starts[1:] + [len(lines)])]
     parts = [part for part in parts if part is not None]
     if not parts:
         raise UsageError("the patch names no file (a diff with --- and +++ lines, or *** Update File:)")

@@ -30,6 +30,7 @@ from typing import NamedTuple
 from fastapply.answer import answer_edit, deletes_in_use
 from fastapply.asks import read, undone
 from fastapply.errors import RefusedError, UsageError
+from fastapply.fileio import TextFormat
 from fastapply.focus import focus as focus_of
 from fastapply.instructed import apply as apply_instruction
 from fastapply.markers import only_markers
@@ -64,6 +65,15 @@ class EditOutcome:
     merge: MergeResult | None  # the merge engine's answer, when it was asked
     problems: tuple[Problem, ...] = ()  # validation problems written anyway (only with force)
     model_run: ModelRun | None = None  # the model's run; None for a merge alone
+    final_newline: bool | None = None  # what a diff says of the new file's last line ("\ No newline at end of
+    # file"); None where the edit says nothing
+
+    def format(self, fmt: TextFormat | None) -> TextFormat:
+        """The format to write the new file in: the original's (``fmt``) with the final newline a diff
+        gives it; a file created (``fmt`` None) as its text ends."""
+        if fmt is None:
+            return TextFormat(final_newline=self.text.endswith("\n") or not self.text)
+        return fmt if self.final_newline is None else replace(fmt, final_newline=self.final_newline)
 
 
 class EditRefused(RefusedError):
@@ -101,12 +111,13 @@ def resolve_edit(original: str, update: str, language: str | None, engine: str =
             if "\\n" in update else ""
         raise UsageError(f"the edit is lazy markers alone ('... existing code ...'), with no code to apply{literal}")
     watch = None if force else RefusalWatch(original, update, language, instruction)  # force writes what it finds
+    newline = None if patch is None else patch.final_newline  # what a diff says of the file's last line
     if engine == "model":
         if run_model is None:
             raise UsageError("no model for --engine model: pass --model PATH_OR_HUB_ID or set FASTAPPLY_MODEL")
         placed = merge(original, update, language) if focus else None  # where the model is shown the file
         run = _run(run_model, original, update, None, placed, language, instruction, watch)
-        return _checked(original, update, language, run, None, force, instruction)
+        return replace(_checked(original, update, language, run, None, force, instruction), final_newline=newline)
     if engine == "merge" and instruction and update.strip() and not read(instruction, original, language).only:
         raise UsageError("the merge engine applies an update snippet, and an instruction only where it plainly asks "
                          "for a deletion, a rename, an import or a comment removal; this instruction beside a snippet "
@@ -118,9 +129,9 @@ def resolve_edit(original: str, update: str, language: str | None, engine: str =
             hint = "" if engine == "merge" else " and no model is configured (--model)"
             frame = "is not certain" if merged.confidence != CERTAIN else "alone does not make this edit"
             raise EditRefused(f"the merge {frame}{hint}: {why}; nothing was written", ("uncertain-merge",), merged)
-        return EditOutcome(merged.text, "merge", merged)
+        return EditOutcome(merged.text, "merge", merged, final_newline=newline)
     run = _run(run_model, original, update, merged.text, merged if focus else None, language, instruction, watch)
-    return _checked(original, update, language, run, merged, force, instruction)
+    return replace(_checked(original, update, language, run, merged, force, instruction), final_newline=newline)
 
 
 class EditReading(NamedTuple):

@@ -256,7 +256,7 @@ def test_batch_patch_creates_deletes_and_moves_files_as_git_diff_says(tmp_path, 
     (repo / "lib/util.py").rename(repo / "lib/helpers.py")
     (repo / "lib/helpers.py").write_text(body.replace("x + 3", "x * 3"))
     (repo / "run.sh").chmod(0o755)
-    (repo / "calc.py").write_text(body.replace("x + 5", "x - 5"))
+    (repo / "calc.py").write_text(body.replace("x + 5", "x - 5").rstrip("\n"))  # "\ No newline at end of file"
     _git(repo, "add", "-A")
     diff = _git(repo, "diff", "--cached", "-M")
     assert "rename from lib/util.py" in diff and "new mode 100755" in diff and "new file mode 100755" in diff
@@ -346,5 +346,61 @@ def test_fastapply_file_creates_the_file_a_diff_creates(tmp_path, monkeypatch):
     written = CliRunner().invoke(app, ["pkg/new.py", "--edit", creation, "--in-place"])
     assert written.exit_code == 0, written.output
     assert (tmp_path / "pkg/new.py").read_text() == "def h():\n    return 1"
+    (tmp_path / "e.py").write_text("x = 1\n")
+    unended = "--- a/e.py\n+++ b/e.py\n@@ -1 +1 @@\n-x = 1\n+x = 2\n\\ No newline at end of file\n"
+    assert CliRunner().invoke(app, ["e.py", "--edit", unended, "--in-place"]).exit_code == 0
+    assert (tmp_path / "e.py").read_text() == "x = 2"  # as the diff says, not as the file was
     missing = CliRunner().invoke(app, ["other.py", "--edit", "x = 1\n"])
     assert missing.exit_code == 1 and "cannot read other.py: no such file" in missing.stderr
+
+
+def test_batch_patch_reads_the_mail_git_format_patch_writes(tmp_path, monkeypatch):
+    """`git format-patch` writes a commit as a mail: its header and message before the diff, a signature
+    (`-- ` and git's version) after it, which a hunk must not take for a deleted line; each record's line
+    is the input's. `fastapply FILE` reads such a mail of one file too."""
+    import shutil
+
+    if shutil.which("git") is None:
+        pytest.skip("git is not installed")
+    monkeypatch.delenv("FASTAPPLY_MODEL", raising=False)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "greet.py").write_text(ORIGINAL)
+    _git(tmp_path, "init", "-q")
+    _git(tmp_path, "add", "-A")
+    _git(tmp_path, "commit", "-qm", "before")
+    (tmp_path / "greet.py").write_text(EXPECTED)
+    (tmp_path / "shout.py").write_text("def shout(text):\n    return text.upper()\n")
+    _git(tmp_path, "add", "-A")
+    _git(tmp_path, "commit", "-qm", "Greet louder\n\n--- a note in the message, not a file")
+    mail = _git(tmp_path, "format-patch", "-1", "--stdout")
+    assert mail.startswith("From ") and "\n-- \n" in mail
+    _git(tmp_path, "reset", "-q", "--hard", "HEAD~1")
+    result = CliRunner().invoke(app, ["batch", "--patch", "-", "--in-place"], input=mail)
+    assert result.exit_code == 0, result.output
+    records = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [(r["file"], mail.split("\n")[r["line"] - 1]) for r in records] == [
+        ("greet.py", "diff --git a/greet.py b/greet.py"), ("shout.py", "diff --git a/shout.py b/shout.py")]
+    assert (tmp_path / "greet.py").read_text() == EXPECTED and records[1]["created"]
+    assert (tmp_path / "shout.py").read_text() == "def shout(text):\n    return text.upper()\n"
+    one = mail[:mail.index("diff --git a/shout.py")] + mail[mail.index("\n-- \n") + 1:]  # the mail of greet.py alone
+    (tmp_path / "greet.py").write_text(ORIGINAL)
+    single = CliRunner().invoke(app, ["greet.py", "--edit", one, "--engine", "merge"])
+    assert single.exit_code == 0 and single.stdout == EXPECTED
+
+
+def test_batch_patch_never_reads_a_files_part_as_a_snippet(tmp_path, monkeypatch):
+    """A part that cannot be read as a diff of its file (here a file holding hunk headers of its own, whose
+    edits may be its own text, and no git index line naming it) is a usage error, not a snippet to merge;
+    a created file's part that is no diff (cut short) is not written."""
+    monkeypatch.delenv("FASTAPPLY_MODEL", raising=False)
+    monkeypatch.chdir(tmp_path)
+    notes = "# Diffs\n\n```diff\n@@ -1 +1 @@\n-a = 1\n+a = 2\n```\n\nThat is all.\n"
+    (tmp_path / "notes.md").write_text(notes)
+    agent = ("*** Begin Patch\n*** Update File: notes.md\n@@\n-That is all.\n+That is all there is.\n"
+             "*** End Patch\n--- /dev/null\n+++ b/new.py\n@@ -0,0 +1,2 @@\n+x = 1\nnot a diff's line\n")
+    result = CliRunner().invoke(app, ["batch", "--patch", "-", "--in-place"], input=agent)
+    records = [json.loads(line) for line in result.stdout.splitlines()]
+    assert result.exit_code == 1 and [(r["file"], r["ok"], r["exit_code"]) for r in records] == [
+        ("notes.md", False, 2), ("new.py", False, 2)]
+    assert all("cannot read the diff's part" in r["error"] for r in records)
+    assert (tmp_path / "notes.md").read_text() == notes and not (tmp_path / "new.py").exists()

@@ -110,7 +110,7 @@ def apply_command(
             else:
                 stderr.print("merged without a model (the merge engine is certain)")
         changed = new_text != original
-        fmt = fmt or fileio.TextFormat(final_newline=new_text.endswith("\n") or not new_text)  # a file created
+        fmt = outcome.format(fmt)
         if check:
             raise typer.Exit(1 if changed else 0)
         if as_json:
