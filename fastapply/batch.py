@@ -25,10 +25,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from fastapply import fileio
-from fastapply.engine import EditOutcome, ModelRun, resolve_edit
+from fastapply.engine import ModelRun, resolve_edit
 from fastapply.errors import FastapplyError, RefusedError, UsageError
 from fastapply.answer import answer_edit, split_answer
-from fastapply.diffs import deleted_text, read_patch, split_files
+from fastapply.diffs import FilePart, deleted_text, names_blob, read_patch, split_files
 from fastapply.markers import count_markers
 from fastapply.syntax import language_for_path
 from fastapply.validate import RefusalWatch
@@ -47,10 +47,18 @@ class BatchItem:
     edit: str
     instruction: str = ""
     problem: str = ""  # why the line cannot be used, if it cannot
-    action: str = "edit"  # a diff's part may also create, delete or move the file (``diffs.FilePart``)
-    source: str | None = None  # a moved file's old path
-    mode: int | None = None  # the file's mode where a diff gives it: its executable bits are set so
-    hunks: bool | None = None  # a diff's part: whether it holds hunks (``diffs.FilePart.hunks``); None: no diff's
+    part: FilePart | None = None  # the diff's part the edit is (``patch_items``), which may create, delete or move
+    new: bool = False  # a chat answer's blocks for a file that is not there, whole: they create it
+
+    @property
+    def action(self) -> str:
+        """What the item does to its file: edit, create, delete or move (``diffs.FilePart.action``)."""
+        return self.part.action if self.part is not None else "create" if self.new else "edit"
+
+    @property
+    def source(self) -> str:
+        """The path the file is read from: a moved file's old one, else its own."""
+        return self.part.source if self.part is not None and self.part.source else self.file
 
 
 def read_items(text: str) -> list[BatchItem]:
@@ -77,8 +85,8 @@ def patch_items(diff: str) -> list[BatchItem]:
     """The items of a diff of one or more files (``diffs.split_files``): each file's part is its edit, its
     line the one the part starts on."""
     return [BatchItem(part.line, part.path, part.text, problem=part.problem and f"the diff's part for {part.path} "
-                      f"is {part.problem}: fastapply applies text edits; nothing was done", action=part.action,
-                      source=part.source, mode=part.mode, hunks=part.hunks) for part in split_files(diff)]
+                      f"is {part.problem}: fastapply applies text edits; nothing was done", part=part)
+            for part in split_files(diff)]
 
 
 def answer_items(text: str) -> list[BatchItem]:
@@ -86,8 +94,7 @@ def answer_items(text: str) -> list[BatchItem]:
     item, its edit the answer (of which ``engine.read_edit`` takes that file's blocks), its line the one
     its first block opens on. A file that is not there is created where its blocks are whole (no lazy
     marker leaves code unsaid)."""
-    return [BatchItem(line, path, text, action="create" if _new_file(text, path) else "edit")
-            for line, path in split_answer(text)]
+    return [BatchItem(line, path, text, new=_new_file(text, path)) for line, path in split_answer(text)]
 
 
 def _new_file(answer: str, path: str) -> bool:
@@ -106,57 +113,93 @@ def apply_item(item: BatchItem, run_model: ModelRunner | None, in_place: bool, e
     try:
         if item.problem:
             raise UsageError(item.problem)
+        _claim(item)
         if item.action == "delete":
             return _delete(item, in_place)
-        source = _claim(item)
+        if item.part is not None and not item.part.hunks:
+            return _unedited(item, in_place)
         absent = item.action == "create" and not os.path.lexists(item.file)
-        original, fmt = ("", None) if absent else fileio.read_text(source)
+        original, fmt = ("", None) if absent else fileio.read_text(item.source)
+        if item.part is not None and read_patch(item.edit, original) is None:  # never read as a snippet
+            raise UsageError(f"cannot read the diff's part for {item.file} as a diff of it (a file holding hunk "
+                             f"headers of its own takes git's diff, whose index line names it)")
         language = language_for_path(item.file)
         model = None if run_model is None else lambda shown, update, instruction, merged, watch: run_model(
             shown, update, instruction, merged, watch, language)
-        if item.hunks is False:
-            outcome = EditOutcome(original, "merge", None)  # a file created empty, moved or its mode changed alone
-        elif item.hunks and read_patch(item.edit, original) is None:  # never read as a snippet
-            raise UsageError(f"cannot read the diff's part for {item.file} as a diff of it (a file holding hunk "
-                             f"headers of its own takes git's diff, whose index line names it)")
-        else:
-            outcome = resolve_edit(original, item.edit, language, engine, model, force, item.instruction, merge_first,
-                                   focus, item.file)
-        executable = None if item.mode is None else bool(item.mode & 0o111)
+        outcome = resolve_edit(original, item.edit, language, engine, model, force, item.instruction, merge_first,
+                               focus, item.file)
+        executable = _executable(item)
         rewrite = outcome.text != original or item.action != "edit"
-        changed = rewrite or executable not in (None, bool(os.stat(source).st_mode & 0o111))
         if in_place and rewrite:
-            if item.action != "edit":
-                os.makedirs(os.path.dirname(os.path.abspath(item.file)), exist_ok=True)
+            _make_room(item)
             fileio.write_atomic(item.file, fileio.encode(outcome.text, outcome.format(fmt)))
-        if in_place and changed and executable is not None:
-            fileio.set_executable(item.file, executable)
-        if in_place and source != item.file:
-            fileio.remove(source)
+        _finish(item, in_place, executable)
     except FastapplyError as exc:
         failed = {"line": item.line, "file": item.file, "ok": False, "error": str(exc), "exit_code": exc.exit_code}
         return {**failed, "reasons": list(exc.reasons)} if isinstance(exc, RefusedError) else failed
+    problems = [p.name for p in outcome.problems]  # with force only
+    stats = outcome.model_run.stats if outcome.model_run is not None else None
+    return _record(item, in_place, rewrite or executable is not None, outcome.engine, problems, outcome.text, stats)
+
+
+def _record(item: BatchItem, in_place: bool, changed: bool, engine: str, problems: list[str], text: str | None,
+            stats: dict | None) -> dict:
+    """The record of an item done: what it did to the file, and (without ``in_place``) its new text."""
     record = {"line": item.line, "file": item.file, "ok": True, "changed": changed, "written": in_place and changed,
-              "engine": outcome.engine, "problems": [p.name for p in outcome.problems],  # problems: with force only
-              **({"created": True} if item.action == "create" else {"moved_from": source} if item.action == "move"
-                 else {})}
-    if not in_place:
-        record["text"] = outcome.text
-    return {**record, "stats": outcome.model_run.stats if outcome.model_run is not None else None}
+              "engine": engine, "problems": problems, **({"created": True} if item.action == "create" else
+                                                         {"moved_from": item.source} if item.action == "move" else
+                                                         {"deleted": True} if item.action == "delete" else {})}
+    return {**record, **({} if in_place else {"text": text}), "stats": stats}
 
 
-def _claim(item: BatchItem) -> str:
-    """The path ``item`` reads its file from (a moved file's old one), once it may write its own: a file is
-    created or moved to only where none is (or an empty one), and only under the current directory."""
-    source = item.source or item.file
+def _claim(item: BatchItem) -> None:
+    """Whether ``item`` may do what it does: a file is created, moved or deleted only under the current
+    directory, created or moved to only where none is (or an empty one)."""
     if item.action != "edit":
-        for path in dict.fromkeys((source, item.file)):
+        for path in dict.fromkeys((item.source, item.file)):
             _under_here(path, item.action)
     if item.action == "create" and os.path.lexists(item.file) and fileio.read_text(item.file)[0].strip():
         raise UsageError(f"cannot create {item.file}: it exists; nothing was done")
-    if item.action == "move" and source != item.file and os.path.lexists(item.file):
-        raise UsageError(f"cannot move {source} to {item.file}: it exists; nothing was done")
-    return source
+    if item.action == "move" and item.source != item.file and os.path.lexists(item.file):
+        raise UsageError(f"cannot move {item.source} to {item.file}: it exists; nothing was done")
+
+
+def _make_room(item: BatchItem) -> None:
+    """The folders a file created or moved to needs."""
+    if item.action in ("create", "move"):
+        os.makedirs(os.path.dirname(os.path.abspath(item.file)), exist_ok=True)
+
+
+def _executable(item: BatchItem) -> bool | None:
+    """The execute permission a diff gives the file, where that changes it (git's ``new mode``)."""
+    if item.part is None or item.part.mode is None:
+        return None
+    wanted = bool(item.part.mode & 0o111)
+    return wanted if wanted != (os.path.lexists(item.source) and bool(os.stat(item.source).st_mode & 0o111)) else None
+
+
+def _finish(item: BatchItem, in_place: bool, executable: bool | None) -> None:
+    """With ``in_place``, once the file is written: its mode set, a moved file's old path deleted."""
+    if in_place and executable is not None:
+        fileio.set_executable(item.file, executable)
+    if in_place and item.source != item.file:
+        fileio.remove(item.source)
+
+
+def _unedited(item: BatchItem, in_place: bool) -> dict:
+    """A diff's part with no hunks: a file created empty, moved as it is (its bytes, text or not) or given
+    a mode alone. Its record's text is the empty file's, else null: the text is as it was."""
+    executable = _executable(item)
+    if in_place and item.action != "edit":
+        _make_room(item)
+        if item.action == "create":
+            fileio.write_atomic(item.file, b"")
+        elif item.source != item.file:
+            fileio.move(item.source, item.file)
+    if in_place and executable is not None:
+        fileio.set_executable(item.file, executable)
+    changed = item.action != "edit" or executable is not None
+    return _record(item, in_place, changed, "merge", [], "" if item.action == "create" else None, None)
 
 
 def _under_here(path: str, action: str) -> None:
@@ -167,19 +210,20 @@ def _under_here(path: str, action: str) -> None:
 
 
 def _delete(item: BatchItem, in_place: bool) -> dict:
-    """A part that deletes its file: the file must hold what the diff shows it held (a ``*** Delete File:``
-    line shows nothing)."""
-    _under_here(item.file, "delete")
-    original = fileio.read_text(item.file)[0]
+    """A part that deletes its file: the file must be what the diff shows it was (by git's object id, text
+    or not; else by the lines it deletes; a ``*** Delete File:`` line shows nothing)."""
+    data = fileio.read_bytes(item.file)
     shown = deleted_text(item.edit)
-    if shown is not None and shown.rstrip("\n") != original.rstrip("\n"):
+    if item.part is not None and item.part.blob is not None:
+        same = names_blob(item.part.blob, data)
+    else:
+        same = shown is None or shown.rstrip("\n") == fileio.decode(data, item.file)[0].rstrip("\n")
+    if not same:
         raise RefusedError(f"{item.file} is not the file the diff deletes (it has changed since); nothing was "
                            f"deleted", ("stale-deletion",))
     if in_place:
         fileio.remove(item.file)
-    record = {"line": item.line, "file": item.file, "ok": True, "changed": True, "written": in_place,
-              "engine": "merge", "problems": [], "deleted": True}
-    return {**record, **({} if in_place else {"text": None}), "stats": None}
+    return _record(item, in_place, True, "merge", [], None, None)
 
 
 def run_batch(items: list[BatchItem], run_model: ModelRunner | None, in_place: bool = False, workers: int = 1,
@@ -190,8 +234,7 @@ def run_batch(items: list[BatchItem], run_model: ModelRunner | None, in_place: b
         for item in items:
             yield apply_item(item, run_model, in_place, engine, force, merge_first, focus)
         return
-    targets = [os.path.realpath(path) for item in items if not item.problem
-               for path in {item.file, item.source or item.file}]
+    targets = [os.path.realpath(path) for item in items if not item.problem for path in {item.file, item.source}]
     if in_place and len(set(targets)) < len(targets):
         raise UsageError("with --in-place and --workers, each file may appear only once (edits to one file "
                          "would race); run them with --workers 1")

@@ -98,14 +98,16 @@ def _unmailed(text: str) -> tuple[str, int]:
     return (text[:text.rindex("\n-- \n") + 1] if "\n-- \n" in text else text), before
 
 
-def names_blob(object_id: str, text: str, crlf: bool = False) -> bool:
+def names_blob(object_id: str, data: bytes | str, crlf: bool = False) -> bool:
     """Whether git's object id (SHA-1, or SHA-256 in a repository of that format, shortened to at least 7
-    hex digits) names the file of LF text ``text`` (stored with CRLF line ends where ``crlf``).
+    hex digits) names the file of bytes ``data``, or of LF text ``data`` (stored with CRLF line ends where
+    ``crlf``).
 
-    >>> names_blob("e69de29", "")
-    True
+    >>> names_blob("e69de29", ""), names_blob("78981922", b"a\\n")
+    (True, True)
     """
-    data = (text.replace("\n", "\r\n") if crlf else text).encode()
+    if isinstance(data, str):
+        data = (data.replace("\n", "\r\n") if crlf else data).encode()
     blob = b"blob %d\0" % len(data) + data
     return any(getattr(hashlib, name)(blob).hexdigest().startswith(object_id) for name in ("sha1", "sha256"))
 
@@ -262,8 +264,9 @@ class FilePart:
     text: str  # its lines
     action: str = "edit"  # edit, create (a new file), delete, or move (a file renamed, maybe edited too)
     source: str | None = None  # a moved file's old path
-    problem: str = ""  # why it cannot be applied, where it cannot (a binary diff)
+    problem: str = ""  # why it cannot be applied, where it cannot (a binary file's change)
     mode: int | None = None  # the file's mode where the diff gives it (git's ``new mode 100755``)
+    blob: str | None = None  # the file's git object id before the change (its ``index`` line), where given
 
     @property
     def hunks(self) -> bool:
@@ -312,18 +315,21 @@ def _file_part(line: int, part: list[str]) -> FilePart | None:
         return FilePart(line, path, text, action)
     old, new = (next((_path(said) for said in header if said.startswith(prefix)), None) for prefix in ("--- ", "+++ "))
     git = _git_paths(part[0])
-    problem = "a binary diff" if any(said.startswith(("Binary files ", "GIT binary patch")) for said in header) else ""
+    binary = any(said.startswith(("Binary files ", "GIT binary patch")) for said in header)
     said_mode = named("new mode ") or named("new file mode ") or ""
     mode = int(said_mode, 8) if re.fullmatch(r"[0-7]{6}", said_mode) else None
+    blob = next((index.group(1) for said in header if (index := _INDEX.match(said))), None)
+    source = None
     if named("rename from ") and named("rename to "):
-        return FilePart(line, named("rename to "), text, "move", named("rename from "), problem, mode)
-    if named("deleted file mode ") is not None or new == "/dev/null" or _epoch(header, "+++ "):
+        action, path, source = "move", named("rename to "), named("rename from ")
+    elif named("deleted file mode ") is not None or new == "/dev/null" or _epoch(header, "+++ "):
         action, path = "delete", old if old not in (None, "/dev/null") else git
     elif named("new file mode ") is not None or old == "/dev/null" or _epoch(header, "--- "):
         action, path = "create", new if new not in (None, "/dev/null") else git
     else:
         action, path = "edit", new or git
-    return FilePart(line, path, text, action, problem=problem, mode=mode) if path else None
+    problem = "a binary file's change" if binary and action != "delete" else ""  # a deletion checks the blob
+    return FilePart(line, path, text, action, source, problem, mode, blob) if path else None
 
 
 def _epoch(header: list[str], prefix: str) -> bool:

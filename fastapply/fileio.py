@@ -167,6 +167,17 @@ def remove(path: str | Path) -> None:
     _fsync_directory(Path(os.path.abspath(path)).parent)
 
 
+def move(source: str | Path, target: str | Path) -> None:
+    """Move the file at ``source`` to ``target`` (on one file system: at once, bytes and mode as they are),
+    with a one-line error."""
+    try:
+        os.rename(source, target)
+    except OSError as exc:
+        raise FastapplyError(f"cannot move {source} to {target}: {exc.strerror or exc}") from None
+    for directory in dict.fromkeys((Path(os.path.abspath(source)).parent, Path(os.path.abspath(target)).parent)):
+        _fsync_directory(directory)
+
+
 def set_executable(path: str | Path, executable: bool) -> None:
     """Give the file at ``path`` execute permission where it has read permission (as ``git apply`` does
     for a mode of 100755), or take every execute permission away (100644)."""

@@ -222,7 +222,7 @@ def _tree(root) -> dict:
     """Every file under ``root`` but git's own: its text and whether it is executable."""
     import os
 
-    return {str(p.relative_to(root)): (p.read_text(), os.access(p, os.X_OK))
+    return {str(p.relative_to(root)): (p.read_bytes().decode("latin-1"), os.access(p, os.X_OK))
             for p in sorted(root.rglob("*")) if p.is_file() and ".git" not in p.parts}
 
 
@@ -235,14 +235,17 @@ def test_batch_patch_creates_deletes_and_moves_files_as_git_diff_says(tmp_path, 
     if shutil.which("git") is None:
         pytest.skip("git is not installed")
     monkeypatch.delenv("FASTAPPLY_MODEL", raising=False)
-    monkeypatch.chdir(tmp_path)
-    repo = tmp_path
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    monkeypatch.chdir(repo)
     body = "".join(f"def f{i}(x):\n    return x + {i}\n\n\n" for i in range(8))
     files = {"calc.py": body, "gone.txt": "old\nnotes\n", "plain.txt": "kept as it is\n", "lib/util.py": body,
              "run.sh": "echo hi\n"}
     for name, text in files.items():
         (repo / name).parent.mkdir(exist_ok=True)
         (repo / name).write_text(text)
+    (repo / "logo.png").write_bytes(b"\x89PNG\x00\xff\x01")
+    (repo / "old.png").write_bytes(b"\x89PNG\x00\xfe")
     _git(repo, "init", "-q")
     _git(repo, "add", "-A")
     _git(repo, "commit", "-qm", "before")
@@ -256,6 +259,9 @@ def test_batch_patch_creates_deletes_and_moves_files_as_git_diff_says(tmp_path, 
     (repo / "lib/util.py").rename(repo / "lib/helpers.py")
     (repo / "lib/helpers.py").write_text(body.replace("x + 3", "x * 3"))
     (repo / "run.sh").chmod(0o755)
+    (repo / "img").mkdir()
+    (repo / "logo.png").rename(repo / "img/logo.png")  # a binary file moved as it is, and one deleted
+    (repo / "old.png").unlink()
     (repo / "calc.py").write_text(body.replace("x + 5", "x - 5").rstrip("\n"))  # "\ No newline at end of file"
     _git(repo, "add", "-A")
     diff = _git(repo, "diff", "--cached", "-M")
@@ -264,9 +270,9 @@ def test_batch_patch_creates_deletes_and_moves_files_as_git_diff_says(tmp_path, 
     _git(repo, "commit", "-qm", "after")
     _git(repo, "reset", "-q", "--hard", "HEAD~1")
     before = _tree(repo)
-    (repo.parent / "change.diff").write_text(diff)
+    (tmp_path / "change.diff").write_text(diff)
 
-    dry = CliRunner().invoke(app, ["batch", "--patch", str(repo.parent / "change.diff")])
+    dry = CliRunner().invoke(app, ["batch", "--patch", str(tmp_path / "change.diff")])
     assert dry.exit_code == 0, dry.output
     records = {r["file"]: r for r in map(json.loads, dry.stdout.splitlines())}
     assert _tree(repo) == before
@@ -274,18 +280,28 @@ def test_batch_patch_creates_deletes_and_moves_files_as_git_diff_says(tmp_path, 
     assert records["gone.txt"]["deleted"] and records["gone.txt"]["text"] is None
     assert records["lib/helpers.py"]["moved_from"] == "lib/util.py"
     assert records["docs/plain.txt"]["moved_from"] == "plain.txt"
+    assert records["img/logo.png"]["moved_from"] == "logo.png" and records["old.png"]["deleted"]
     assert all(r["ok"] and r["changed"] and not r["written"] for r in records.values())
 
-    done = CliRunner().invoke(app, ["batch", "--patch", str(repo.parent / "change.diff"), "--in-place"])
+    done = CliRunner().invoke(app, ["batch", "--patch", str(tmp_path / "change.diff"), "--in-place"])
     assert done.exit_code == 0, done.output
     assert _tree(repo) == after
     # again: every file the diff creates or moves to is there now, every file it deletes or moves is not
-    again = CliRunner().invoke(app, ["batch", "--patch", str(repo.parent / "change.diff"), "--in-place"])
+    again = CliRunner().invoke(app, ["batch", "--patch", str(tmp_path / "change.diff"), "--in-place"])
     failed = {r["file"]: r["error"] for r in map(json.loads, again.stdout.splitlines()) if not r["ok"]}
     assert again.exit_code == 1 and _tree(repo) == after
     assert "cannot create bin/tool: it exists" in failed["bin/tool"]
     assert "cannot move lib/util.py to lib/helpers.py: it exists" in failed["lib/helpers.py"]
     assert "no such file" in failed["gone.txt"]
+    # a file changed since the diff that deletes it is not deleted, binary or not (git's object id tells)
+    _git(repo, "reset", "-q", "--hard")
+    _git(repo, "clean", "-qfd")
+    (repo / "old.png").write_bytes(b"\x89PNG\x00\xfd")
+    (repo / "gone.txt").write_text("old\nnotes, edited\n")
+    stale = CliRunner().invoke(app, ["batch", "--patch", str(tmp_path / "change.diff"), "--in-place"])
+    refused = {r["file"]: r.get("reasons") for r in map(json.loads, stale.stdout.splitlines()) if not r["ok"]}
+    assert refused == {"old.png": ["stale-deletion"], "gone.txt": ["stale-deletion"]}
+    assert (repo / "old.png").exists() and (repo / "gone.txt").exists()
 
 
 def test_batch_patch_deletes_only_the_file_it_shows_and_only_here(tmp_path, monkeypatch):
