@@ -1,7 +1,8 @@
 """Reading an edit written as a diff: a unified diff (``git diff``, ``diff -u``, the ``@@`` hunks chat
 models write, the ``*** Begin Patch`` form of coding agents) or SEARCH/REPLACE blocks (aider's, Cline's,
-Roo Code's); and a diff of several files split into each file's part. ``patch.py``
-places what is read here in the file.
+Roo Code's), or the mail ``git format-patch`` writes; and a diff of several files split into each file's
+part, with what it does to the file (edits, creates, deletes or moves it). ``patch.py`` places what is
+read here in the file.
 
 >>> patch = read_patch("@@ -1,2 +1,2 @@\\n a = 1\\n-b = 2\\n+b = 3\\n")
 >>> patch.hunks[0].old, patch.hunks[0].new
