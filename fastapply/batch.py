@@ -11,8 +11,10 @@ changed files are replaced atomically. A diff of several files (``patch_items``)
 file's part is that file's edit, or creates, deletes or moves the file (its record then says
 ``"created": true``, ``"deleted": true`` or ``"moved_from": PATH``; a file is created, deleted or moved
 only under the current directory, and deleted only where it holds what the diff shows it held); and so
-is a chat model's answer (``answer_items``): each file its code blocks name. This module does not print;
-the CLI renders progress and writes the records.
+is a chat model's answer (``answer_items``): each file its code blocks name. Each item is planned
+(``plan_item``: its record and what writes it) and then written, or, ``atomic``, all are planned and
+none is written unless all succeed. This module does not print; the CLI renders progress and writes the
+records.
 """
 
 from __future__ import annotations
@@ -110,14 +112,22 @@ def apply_item(item: BatchItem, run_model: ModelRunner | None, in_place: bool, e
     """Apply one item with ``engine`` (``run_model`` None: no model; ``merge_first``: a certain merge
     before the model, see ``engine.resolve_edit``); the record describing the outcome (never raises a
     fastapply error)."""
+    record, write = plan_item(item, run_model, engine, force, merge_first, focus)
+    return _done(record, write, in_place)
+
+
+def plan_item(item: BatchItem, run_model: ModelRunner | None, engine: str = "auto", force: bool = False,
+              merge_first: bool = False, focus: bool = True) -> tuple[dict, Callable[[], None] | None]:
+    """What applying ``item`` would do, nothing written yet: its record (with its new text, ``written``
+    false) and what writes it (None where the item failed or changes nothing)."""
     try:
         if item.problem:
             raise UsageError(item.problem)
         _claim(item)
         if item.action == "delete":
-            return _delete(item, in_place)
+            return _delete(item)
         if item.part is not None and not item.part.hunks:
-            return _unedited(item, in_place)
+            return _unedited(item)
         absent = item.action == "create" and not os.path.lexists(item.file)
         original, fmt = ("", None) if absent else fileio.read_text(item.source)
         if item.part is not None and read_patch(item.edit, original) is None:  # never read as a snippet
@@ -128,28 +138,53 @@ def apply_item(item: BatchItem, run_model: ModelRunner | None, in_place: bool, e
             shown, update, instruction, merged, watch, language)
         outcome = resolve_edit(original, item.edit, language, engine, model, force, item.instruction, merge_first,
                                focus, item.file)
-        executable = _executable(item)
-        rewrite = outcome.text != original or item.action != "edit"
-        if in_place and rewrite:
+    except FastapplyError as exc:
+        return _failed(item, exc), None
+    executable = _executable(item)
+    rewrite = outcome.text != original or item.action != "edit"
+
+    def write() -> None:
+        if rewrite:
             _make_room(item)
             fileio.write_atomic(item.file, fileio.encode(outcome.text, outcome.format(fmt)))
-        _finish(item, in_place, executable)
-    except FastapplyError as exc:
-        failed = {"line": item.line, "file": item.file, "ok": False, "error": str(exc), "exit_code": exc.exit_code}
-        return {**failed, "reasons": list(exc.reasons)} if isinstance(exc, RefusedError) else failed
+        if executable is not None:
+            fileio.set_executable(item.file, executable)
+        if item.source != item.file:
+            fileio.remove(item.source)
+
     problems = [p.name for p in outcome.problems]  # with force only
     stats = outcome.model_run.stats if outcome.model_run is not None else None
-    return _record(item, in_place, rewrite or executable is not None, outcome.engine, problems, outcome.text, stats)
+    changed = rewrite or executable is not None
+    return _record(item, changed, outcome.engine, problems, outcome.text, stats), write if changed else None
 
 
-def _record(item: BatchItem, in_place: bool, changed: bool, engine: str, problems: list[str], text: str | None,
+def _done(record: dict, write: Callable[[], None] | None, in_place: bool) -> dict:
+    """The record of an item planned (``plan_item``), its file written where ``in_place`` (and its text
+    then left out of the record)."""
+    if in_place and write is not None:
+        try:
+            write()
+        except FastapplyError as exc:
+            return {**{key: record[key] for key in ("line", "file")}, "ok": False, "error": str(exc),
+                    "exit_code": exc.exit_code}
+    if not in_place or not record["ok"]:
+        return record
+    return {**{key: value for key, value in record.items() if key != "text"}, "written": write is not None}
+
+
+def _failed(item: BatchItem, exc: FastapplyError) -> dict:
+    failed = {"line": item.line, "file": item.file, "ok": False, "error": str(exc), "exit_code": exc.exit_code}
+    return {**failed, "reasons": list(exc.reasons)} if isinstance(exc, RefusedError) else failed
+
+
+def _record(item: BatchItem, changed: bool, engine: str, problems: list[str], text: str | None,
             stats: dict | None) -> dict:
-    """The record of an item done: what it did to the file, and (without ``in_place``) its new text."""
-    record = {"line": item.line, "file": item.file, "ok": True, "changed": changed, "written": in_place and changed,
-              "engine": engine, "problems": problems, **({"created": True} if item.action == "create" else
-                                                         {"moved_from": item.source} if item.action == "move" else
-                                                         {"deleted": True} if item.action == "delete" else {})}
-    return {**record, **({} if in_place else {"text": text}), "stats": stats}
+    """The record of an item planned: what it does to the file, and its new text (null where it deletes
+    the file or leaves its text as it was, moving it or changing its mode alone)."""
+    did = ({"created": True} if item.action == "create" else {"moved_from": item.source} if item.action == "move"
+           else {"deleted": True} if item.action == "delete" else {})
+    return {"line": item.line, "file": item.file, "ok": True, "changed": changed, "written": False, "engine": engine,
+            "problems": problems, **did, "text": text, "stats": stats}
 
 
 def _claim(item: BatchItem) -> None:
@@ -178,28 +213,23 @@ def _executable(item: BatchItem) -> bool | None:
     return wanted if wanted != (os.path.lexists(item.source) and bool(os.stat(item.source).st_mode & 0o111)) else None
 
 
-def _finish(item: BatchItem, in_place: bool, executable: bool | None) -> None:
-    """With ``in_place``, once the file is written: its mode set, a moved file's old path deleted."""
-    if in_place and executable is not None:
-        fileio.set_executable(item.file, executable)
-    if in_place and item.source != item.file:
-        fileio.remove(item.source)
-
-
-def _unedited(item: BatchItem, in_place: bool) -> dict:
+def _unedited(item: BatchItem) -> tuple[dict, Callable[[], None] | None]:
     """A diff's part with no hunks: a file created empty, moved as it is (its bytes, text or not) or given
-    a mode alone. Its record's text is the empty file's, else null: the text is as it was."""
+    a mode alone."""
     executable = _executable(item)
-    if in_place and item.action != "edit":
+
+    def write() -> None:
         _make_room(item)
         if item.action == "create":
             fileio.write_atomic(item.file, b"")
         elif item.source != item.file:
             fileio.move(item.source, item.file)
-    if in_place and executable is not None:
-        fileio.set_executable(item.file, executable)
+        if executable is not None:
+            fileio.set_executable(item.file, executable)
+
     changed = item.action != "edit" or executable is not None
-    return _record(item, in_place, changed, "merge", [], "" if item.action == "create" else None, None)
+    text = "" if item.action == "create" else None
+    return _record(item, changed, "merge", [], text, None), write if changed else None
 
 
 def _under_here(path: str, action: str) -> None:
@@ -209,7 +239,7 @@ def _under_here(path: str, action: str) -> None:
         raise UsageError(f"cannot {action} {path}: it is outside the current directory; nothing was done")
 
 
-def _delete(item: BatchItem, in_place: bool) -> dict:
+def _delete(item: BatchItem) -> tuple[dict, Callable[[], None]]:
     """A part that deletes its file: the file must be what the diff shows it was (by git's object id, text
     or not; else by the lines it deletes; a ``*** Delete File:`` line shows nothing)."""
     data = fileio.read_bytes(item.file)
@@ -221,26 +251,33 @@ def _delete(item: BatchItem, in_place: bool) -> dict:
     if not same:
         raise RefusedError(f"{item.file} is not the file the diff deletes (it has changed since); nothing was "
                            f"deleted", ("stale-deletion",))
-    if in_place:
-        fileio.remove(item.file)
-    return _record(item, in_place, True, "merge", [], None, None)
+    return _record(item, True, "merge", [], None, None), lambda: fileio.remove(item.file)
 
 
 def run_batch(items: list[BatchItem], run_model: ModelRunner | None, in_place: bool = False, workers: int = 1,
-              engine: str = "auto", force: bool = False, merge_first: bool = False,
-              focus: bool = True) -> Iterator[dict]:
-    """The record of every item, in input order; ``workers`` > 1 sends items concurrently (a server)."""
-    if workers <= 1:
-        for item in items:
-            yield apply_item(item, run_model, in_place, engine, force, merge_first, focus)
-        return
+              engine: str = "auto", force: bool = False, merge_first: bool = False, focus: bool = True,
+              atomic: bool = False) -> Iterator[dict]:
+    """The record of every item, in input order; ``workers`` > 1 sends items concurrently (a server).
+    ``atomic``: every item is planned before any is written, and none is written unless all succeed."""
     targets = [os.path.realpath(path) for item in items if not item.problem for path in {item.file, item.source}]
-    if in_place and len(set(targets)) < len(targets):
-        raise UsageError("with --in-place and --workers, each file may appear only once (edits to one file "
-                         "would race); run them with --workers 1")
+    if in_place and (workers > 1 or atomic) and len(set(targets)) < len(targets):
+        raise UsageError(f"with --in-place and {'--atomic' if atomic else '--workers'}, each file may appear only "
+                         f"once (edits to one file would {'each be made to the file as it was' if atomic else 'race'})")
+    plan = lambda item: plan_item(item, run_model, engine, force, merge_first, focus)  # noqa: E731
+    if atomic:
+        planned = list(_each(plan, items, workers))
+        whole = all(record["ok"] for record, _ in planned)
+        yield from (_done(record, write, in_place and whole) for record, write in planned)
+        return
+    yield from (_done(record, write, in_place) for record, write in _each(plan, items, workers))
+
+
+def _each(plan: Callable[[BatchItem], tuple], items: list[BatchItem], workers: int) -> Iterator[tuple]:
+    if workers <= 1:
+        yield from map(plan, items)
+        return
     with ThreadPoolExecutor(max_workers=workers) as pool:
-        yield from pool.map(lambda item: apply_item(item, run_model, in_place, engine, force, merge_first, focus),
-                            items)
+        yield from pool.map(plan, items)
 
 
 def local_runner(model: str, device: str = "auto", dtype: str = "auto", adapter: str | None = None,

@@ -420,3 +420,32 @@ def test_batch_patch_never_reads_a_files_part_as_a_snippet(tmp_path, monkeypatch
         ("notes.md", False, 2), ("new.py", False, 2)]
     assert all("cannot read the diff's part" in r["error"] for r in records)
     assert (tmp_path / "notes.md").read_text() == notes and not (tmp_path / "new.py").exists()
+
+
+def test_batch_atomic_writes_nothing_unless_every_edit_succeeds(tmp_path, monkeypatch):
+    """`--atomic`: every edit is decided before any is written; one refused (a stale deletion here) and
+    no file is created, moved, edited or deleted; all succeeding, all are done."""
+    monkeypatch.delenv("FASTAPPLY_MODEL", raising=False)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "greet.py").write_text(ORIGINAL)
+    (tmp_path / "old.txt").write_text("old, edited since\n")
+    (tmp_path / "app.py").write_text("x = 1\n")
+    patch = ("*** Begin Patch\n*** Add File: new.txt\n+new\n*** Update File: app.py\n*** Move to: src/app.py\n@@\n"
+             "-x = 1\n+x = 2\n*** End Patch\n--- a/old.txt\n+++ /dev/null\n@@ -1 +0,0 @@\n-old\n"
+             f"--- a/greet.py\n+++ b/greet.py\n@@ -1,2 +1,2 @@\n def greet(name):\n"
+             f"-    return \"hello \" + name\n+    return \"hello, \" + name + \"!\"\n")
+    before = _tree(tmp_path)
+    result = CliRunner().invoke(app, ["batch", "--patch", "-", "--in-place", "--atomic"], input=patch)
+    records = [json.loads(line) for line in result.stdout.splitlines()]
+    assert result.exit_code == 1 and "nothing was written (--atomic)" in result.stderr
+    assert [(r["file"], r["ok"], r.get("written")) for r in records] == [
+        ("new.txt", True, False), ("src/app.py", True, False), ("old.txt", False, None), ("greet.py", True, False)]
+    assert _tree(tmp_path) == before
+    (tmp_path / "old.txt").write_text("old\n")
+    done = CliRunner().invoke(app, ["batch", "--patch", "-", "--in-place", "--atomic"], input=patch)
+    assert done.exit_code == 0, done.output
+    assert _tree(tmp_path) == {"greet.py": (EXPECTED, False), "new.txt": ("new\n", False),
+                               "src/app.py": ("x = 2\n", False)}
+    twice = CliRunner().invoke(app, ["batch", "-", "--in-place", "--atomic"],
+                               input='{"file": "greet.py", "edit": "x"}\n{"file": "greet.py", "edit": "y"}\n')
+    assert twice.exit_code == 2 and "each file may appear only once" in twice.stderr

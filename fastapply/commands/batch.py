@@ -29,6 +29,8 @@ def batch_command(
     out: Annotated[Optional[Path], typer.Option("--out", "-o", help="Write the result records here (default: stdout).")] = None,
     in_place: Annotated[bool, typer.Option("--in-place", "-i", help="Replace each changed file atomically (and create, delete "
                                                                    "or move the files the diff or answer does).")] = False,
+    atomic: Annotated[bool, typer.Option("--atomic", help="With --in-place, write nothing unless every edit "
+                                                          "succeeds (all are decided first).")] = False,
     model: ModelOpt = None,
     adapter: AdapterOpt = None,
     device: DeviceOpt = "auto",
@@ -74,7 +76,7 @@ def batch_command(
                              "runs one edit at a time")
         text = fileio.read_text(edits)[0]
         items = patch_items(text) if patch else answer_items(text) if answer else read_items(text)
-        failed = 0
+        failed, written = 0, False
         with ExitStack() as stack:
             run_model = None  # no model: certain merges only
             if uses_model and remote is not None:
@@ -87,9 +89,10 @@ def batch_command(
             on_task = stack.enter_context(task_progress(len(items), "batch"))
             merge_first = remote is None and model == bundled.NAME
             for done, record in enumerate(run_batch(items, run_model, in_place, workers, engine.value, force,
-                                                    merge_first, focus), 1):
+                                                    merge_first, focus, atomic), 1):
                 sink.write(json.dumps(record) + "\n")
                 sink.flush()
+                written = written or record.get("written", False)
                 if not record["ok"]:
                     failed += 1
                     stderr.print(f"fastapply: {record['file'] or 'line ' + str(record['line'])}: {record['error']}",
@@ -97,7 +100,8 @@ def batch_command(
                 if on_task is not None:
                     on_task(done, len(items))
         if failed:
-            stderr.print(f"fastapply: {failed} of {len(items)} edits failed (see the records with \"ok\": false)",
-                         markup=False)
+            nothing = "; nothing was written (--atomic)" if atomic and in_place and not written else ""
+            stderr.print(f"fastapply: {failed} of {len(items)} edits failed (see the records with \"ok\": false)"
+                         f"{nothing}", markup=False, soft_wrap=True)
             raise typer.Exit(1)
 
