@@ -76,7 +76,8 @@ def apply_command(
             model = local_model(model)
         policy = draft_policy(draft, draft_model, medusa, remote)
         update = _read_edit(edit, edit_file, file, instruction)
-        original, fmt = ("", None) if _creates(file, update) else fileio.read_text(file)
+        creating = _creates(file, update)
+        original, fmt = ("", None) if creating else fileio.read_text(file)
         if language is not None:
             get_language(language)
         else:
@@ -120,7 +121,7 @@ def apply_command(
             sys.stdout.write("".join(difflib.unified_diff(
                 original.splitlines(keepends=True), new_text.splitlines(keepends=True), f"a/{name}", f"b/{name}")))
         elif in_place or output is not None:
-            if in_place and not original and not os.path.lexists(file):
+            if in_place and creating:
                 os.makedirs(os.path.dirname(os.path.abspath(file)), exist_ok=True)
             fileio.write_atomic(file if in_place else output, fileio.encode(new_text, fmt))
             if stderr.is_terminal:

@@ -1,0 +1,121 @@
+"""Real commits replayed through ``fastapply batch --patch``: for each commit of a git repository, its
+parent's tree, the commit's ``git diff -M`` applied with ``--engine merge --in-place`` (no model), and
+the result compared with the commit's own tree: every file's bytes and execute bit, files created,
+deleted and renamed included.
+
+    python benchmarks/commit_replay.py REPO                # the 100 latest commits with one parent
+    python benchmarks/commit_replay.py REPO --commits 150 --filter RDA --name pallets/click \\
+        --out benchmarks/results/commit-replay-click.json
+
+``--filter RDA`` takes the commits that rename, delete or add a file (``git log --diff-filter``). A
+commit is ``the same`` where the tree left is the commit's but for the files whose part the batch
+refused or could not apply (each listed, with why: a binary file's change cannot be applied from a
+diff without ``--binary``); ``wrong`` where a file differs that no failed part explains: a defect.
+Prints a table and writes JSON.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import os
+import platform
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+
+RESULTS = Path(__file__).resolve().parent / "results" / "commit-replay.json"
+
+
+def _git(repo: str, *args: str) -> bytes:
+    return subprocess.run(["git", "-C", repo, *args], check=True, capture_output=True).stdout
+
+
+def _export(repo: str, commit: str, where: Path) -> None:
+    with tarfile.open(fileobj=io.BytesIO(_git(repo, "archive", commit))) as tar:
+        tar.extractall(where, filter="tar")
+
+
+def _tree(root: Path) -> dict[str, tuple[bytes, bool]]:
+    return {str(p.relative_to(root)): (os.readlink(p).encode() if p.is_symlink() else p.read_bytes(),
+                                       not p.is_symlink() and os.access(p, os.X_OK))
+            for p in sorted(root.rglob("*")) if p.is_file() or p.is_symlink()}
+
+
+def replay(repo: str, commit: str, parent: str) -> dict:
+    """One commit replayed: its parts, the failed ones (file, error) and the files wrong."""
+    diff = _git(repo, "diff", "-M", parent, commit)
+    with tempfile.TemporaryDirectory() as tmp:
+        before, after, patch = Path(tmp, "before"), Path(tmp, "after"), Path(tmp, "commit.diff")
+        before.mkdir()
+        after.mkdir()
+        _export(repo, parent, before)
+        _export(repo, commit, after)
+        patch.write_bytes(diff)
+        started = time.perf_counter()
+        run = subprocess.run([sys.executable, "-m", "fastapply", "batch", "--patch", str(patch), "--engine", "merge",
+                              "--in-place"], cwd=before, capture_output=True, text=True)
+        seconds = time.perf_counter() - started
+        records = [json.loads(line) for line in run.stdout.splitlines() if line.startswith("{")]
+        got, want = _tree(before), _tree(after)
+    failed = [(r["file"], r["error"]) for r in records if not r["ok"]]
+    refused = {name for name, _ in failed}
+    differ = sorted(name for name in set(got) | set(want) if got.get(name) != want.get(name))
+    wrong = [name for name in differ if name not in refused and not _moved_from(name, diff, refused)]
+    return {"commit": commit, "parts": len(records), "failed": failed, "wrong": wrong, "seconds": round(seconds, 2),
+            "exit": run.returncode}
+
+
+def _moved_from(name: str, diff: bytes, refused: set[str]) -> bool:
+    """Whether ``name`` is the old path of a rename whose part failed (the old file then stays)."""
+    lines = diff.decode("utf-8", "replace").splitlines()
+    return any(line == f"rename from {name}" and i + 1 < len(lines) and lines[i + 1].removeprefix("rename to ")
+               in refused for i, line in enumerate(lines))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("repo", help="a git repository (a bare one too)")
+    parser.add_argument("--commits", type=int, default=100, help="the latest N commits with one parent")
+    parser.add_argument("--filter", default="", help="git log --diff-filter letters, e.g. RDA")
+    parser.add_argument("--name", help="what the JSON calls the repository (default: its path)")
+    parser.add_argument("--out", type=Path, default=RESULTS)
+    args = parser.parse_args()
+    log = ["log", "--no-merges", "--format=%H %P", f"-n{args.commits}", "-M"]
+    log += [f"--diff-filter={args.filter}"] if args.filter else []
+    commits = [line.split() for line in _git(args.repo, *log, "HEAD").decode().splitlines()]
+    rows = []
+    for number, (commit, *parents) in enumerate(commits, 1):
+        if len(parents) != 1:
+            continue
+        rows.append(replay(args.repo, commit, parents[0]))
+        if rows[-1]["wrong"]:
+            print(f"wrong: {commit[:10]} {rows[-1]['wrong'][:5]}", flush=True)
+        print(f"\r{number}/{len(commits)}", end="", file=sys.stderr, flush=True)
+    print(file=sys.stderr)
+    why = Counter(error.split(":")[0] if "binary" not in error else "a binary file's change"
+                  for row in rows for _, error in row["failed"])
+    summary = {"commits": len(rows), "same": sum(not row["wrong"] for row in rows),
+               "wrong": sum(bool(row["wrong"]) for row in rows), "parts": sum(row["parts"] for row in rows),
+               "failed parts": sum(len(row["failed"]) for row in rows), "why failed": dict(why.most_common())}
+    print("| commits | the commit's tree | a file wrong | parts | parts failed |\n|---:|---:|---:|---:|---:|")
+    print(f"| {summary['commits']} | {summary['same']} | {summary['wrong']} | {summary['parts']:,} | "
+          f"{summary['failed parts']} |")
+    for reason, count in why.most_common():
+        print(f"  failed: {count} x {reason}")
+    head = _git(args.repo, "rev-parse", "HEAD").decode().strip()
+    fastapply = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=Path(__file__).resolve().parent,
+                               capture_output=True, text=True).stdout.strip()
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps({"repo": args.name or args.repo, "head": head, "filter": args.filter, "fastapply": fastapply,
+                                    "machine": platform.platform(), "summary": summary, "rows": rows}, indent=1))
+    print(f"wrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()
