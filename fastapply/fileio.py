@@ -97,17 +97,18 @@ def read_bytes(path: str) -> bytes:
     """The bytes of ``path`` (``-`` is stdin), with one-line errors for the usual failures."""
     if path == STDIN:
         return sys.stdin.buffer.read()
-    p = Path(path)
     try:
-        return p.read_bytes()
-    except FileNotFoundError:
-        raise FastapplyError(f"cannot read {path}: no such file") from None
-    except IsADirectoryError:
-        raise FastapplyError(f"cannot read {path}: it is a directory") from None
-    except PermissionError:
-        raise FastapplyError(f"cannot read {path}: permission denied") from None
+        return Path(path).read_bytes()
     except OSError as exc:
-        raise FastapplyError(f"cannot read {path}: {exc.strerror or exc}") from None
+        raise _failed("read", path, exc) from None
+
+
+def _failed(doing: str, path: str | Path, exc: OSError) -> FastapplyError:
+    """The one-line error of an OS call on ``path`` that failed."""
+    why = ("no such file" if isinstance(exc, FileNotFoundError) else "it is a directory"
+           if isinstance(exc, IsADirectoryError) else "permission denied" if isinstance(exc, PermissionError)
+           else exc.strerror or str(exc))
+    return FastapplyError(f"cannot {doing} {path}: {why}")
 
 
 def read_text(path: str) -> tuple[str, TextFormat]:
@@ -158,12 +159,8 @@ def remove(path: str | Path) -> None:
     """Delete the file at ``path`` (a symlink itself, not its target), with a one-line error."""
     try:
         os.unlink(path)
-    except FileNotFoundError:
-        raise FastapplyError(f"cannot delete {path}: no such file") from None
-    except IsADirectoryError:
-        raise FastapplyError(f"cannot delete {path}: it is a directory") from None
     except OSError as exc:
-        raise FastapplyError(f"cannot delete {path}: {exc.strerror or exc}") from None
+        raise _failed("delete", path, exc) from None
     _fsync_directory(Path(os.path.abspath(path)).parent)
 
 
@@ -173,7 +170,7 @@ def move(source: str | Path, target: str | Path) -> None:
     try:
         os.rename(source, target)
     except OSError as exc:
-        raise FastapplyError(f"cannot move {source} to {target}: {exc.strerror or exc}") from None
+        raise _failed(f"move {source} to", target, exc) from None
     for directory in dict.fromkeys((Path(os.path.abspath(source)).parent, Path(os.path.abspath(target)).parent)):
         _fsync_directory(directory)
 
@@ -185,7 +182,7 @@ def set_executable(path: str | Path, executable: bool) -> None:
         mode = os.stat(path).st_mode & 0o7777
         os.chmod(path, mode | (mode & 0o444) >> 2 if executable else mode & ~0o111)
     except OSError as exc:
-        raise FastapplyError(f"cannot change the mode of {path}: {exc.strerror or exc}") from None
+        raise _failed("change the mode of", path, exc) from None
 
 
 def _umask() -> int:
