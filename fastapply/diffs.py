@@ -362,13 +362,19 @@ def _git_paths(line: str) -> str | None:
 def part_for(edit: str, path: str) -> str:
     """The part of ``edit`` for the file at ``path`` where ``edit`` is a diff of several files and one of
     them is that file (the diff's path the same as the end of ``path``'s, as ``git diff`` from the
-    repository's root names it); else ``edit`` as it is."""
-    if ("\n+++ " not in edit and "*** Update File: " not in edit) or path == "-":
+    repository's root names it); else ``edit`` as it is. A usage error where that part moves the file:
+    ``fastapply FILE`` edits FILE where it is (``fastapply batch --patch`` moves it)."""
+    if not any(mark in edit for mark in ("\n+++ ", "*** Update File: ", "\nrename from ")) or path == "-":
         return edit
     try:
         parts = split_files(edit)
     except UsageError:
         return edit
-    mine = [part.text for part in parts
-            if Path(path).resolve().parts[-len(Path(part.path).parts):] == Path(part.path).parts]
-    return mine[0] if len(parts) > 1 and len(mine) == 1 else edit
+    here = Path(path).resolve().parts
+    mine = [part for part in parts if any(name and here[-len(Path(name).parts):] == Path(name).parts
+                                          for name in (part.path, part.source))]
+    chosen = mine[0] if len(mine) == 1 else parts[0] if len(parts) == 1 else None
+    if chosen is not None and chosen.action == "move":
+        raise UsageError(f"the diff moves {chosen.source} to {chosen.path}: fastapply FILE edits FILE where it is; "
+                         f"give the diff to fastapply batch --patch")
+    return chosen.text if chosen is not None and len(parts) > 1 else edit

@@ -399,3 +399,19 @@ def test_gits_diff_of_a_file_that_holds_hunks_itself_is_read_as_a_diff(tmp_path)
     assert read_patch(re.sub(r"(?m)^index .*\n", "", diff), notes) is None  # no proof: maybe the file's own text
     assert read_patch(diff, notes + "\n") is None  # another file's diff
     assert read_patch("--- a/x\n+++ /dev/null\n@@ -1 +0,0 @@\n-x\n", notes) is None  # its own text, not an error
+
+
+def test_fastapply_file_does_not_edit_in_place_a_file_the_diff_moves():
+    """`fastapply FILE` edits FILE where it is: a diff that renames it (with or without hunks, git's or
+    the *** Begin Patch form) is a usage error pointing at `fastapply batch --patch`; its other parts are
+    FILE's as before."""
+    from fastapply.diffs import part_for
+
+    agent = ("*** Begin Patch\n*** Update File: app.py\n*** Move to: src/main.py\n@@\n-x = 1\n+x = 2\n"
+             "*** Update File: b.py\n@@\n-y\n+z\n*** End Patch\n")
+    for path in ("app.py", "src/main.py"):
+        with pytest.raises(UsageError, match="the diff moves app.py to src/main.py"):
+            part_for(agent, path)
+    assert part_for(agent, "b.py").startswith("*** Update File: b.py")
+    with pytest.raises(UsageError, match="moves app.py to lib.py"):
+        part_for("diff --git a/app.py b/lib.py\nsimilarity index 100%\nrename from app.py\nrename to lib.py\n", "app.py")
