@@ -283,17 +283,33 @@ def _each(plan: Callable[[BatchItem], tuple], items: list[BatchItem], workers: i
 def local_runner(model: str, device: str = "auto", dtype: str = "auto", adapter: str | None = None,
                  preset: str = "default", policy: str = "fastapply", max_new_tokens: int | None = None,
                  temperature: float = 0.0, seed: int | None = None, draft_model: str | None = None,
-                 medusa: str | None = None, on_pass=None) -> ModelRunner:
-    """A model runner over one model (and its draft model or Medusa heads) loaded now and reused for
-    every item; ``on_pass(output, stats)`` is called after each forward pass."""
+                 medusa: str | None = None, on_pass=None, lazy: bool = False) -> ModelRunner:
+    """A model runner over one model (and its draft model or Medusa heads) loaded now, or, ``lazy``, by
+    the first edit that needs it (a batch of certain merges loads none; a failure to load is each such
+    edit's error), and reused for every item; ``on_pass(output, stats)`` is called after each forward
+    pass."""
     from fastapply.apply import apply_edit, load_model_drafters
     from fastapply.loading import load_model
 
-    lm, tokenizer = load_model(model, device, dtype, adapter)
-    models = load_model_drafters(lm, tokenizer, draft_model, medusa)
+    loaded: list = []  # (model, tokenizer, drafters), or the error loading them raised
+
+    def load() -> tuple:
+        if not loaded:
+            try:
+                lm, tokenizer = load_model(model, device, dtype, adapter)
+                loaded.append((lm, tokenizer, load_model_drafters(lm, tokenizer, draft_model, medusa)))
+            except FastapplyError as exc:
+                loaded.append(exc)
+        if isinstance(loaded[0], FastapplyError):
+            raise loaded[0]
+        return loaded[0]
+
+    if not lazy:
+        load()
 
     def run_model(original: str, update: str, instruction: str, merged: str | None,
                   watch: RefusalWatch | None = None, language: str | None = None) -> ModelRun:
+        lm, tokenizer, models = load()
         result = apply_edit(lm, tokenizer, original, update, instruction, preset=preset, policy=policy, merged=merged,
                             max_new_tokens=max_new_tokens, temperature=temperature, seed=seed, models=models,
                             on_pass=on_pass, watch=watch, language=language)

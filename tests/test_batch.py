@@ -449,3 +449,36 @@ def test_batch_atomic_writes_nothing_unless_every_edit_succeeds(tmp_path, monkey
     twice = CliRunner().invoke(app, ["batch", "-", "--in-place", "--atomic"],
                                input='{"file": "greet.py", "edit": "x"}\n{"file": "greet.py", "edit": "y"}\n')
     assert twice.exit_code == 2 and "each file may appear only once" in twice.stderr
+
+
+def test_batch_loads_the_default_model_only_when_an_edit_needs_it(tmp_path, monkeypatch):
+    """With fastapply-small (certain merges first), a batch whose edits are all certain loads no model:
+    a git diff applies in a second, not after a model load; a model that cannot be loaded is then the
+    error of each edit that needs it, tried once. Another model is loaded before the first edit."""
+    import fastapply.loading as loading
+    from fastapply import bundled
+    from fastapply.batch import local_runner
+    from fastapply.errors import FastapplyError
+
+    calls = []
+
+    def cannot(*args, **kwargs):
+        calls.append(args)
+        raise FastapplyError("cannot load the model")
+
+    monkeypatch.setattr(loading, "load_model", cannot)
+    monkeypatch.setattr(bundled, "available", lambda: True)  # the default model, here one that cannot load
+    monkeypatch.delenv("FASTAPPLY_MODEL", raising=False)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "greet.py").write_text(ORIGINAL)
+    (tmp_path / "other.py").write_text(ORIGINAL)
+    certain = ("--- a/greet.py\n+++ b/greet.py\n@@ -1,2 +1,2 @@\n def greet(name):\n"
+               "-    return \"hello \" + name\n+    return \"hello, \" + name + \"!\"\n")
+    result = CliRunner().invoke(app, ["batch", "--patch", "-", "--in-place"], input=certain)
+    assert result.exit_code == 0 and calls == [] and (tmp_path / "greet.py").read_text() == EXPECTED
+    uncertain = '{"file": "other.py", "edit": %s}\n' % json.dumps(UPDATE)  # anchors nowhere: the model's
+    result = CliRunner().invoke(app, ["batch", "-"], input=uncertain * 2)
+    assert result.exit_code == 1 and len(calls) == 1, result.output
+    assert [json.loads(line)["error"] for line in result.stdout.splitlines()] == ["cannot load the model"] * 2
+    with pytest.raises(FastapplyError, match="cannot load"):
+        local_runner(str(tmp_path / "a-model"))  # not lazy: loaded at once

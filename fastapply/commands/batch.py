@@ -77,6 +77,7 @@ def batch_command(
         text = fileio.read_text(edits)[0]
         items = patch_items(text) if patch else answer_items(text) if answer else read_items(text)
         failed, written = 0, False
+        merge_first = remote is None and model == bundled.NAME  # certain merges need no model: loaded when one does
         with ExitStack() as stack:
             run_model = None  # no model: certain merges only
             if uses_model and remote is not None:
@@ -84,10 +85,9 @@ def batch_command(
                     RemoteBackend(remote, api_key, model, preset, prediction, max_new_tokens)))
             elif uses_model:
                 run_model = local_runner(model, device, dtype, adapter, preset, policy, max_new_tokens,
-                                         draft_model=draft_model, medusa=medusa)
+                                         draft_model=draft_model, medusa=medusa, lazy=merge_first)
             sink = stack.enter_context(open(out, "w", encoding="utf-8")) if out is not None else sys.stdout
             on_task = stack.enter_context(task_progress(len(items), "batch"))
-            merge_first = remote is None and model == bundled.NAME
             for done, record in enumerate(run_batch(items, run_model, in_place, workers, engine.value, force,
                                                     merge_first, focus, atomic), 1):
                 sink.write(json.dumps(record) + "\n")
