@@ -260,24 +260,28 @@ def run_batch(items: list[BatchItem], run_model: ModelRunner | None, in_place: b
     """The record of every item, in input order; ``workers`` > 1 sends items concurrently (a server).
     ``atomic``: every item is planned before any is written, and none is written unless all succeed."""
     targets = [os.path.realpath(path) for item in items if not item.problem for path in {item.file, item.source}]
-    if in_place and (workers > 1 or atomic) and len(set(targets)) < len(targets):
-        raise UsageError(f"with --in-place and {'--atomic' if atomic else '--workers'}, each file may appear only "
-                         f"once (edits to one file would {'each be made to the file as it was' if atomic else 'race'})")
-    plan = lambda item: plan_item(item, run_model, engine, force, merge_first, focus)  # noqa: E731
-    if atomic:
-        planned = list(_each(plan, items, workers))
-        whole = all(record["ok"] for record, _ in planned)
-        yield from (_done(record, write, in_place and whole) for record, write in planned)
+    if in_place and atomic and len(set(targets)) < len(targets):
+        raise UsageError("with --in-place and --atomic, each file may appear only once (each of its edits would be "
+                         "made to the file as it was)")
+    if in_place and workers > 1 and len(set(targets)) < len(targets):
+        raise UsageError("with --in-place and --workers, each file may appear only once (edits to one file "
+                         "would race); run them with --workers 1")
+    if not atomic:
+        yield from _each(lambda item: apply_item(item, run_model, in_place, engine, force, merge_first, focus),
+                         items, workers)
         return
-    yield from (_done(record, write, in_place) for record, write in _each(plan, items, workers))
+    planned = list(_each(lambda item: plan_item(item, run_model, engine, force, merge_first, focus), items, workers))
+    whole = all(record["ok"] for record, _ in planned)
+    yield from (_done(record, write, in_place and whole) for record, write in planned)
 
 
-def _each(plan: Callable[[BatchItem], tuple], items: list[BatchItem], workers: int) -> Iterator[tuple]:
+def _each(do: Callable[[BatchItem], object], items: list[BatchItem], workers: int) -> Iterator:
+    """``do`` of each item, in order; with ``workers`` > 1 from that many threads."""
     if workers <= 1:
-        yield from map(plan, items)
+        yield from map(do, items)
         return
     with ThreadPoolExecutor(max_workers=workers) as pool:
-        yield from pool.map(plan, items)
+        yield from pool.map(do, items)
 
 
 def local_runner(model: str, device: str = "auto", dtype: str = "auto", adapter: str | None = None,
