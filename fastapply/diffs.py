@@ -70,7 +70,7 @@ def read_patch(edit: str, original: str = "") -> Patch | None:
     its own text, unless git's ``index`` line names this very file: then the edit is git's diff of it."""
     if "@@" not in edit and "SEARCH" not in edit and "*** Add File: " not in edit:
         return None
-    edit = _unmailed(edit.replace("\r\n", "\n"))[0]
+    edit = _unmailed(edit.replace("\r\n", "\n"))
     if not any(line.startswith("@@ -") or _SEARCH.match(line) for line in original.split("\n")):
         return _read(edit)
     try:
@@ -88,15 +88,21 @@ def _read(edit: str) -> Patch | None:
     return _search_replace(lines) if any(_SEARCH.match(line) for line in lines) else _unified(lines)
 
 
-def _unmailed(text: str) -> tuple[str, int]:
-    """The diff of a commit that ``git format-patch`` wrote as a mail: its header, message and summary
-    before the first ``diff --git`` line, and its signature (``-- `` and git's version) after the last
-    hunk, taken off; any other text as it is. And the number of lines taken off before it."""
-    if not _MAIL.match(text) or "\ndiff --git " not in text:
-        return text, 0
-    start = text.index("\ndiff --git ") + 1
-    text, before = text[start:], text[:start].count("\n")
-    return (text[:text.rindex("\n-- \n") + 1] if "\n-- \n" in text else text), before
+def _unmailed(text: str) -> str:
+    """The diffs of the commits that ``git format-patch`` wrote as mails: each mail's header, message and
+    summary (before its first ``diff --git`` line) and its signature (``-- ``, then git's version)
+    blanked, their lines kept so that a part's line is the input's; any other text as it is."""
+    lines = text.split("\n")
+    if not _MAIL.match(lines[0]):
+        return text
+    kept, diff = [], False
+    for i, line in enumerate(lines):
+        if _MAIL.match(line) or (line == "-- " and i + 1 < len(lines) and re.match(r"\d+\.\d+", lines[i + 1])):
+            diff = False
+        elif line.startswith("diff --git "):
+            diff = True
+        kept.append(line if diff else "")
+    return "\n".join(kept)
 
 
 def names_blob(object_id: str, data: bytes | str, crlf: bool = False) -> bool:
@@ -284,15 +290,14 @@ def split_files(diff: str) -> list[FilePart]:
     part. Of a chat model's answer, the diff its code blocks hold (``answer.code_of``)."""
     from fastapply.answer import code_of
 
-    text, before = _unmailed(code_of(diff.replace("\r\n", "\n")))
-    lines = text.split("\n")
+    lines = _unmailed(code_of(diff.replace("\r\n", "\n"))).split("\n")
     starts: list[int] = []
     for i, line in enumerate(lines):
         pair = line.startswith("--- ") and i + 1 < len(lines) and lines[i + 1].startswith("+++ ")
         if line.startswith(_STARTS) or (pair and (not starts or any(lines[k].startswith("@@")
                                                                     for k in range(starts[-1], i)))):
             starts.append(i)
-    parts = [_file_part(before + start + 1, lines[start:end]) for start, end in zip(starts, starts[1:] + [len(lines)])]
+    parts = [_file_part(start + 1, lines[start:end]) for start, end in zip(starts, starts[1:] + [len(lines)])]
     parts = [part for part in parts if part is not None]
     if not parts:
         raise UsageError("the patch names no file (a diff with --- and +++ lines, or *** Update File:)")
@@ -329,7 +334,10 @@ def _file_part(line: int, part: list[str]) -> FilePart | None:
         action, path = "create", new if new not in (None, "/dev/null") else git
     else:
         action, path = "edit", new or git
-    problem = "a binary file's change" if binary and action != "delete" else ""  # a deletion checks the blob
+    link = any(said.startswith(("new mode ", "old mode ", "new file mode ", "deleted file mode ", "index "))
+               and said.rstrip().endswith(" 120000") for said in header)  # git's mode of a symbolic link
+    problem = ("a symbolic link's change" if link else
+               "a binary file's change" if binary and action != "delete" else "")  # a deletion checks the blob
     return FilePart(line, path, text, action, source, problem, mode, blob) if path else None
 
 

@@ -402,6 +402,20 @@ def test_batch_patch_reads_the_mail_git_format_patch_writes(tmp_path, monkeypatc
     (tmp_path / "greet.py").write_text(ORIGINAL)
     single = CliRunner().invoke(app, ["greet.py", "--edit", one, "--engine", "merge"])
     assert single.exit_code == 0 and single.stdout == EXPECTED
+    # the mails of two commits, one after the other: each commit's parts, in order
+    _git(tmp_path, "checkout", "-q", "-f", "HEAD@{1}")
+    (tmp_path / "greet.py").write_text(EXPECTED.replace('print(greet("git"))', 'print(greet("mail"))'))
+    (tmp_path / "shout.py").unlink()
+    _git(tmp_path, "add", "-A")
+    _git(tmp_path, "commit", "-qm", "Greet the mail")
+    after = _tree(tmp_path)
+    mails = _git(tmp_path, "format-patch", "-2", "--stdout")
+    _git(tmp_path, "reset", "-q", "--hard", "HEAD~2")
+    result = CliRunner().invoke(app, ["batch", "--patch", "-", "--in-place"], input=mails)
+    assert result.exit_code == 0, result.output
+    assert [json.loads(line)["file"] for line in result.stdout.splitlines()] == ["greet.py", "shout.py", "greet.py",
+                                                                                "shout.py"]
+    assert _tree(tmp_path) == after
 
 
 def test_batch_patch_never_reads_a_files_part_as_a_snippet(tmp_path, monkeypatch):

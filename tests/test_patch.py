@@ -308,6 +308,12 @@ def test_what_each_files_part_does_to_it():
         ("b.py", "move", "a.py", None, True, False), ("run.sh", "edit", None, 0o100755, False, False),
         ("logo.png", "edit", None, None, False, True)]
     assert deleted_text(parts[2].text) == "-- a comment\n"  # a deleted line that looks like a header
+    links = ("diff --git a/link b/link\nnew file mode 120000\nindex 0000000..8a3b6e5\n--- /dev/null\n+++ b/link\n"
+             "@@ -0,0 +1 @@\n+calc.py\n\\ No newline at end of file\n"
+             "diff --git a/lib b/lib\nindex 1234567..89abcde 120000\n--- a/lib\n+++ b/lib\n@@ -1 +1 @@\n-old\n"
+             "\\ No newline at end of file\n+new\n\\ No newline at end of file\n")
+    assert [(p.path, p.problem) for p in split_files(links)] == [  # not written as a file holding the target
+        ("link", "a symbolic link's change"), ("lib", "a symbolic link's change")]
     assert apply_patch("", read_patch(parts[0].text), "python").text == "x = 1\n"
     epoch = ("--- a/n.py\t1970-01-01 00:00:00.000000000 +0000\n+++ b/n.py\t2026-11-29 05:00:00.0 +0000\n"
              "@@ -0,0 +1 @@\n+n\n")
