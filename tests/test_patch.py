@@ -420,4 +420,5 @@ def test_fastapply_file_does_not_edit_in_place_a_file_the_diff_moves():
             part_for(agent, path)
     assert part_for(agent, "b.py").startswith("*** Update File: b.py")
     with pytest.raises(UsageError, match="moves app.py to lib.py"):
-        part_for("diff --git a/app.py b/lib.py\nsimilarity index 100%\nrename from app.py\nrename to lib.py\n", "app.py")
+        part_for("diff --git a/app.py b/lib.py\nsimilarity index 100%\nrename from app.py\nrename to lib.py\n",
+                 "app.py")
