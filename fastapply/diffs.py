@@ -216,10 +216,27 @@ def _hunk(lines: list[str], i: int) -> tuple[Hunk, int, bool | None]:
 
 
 def _path(line: str) -> str:
-    """The file a ``+++ b/path``, ``--- a/path`` or ``*** Update File: path`` line names (git's a/, b/ dropped)."""
+    """The file a ``+++ b/path``, ``--- a/path`` or ``*** Update File: path`` line names (git's a/, b/ dropped,
+    its quotes taken off)."""
     if line.startswith("*** "):
         return line.split(": ", 1)[-1].strip()
-    return line[4:].split("\t")[0].strip().removeprefix("a/" if line.startswith("--- ") else "b/")
+    return _unquoted(line[4:].split("\t")[0].strip()).removeprefix("a/" if line.startswith("--- ") else "b/")
+
+
+_ESCAPED = {b"a": 7, b"b": 8, b"t": 9, b"n": 10, b"v": 11, b"f": 12, b"r": 13}
+
+
+def _unquoted(name: str) -> str:
+    r"""A path as git quotes one that holds other than printable ASCII (``"a/utf-8 \355\225\234.txt"``:
+    C escapes, octal bytes of its UTF-8), unquoted; any other as it is.
+
+    >>> _unquoted(r'"b/caf\303\251 \"menu\".txt"')
+    'b/café "menu".txt'
+    """
+    if len(name) < 2 or name[0] != '"' or name[-1] != '"':
+        return name
+    return re.sub(rb"\\([0-7]{3}|.)", lambda m: bytes([int(m[1], 8)]) if len(m[1]) == 3 else
+                  bytes([_ESCAPED.get(m[1], m[1][0])]), name[1:-1].encode()).decode("utf-8", "replace")
 
 
 def _ends_hunk(lines: list[str], j: int) -> bool:
@@ -310,7 +327,7 @@ def _file_part(line: int, part: list[str]) -> FilePart | None:
     header = part[:next((k for k, said in enumerate(part) if said.startswith("@@")), len(part))]
 
     def named(prefix: str) -> str | None:
-        return next((said[len(prefix):].strip() for said in header if said.startswith(prefix)), None)
+        return next((_unquoted(said[len(prefix):].strip()) for said in header if said.startswith(prefix)), None)
 
     if part[0].startswith("*** "):  # the *** Begin Patch form
         path, moved = _path(part[0]), named("*** Move to: ")
@@ -358,7 +375,10 @@ def deleted_text(part: str) -> str | None:
 
 
 def _git_paths(line: str) -> str | None:
-    """The file a ``diff --git a/x b/x`` line names (its new path), or None."""
+    """The file a ``diff --git a/x b/x`` line names (its new path; quoted, ``"b/x"``, unquoted), or None."""
+    quoted = re.fullmatch(r'diff --git (?:"(?:[^"\\]|\\.)*"|\S+) ("(?:[^"\\]|\\.)*")', line)
+    if quoted:
+        return _unquoted(quoted[1]).removeprefix("b/")
     if not line.startswith("diff --git a/"):
         return None
     names = line.removeprefix("diff --git a/")

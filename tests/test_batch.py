@@ -260,12 +260,14 @@ def test_batch_patch_creates_deletes_and_moves_files_as_git_diff_says(tmp_path, 
     (repo / "lib/helpers.py").write_text(body.replace("x + 3", "x * 3"))
     (repo / "run.sh").chmod(0o755)
     (repo / "img").mkdir()
+    (repo / "img/café menu.txt").write_text("crème\n")  # git quotes its name: "b/img/caf\303\251 menu.txt"
     (repo / "logo.png").rename(repo / "img/logo.png")  # a binary file moved as it is, and one deleted
     (repo / "old.png").unlink()
     (repo / "calc.py").write_text(body.replace("x + 5", "x - 5").rstrip("\n"))  # "\ No newline at end of file"
     _git(repo, "add", "-A")
     diff = _git(repo, "diff", "--cached", "-M")
     assert "rename from lib/util.py" in diff and "new mode 100755" in diff and "new file mode 100755" in diff
+    assert '+++ "b/img/caf\\303\\251 menu.txt"' in diff
     after = _tree(repo)
     _git(repo, "commit", "-qm", "after")
     _git(repo, "reset", "-q", "--hard", "HEAD~1")

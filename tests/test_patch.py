@@ -315,6 +315,9 @@ def test_what_each_files_part_does_to_it():
     assert [(p.path, p.problem) for p in split_files(links)] == [  # not written as a file holding the target
         ("link", "a symbolic link's change"), ("lib", "a symbolic link's change")]
     assert apply_patch("", read_patch(parts[0].text), "python").text == "x = 1\n"
+    quoted = ('diff --git "a/caf\\303\\251.txt" "b/men\\303\\274 \\"1\\".txt"\nsimilarity index 100%\n'
+              'rename from "caf\\303\\251.txt"\nrename to "men\\303\\274 \\"1\\".txt"\n')
+    assert [(p.path, p.source) for p in split_files(quoted)] == [('menü "1".txt', "café.txt")]  # git's quotes off
     epoch = ("--- a/n.py\t1970-01-01 00:00:00.000000000 +0000\n+++ b/n.py\t2026-11-29 05:00:00.0 +0000\n"
              "@@ -0,0 +1 @@\n+n\n")
     assert [(p.path, p.action) for p in split_files(epoch)] == [("n.py", "create")]
