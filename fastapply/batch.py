@@ -139,7 +139,7 @@ def plan_item(item: BatchItem, run_model: ModelRunner | None, engine: str = "aut
         outcome = resolve_edit(original, item.edit, language, engine, model, force, item.instruction, merge_first,
                                focus, item.file)
     except FastapplyError as exc:
-        return _failed(item, exc), None
+        return _failed(item.line, item.file, exc), None
     executable = _executable(item)
     rewrite = outcome.text != original or item.action != "edit"
 
@@ -165,15 +165,15 @@ def _done(record: dict, write: Callable[[], None] | None, in_place: bool) -> dic
         try:
             write()
         except FastapplyError as exc:
-            return {**{key: record[key] for key in ("line", "file")}, "ok": False, "error": str(exc),
-                    "exit_code": exc.exit_code}
+            return _failed(record["line"], record["file"], exc)
     if not in_place or not record["ok"]:
         return record
     return {**{key: value for key, value in record.items() if key != "text"}, "written": write is not None}
 
 
-def _failed(item: BatchItem, exc: FastapplyError) -> dict:
-    failed = {"line": item.line, "file": item.file, "ok": False, "error": str(exc), "exit_code": exc.exit_code}
+def _failed(line: int, file: str, exc: FastapplyError) -> dict:
+    """The record of an item that failed (refused: with the failed checks)."""
+    failed = {"line": line, "file": file, "ok": False, "error": str(exc), "exit_code": exc.exit_code}
     return {**failed, "reasons": list(exc.reasons)} if isinstance(exc, RefusedError) else failed
 
 
@@ -243,10 +243,10 @@ def _delete(item: BatchItem) -> tuple[dict, Callable[[], None]]:
     """A part that deletes its file: the file must be what the diff shows it was (by git's object id, text
     or not; else by the lines it deletes; a ``*** Delete File:`` line shows nothing)."""
     data = fileio.read_bytes(item.file)
-    shown = deleted_text(item.edit)
     if item.part is not None and item.part.blob is not None:
         same = names_blob(item.part.blob, data)
     else:
+        shown = deleted_text(item.edit)
         same = shown is None or shown.rstrip("\n") == fileio.decode(data, item.file)[0].rstrip("\n")
     if not same:
         raise RefusedError(f"{item.file} is not the file the diff deletes (it has changed since); nothing was "

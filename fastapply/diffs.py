@@ -77,8 +77,7 @@ def read_patch(edit: str, original: str = "") -> Patch | None:
         patch = _read(edit)
     except UsageError:
         return None  # the file's own text
-    named = patch is not None and patch.blobs is not None and any(names_blob(patch.blobs[0], original, crlf)
-                                                                  for crlf in (False, True))
+    named = patch is not None and patch.blobs is not None and named_ends(patch.blobs[0], original) is not None
     return patch if named else None
 
 
@@ -103,6 +102,12 @@ def _unmailed(text: str) -> str:
             diff = True
         kept.append(line if diff else "")
     return "\n".join(kept)
+
+
+def named_ends(object_id: str, text: str) -> bool | None:
+    """The line ends with which git's object id names the file of LF text ``text``: CRLF (True), LF
+    (False), or None where it names neither."""
+    return next((crlf for crlf in (False, True) if names_blob(object_id, text, crlf)), None)
 
 
 def names_blob(object_id: str, data: bytes | str, crlf: bool = False) -> bool:

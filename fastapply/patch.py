@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from fastapply.diffs import Hunk, Patch, names_blob
+from fastapply.diffs import Hunk, Patch, named_ends, names_blob
 from fastapply.merge import CERTAIN, LIKELY, NONE, MergeResult, merge
 from fastapply.snippet import marker_like
 from fastapply.syntax import count_errors
@@ -61,10 +61,8 @@ def made_by_git(original: str, text: str, blobs: tuple[str, str]) -> bool:
     >>> made_by_git("a\\n", "b\\n", ("78981922", "61780798"))
     True
     """
-    for crlf in (False, True):
-        if names_blob(blobs[0], original, crlf):
-            return names_blob(blobs[1], text, crlf)
-    return False
+    crlf = named_ends(blobs[0], original)
+    return crlf is not None and names_blob(blobs[1], text, crlf)
 
 
 @lru_cache(maxsize=8)
