@@ -1,5 +1,5 @@
 """Real commits replayed through ``fastapply batch --patch``: for each commit of a git repository, its
-parent's tree, the commit's ``git diff -M`` applied with ``--engine merge --in-place`` (no model), and
+parent's tree, the commit's ``git diff -M --binary`` applied with ``--engine merge --in-place`` (no model), and
 the result compared with the commit's own tree: every file's bytes and execute bit, files created,
 deleted and renamed included.
 
@@ -9,8 +9,7 @@ deleted and renamed included.
 
 ``--filter RDA`` takes the commits that rename, delete or add a file (``git log --diff-filter``). A
 commit is ``the same`` where the tree left is the commit's but for the files whose part the batch
-refused or could not apply (each listed, with why: a binary file's change cannot be applied from a
-diff without ``--binary``); ``wrong`` where a file differs that no failed part explains: a defect.
+refused or could not apply (each listed, with why); ``wrong`` where a file differs that no failed part explains: a defect.
 Prints a table and writes JSON.
 """
 
@@ -49,7 +48,7 @@ def _tree(root: Path) -> dict[str, tuple[bytes, bool]]:
 
 def replay(repo: str, commit: str, parent: str) -> dict:
     """One commit replayed: its parts, the failed ones (file, error) and the files wrong."""
-    diff = _git(repo, "diff", "-M", parent, commit)
+    diff = _git(repo, "diff", "-M", "--binary", parent, commit)
     with tempfile.TemporaryDirectory() as tmp:
         before, after, patch = Path(tmp, "before"), Path(tmp, "after"), Path(tmp, "commit.diff")
         before.mkdir()

@@ -10,7 +10,8 @@ says what happened to one input line, in input order: ``{"line", "file", "ok": t
 changed files are replaced atomically. A diff of several files (``patch_items``) is a batch too: each
 file's part is that file's edit, or creates, deletes or moves the file (its record then says
 ``"created": true``, ``"deleted": true`` or ``"moved_from": PATH``; a file is created, deleted or moved
-only under the current directory, and deleted only where it holds what the diff shows it held); and so
+only under the current directory, and deleted only where it holds what the diff shows it held; a
+binary file's is git's binary patch, ``binpatch``); and so
 is a chat model's answer (``answer_items``): each file its code blocks name. Each item is planned
 (``plan_item``: its record and what writes it) and then written, or, ``atomic``, all are planned and
 none is written unless all succeed. This module does not print; the CLI renders progress and writes the
@@ -30,6 +31,7 @@ from fastapply import fileio
 from fastapply.engine import ModelRun, resolve_edit
 from fastapply.errors import FastapplyError, RefusedError, UsageError
 from fastapply.answer import answer_edit, split_answer
+from fastapply.binpatch import apply_binary, is_binary_patch
 from fastapply.diffs import FilePart, deleted_text, names_blob, read_patch, split_files
 from fastapply.markers import count_markers
 from fastapply.syntax import language_for_path
@@ -126,6 +128,8 @@ def plan_item(item: BatchItem, run_model: ModelRunner | None, engine: str = "aut
         _claim(item)
         if item.action == "delete":
             return _delete(item)
+        if item.part is not None and is_binary_patch(item.part.text):
+            return _binary(item)
         if item.part is not None and not item.part.hunks:
             return _unedited(item)
         absent = item.action == "create" and not os.path.lexists(item.file)
@@ -142,20 +146,12 @@ def plan_item(item: BatchItem, run_model: ModelRunner | None, engine: str = "aut
         return _failed(item.line, item.file, exc), None
     executable = _executable(item)
     rewrite = outcome.text != original or item.action != "edit"
-
-    def write() -> None:
-        if rewrite:
-            _make_room(item)
-            fileio.write_atomic(item.file, fileio.encode(outcome.text, outcome.format(fmt)))
-        if executable is not None:
-            fileio.set_executable(item.file, executable)
-        if item.source != item.file:
-            fileio.remove(item.source)
-
+    data = fileio.encode(outcome.text, outcome.format(fmt)) if rewrite else None
     problems = [p.name for p in outcome.problems]  # with force only
     stats = outcome.model_run.stats if outcome.model_run is not None else None
     changed = rewrite or executable is not None
-    return _record(item, changed, outcome.engine, problems, outcome.text, stats), write if changed else None
+    record = _record(item, changed, outcome.engine, problems, outcome.text, stats)
+    return record, _writer(item, data, executable) if changed else None
 
 
 def _done(record: dict, write: Callable[[], None] | None, in_place: bool) -> dict:
@@ -193,16 +189,10 @@ def _claim(item: BatchItem) -> None:
     if item.action != "edit":
         for path in dict.fromkeys((item.source, item.file)):
             _under_here(path, item.action)
-    if item.action == "create" and os.path.lexists(item.file) and fileio.read_text(item.file)[0].strip():
+    if item.action == "create" and os.path.lexists(item.file) and fileio.read_bytes(item.file).strip():
         raise UsageError(f"cannot create {item.file}: it exists; nothing was done")
     if item.action == "move" and item.source != item.file and os.path.lexists(item.file):
         raise UsageError(f"cannot move {item.source} to {item.file}: it exists; nothing was done")
-
-
-def _make_room(item: BatchItem) -> None:
-    """The folders a file created or moved to needs."""
-    if item.action in ("create", "move"):
-        os.makedirs(os.path.dirname(os.path.abspath(item.file)), exist_ok=True)
 
 
 def _executable(item: BatchItem) -> bool | None:
@@ -213,23 +203,41 @@ def _executable(item: BatchItem) -> bool | None:
     return wanted if wanted != (os.path.lexists(item.source) and bool(os.stat(item.source).st_mode & 0o111)) else None
 
 
-def _unedited(item: BatchItem) -> tuple[dict, Callable[[], None] | None]:
-    """A diff's part with no hunks: a file created empty, moved as it is (its bytes, text or not) or given
-    a mode alone."""
-    executable = _executable(item)
-
+def _writer(item: BatchItem, data: bytes | None, executable: bool | None) -> Callable[[], None]:
+    """What writes an item's file: its new bytes (None: its bytes as they are, moved where the item moves
+    it), with the folders a created or moved file needs; then its execute permission where that changes."""
     def write() -> None:
-        _make_room(item)
-        if item.action == "create":
-            fileio.write_atomic(item.file, b"")
+        if item.action in ("create", "move"):
+            os.makedirs(os.path.dirname(os.path.abspath(item.file)), exist_ok=True)
+        if data is not None:
+            fileio.write_atomic(item.file, data)
+            if item.source != item.file:
+                fileio.remove(item.source)
         elif item.source != item.file:
             fileio.move(item.source, item.file)
         if executable is not None:
             fileio.set_executable(item.file, executable)
 
+    return write
+
+
+def _unedited(item: BatchItem) -> tuple[dict, Callable[[], None] | None]:
+    """A diff's part with no hunks: a file created empty, moved as it is (its bytes, text or not) or given
+    a mode alone."""
+    executable = _executable(item)
     changed = item.action != "edit" or executable is not None
     text = "" if item.action == "create" else None
-    return _record(item, changed, "merge", [], text, None), write if changed else None
+    data = b"" if item.action == "create" else None
+    return _record(item, changed, "merge", [], text, None), _writer(item, data, executable) if changed else None
+
+
+def _binary(item: BatchItem) -> tuple[dict, Callable[[], None]]:
+    """A diff's part holding git's binary patch (``binpatch``): the file's new bytes, its record's text
+    null, ``"binary": true``."""
+    old = b"" if item.action == "create" and not os.path.lexists(item.file) else fileio.read_bytes(item.source)
+    new = apply_binary(item.part.text, old, item.file)
+    record = {**_record(item, True, "merge", [], None, None), "binary": True}
+    return record, _writer(item, new, _executable(item))
 
 
 def _under_here(path: str, action: str) -> None:

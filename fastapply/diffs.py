@@ -27,7 +27,7 @@ _REPLACE = re.compile(r"^(?:>{5,9}|\+{5,9}) ?REPLACE\s*$")
 _LINE_HINT = re.compile(r"^:(start|end)_line:\s*(\d+)\s*$")  # Roo Code's, then a ------- line
 _SEPARATOR = re.compile(r"^-{5,9}\s*$")
 _MAIL = re.compile(r"From [0-9a-f]{40} ")  # the first line of git format-patch's mail
-_INDEX = re.compile(r"^index ([0-9a-f]{7,64})\.\.([0-9a-f]{7,64})(?: [0-7]{6})?\s*$")  # git's object ids
+INDEX_LINE = re.compile(r"^index ([0-9a-f]{7,64})\.\.([0-9a-f]{7,64})(?: [0-7]{6})?\s*$")  # git's object ids
 _HEADERS = ("diff --git ", "index ", "--- ", "+++ ", "old mode ", "new mode ", "similarity index ", "rename from ",
             "rename to ", "copy from ", "copy to ", "new file mode ", "*** Begin Patch", "*** End Patch",
             "*** End of File", "*** Update File: ", "*** Move to: ")
@@ -150,7 +150,7 @@ def _unified(lines: list[str]) -> Patch | None:
             i += 1
         elif line.startswith(_HEADERS) or not line.strip():
             creates = creates or line.startswith("--- /dev/null")
-            blobs = (index.group(1), index.group(2)) if (index := _INDEX.match(line)) else blobs
+            blobs = (index.group(1), index.group(2)) if (index := INDEX_LINE.match(line)) else blobs
             i += 1
         else:
             return None  # a line no diff holds here: not a diff
@@ -293,7 +293,7 @@ class FilePart:
     text: str  # its lines
     action: str = "edit"  # edit, create (a new file), delete, or move (a file renamed, maybe edited too)
     source: str | None = None  # a moved file's old path
-    problem: str = ""  # why it cannot be applied, where it cannot (a binary file's change)
+    problem: str = ""  # why it cannot be applied, where it cannot (a binary file's change the diff does not hold)
     mode: int | None = None  # the file's mode where the diff gives it (git's ``new mode 100755``)
     blob: str | None = None  # the file's git object id before the change (its ``index`` line), where given
 
@@ -343,10 +343,10 @@ def _file_part(line: int, part: list[str]) -> FilePart | None:
         return FilePart(line, path, text, action)
     old, new = (next((_path(said) for said in header if said.startswith(prefix)), None) for prefix in ("--- ", "+++ "))
     git = _git_paths(part[0])
-    binary = any(said.startswith(("Binary files ", "GIT binary patch")) for said in header)
+    binary = any(said.startswith("Binary files ") for said in header)  # a change the diff does not hold
     said_mode = named("new mode ") or named("new file mode ") or ""
     mode = int(said_mode, 8) if re.fullmatch(r"[0-7]{6}", said_mode) else None
-    blob = next((index.group(1) for said in header if (index := _INDEX.match(said))), None)
+    blob = next((index.group(1) for said in header if (index := INDEX_LINE.match(said))), None)
     source = None
     if named("rename from ") and named("rename to "):
         action, path, source = "move", named("rename to "), named("rename from ")
@@ -358,8 +358,9 @@ def _file_part(line: int, part: list[str]) -> FilePart | None:
         action, path = "edit", new or git
     link = any(said.startswith(("new mode ", "old mode ", "new file mode ", "deleted file mode ", "index "))
                and said.rstrip().endswith(" 120000") for said in header)  # git's mode of a symbolic link
-    problem = ("a symbolic link's change" if link else
-               "a binary file's change" if binary and action != "delete" else "")  # a deletion checks the blob
+    problem = ("a symbolic link's change" if link else  # a deletion checks the blob
+               "a binary file's change without its data (git diff --binary holds it)" if binary and action != "delete"
+               else "")
     return FilePart(line, path, text, action, source, problem, mode, blob) if path else None
 
 

@@ -498,3 +498,68 @@ def test_batch_loads_the_default_model_only_when_an_edit_needs_it(tmp_path, monk
     assert [json.loads(line)["error"] for line in result.stdout.splitlines()] == ["cannot load the model"] * 2
     with pytest.raises(FastapplyError, match="cannot load"):
         local_runner(str(tmp_path / "a-model"))  # not lazy: loaded at once
+
+
+def test_batch_patch_applies_the_binary_patches_git_writes(tmp_path, monkeypatch):
+    """`git diff --binary` (and `git format-patch`, binary by default) of a commit that changes a large
+    binary file a little (a delta), rewrites a small one (a literal), creates one and renames one with a
+    change: `batch --patch -i` leaves the commit's tree. A binary file changed since is refused, untouched;
+    a diff without the data (`Binary files ... differ`) is a usage error naming --binary."""
+    import random
+    import shutil
+
+    if shutil.which("git") is None:
+        pytest.skip("git is not installed")
+    monkeypatch.delenv("FASTAPPLY_MODEL", raising=False)
+    monkeypatch.chdir(tmp_path)
+    noise = random.Random(7)
+    photo = bytes(noise.randrange(256) for _ in range(20000))
+    (tmp_path / "photo.jpg").write_bytes(photo)
+    (tmp_path / "icon.ico").write_bytes(b"\x00\x00\x01\x00")
+    (tmp_path / "font.ttf").write_bytes(photo[:4000])
+    (tmp_path / "notes.txt").write_text("binary files beside text\n")
+    _git(tmp_path, "init", "-q")
+    _git(tmp_path, "add", "-A")
+    _git(tmp_path, "commit", "-qm", "before")
+    before = _tree(tmp_path)
+    (tmp_path / "photo.jpg").write_bytes(photo[:9000] + b"\xff\xd8edited" + photo[9008:])
+    (tmp_path / "icon.ico").write_bytes(b"\x00\x00\x01\x00\x02\xff\x00")
+    (tmp_path / "assets").mkdir()
+    (tmp_path / "assets/new.bin").write_bytes(bytes(range(256)))
+    (tmp_path / "font.ttf").rename(tmp_path / "assets/font.ttf")
+    (tmp_path / "assets/font.ttf").write_bytes(photo[:3900] + b"\x00" * 100)
+    (tmp_path / "notes.txt").write_text("binary files beside text, edited\n")
+    _git(tmp_path, "add", "-A")
+    diff = _git(tmp_path, "diff", "--cached", "-M", "--binary")
+    assert "\ndelta " in diff and "\nliteral " in diff and "rename from font.ttf" in diff
+    _git(tmp_path, "commit", "-qm", "after")
+    after = _tree(tmp_path)
+    mail = _git(tmp_path, "format-patch", "-1", "--stdout")
+    assert "GIT binary patch" in mail
+    for given in (diff, mail):
+        _git(tmp_path, "reset", "-q", "--hard", "HEAD~1")
+        result = CliRunner().invoke(app, ["batch", "--patch", "-", "--in-place"], input=given)
+        assert result.exit_code == 0, result.output
+        records = {r["file"]: r for r in map(json.loads, result.stdout.splitlines())}
+        assert _tree(tmp_path) == after
+        assert records["assets/new.bin"]["created"] and records["assets/font.ttf"]["moved_from"] == "font.ttf"
+        assert records["photo.jpg"]["binary"] and "binary" not in records["notes.txt"]
+        _git(tmp_path, "checkout", "-q", "-f", "HEAD@{1}")
+    _git(tmp_path, "reset", "-q", "--hard", "HEAD~1")
+    dry = CliRunner().invoke(app, ["batch", "--patch", "-"], input=diff)
+    records = {r["file"]: r for r in map(json.loads, dry.stdout.splitlines())}
+    assert dry.exit_code == 0 and _tree(tmp_path) == before
+    assert records["icon.ico"] == {"line": records["icon.ico"]["line"], "file": "icon.ico", "ok": True, "changed": True,
+                                   "written": False, "engine": "merge", "problems": [], "text": None, "stats": None,
+                                   "binary": True}
+    (tmp_path / "photo.jpg").write_bytes(photo[:-1] + b"!")
+    stale = CliRunner().invoke(app, ["batch", "--patch", "-", "--in-place"], input=diff)
+    refused = {r["file"]: r.get("reasons") for r in map(json.loads, stale.stdout.splitlines()) if not r["ok"]}
+    assert stale.exit_code == 1 and refused == {"photo.jpg": ["stale-binary"]}
+    assert (tmp_path / "photo.jpg").read_bytes() == photo[:-1] + b"!"
+    _git(tmp_path, "reset", "-q", "--hard")
+    plain = CliRunner().invoke(app, ["batch", "--patch", "-"], input=_git(tmp_path, "diff", "HEAD", "HEAD@{1}"))
+    errors = {r["file"]: r.get("error", "") for r in map(json.loads, plain.stdout.splitlines())}
+    assert plain.exit_code == 1 and "git diff --binary" in errors["photo.jpg"] and errors["notes.txt"] == ""
+    single = CliRunner().invoke(app, ["photo.jpg", "--edit", diff])  # FILE's part of the diff, binary: not text
+    assert single.exit_code == 2 and "binary patch of photo.jpg" in single.stderr and "batch --patch" in single.stderr

@@ -162,6 +162,7 @@ def _read_edit(edit: str | None, edit_file: Path | None, file: str, instruction:
     """The update snippet as given (of a diff of several files, FILE's part); "" where there is none and
     ``instruction`` is the whole edit."""
     from fastapply import fileio
+    from fastapply.binpatch import is_binary_patch
     from fastapply.diffs import part_for
 
     if edit is not None and edit_file is not None:
@@ -177,7 +178,11 @@ def _read_edit(edit: str | None, edit_file: Path | None, file: str, instruction:
     if not text.strip() and not instruction.strip():
         raise UsageError("the edit is empty: pass --edit TEXT, --edit-file PATH or --edit - (stdin), "
                          "or an --instruction")
-    return part_for(text, file)  # a diff of several files: this file's part of it
+    text = part_for(text, file)  # a diff of several files: this file's part of it
+    if is_binary_patch(text):
+        raise UsageError(f"the edit is git's binary patch of {file}: fastapply FILE edits text; apply it with "
+                         f"fastapply batch --patch")
+    return text
 
 
 def _run_model(original, update, instruction, model, adapter, device, dtype, policy, draft_model, medusa, preset,
