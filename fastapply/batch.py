@@ -146,7 +146,8 @@ def plan_item(item: BatchItem, run_model: ModelRunner | None, engine: str = "aut
         return _failed(item.line, item.file, exc), None
     executable = _executable(item)
     rewrite = outcome.text != original or item.action != "edit"
-    data = fileio.encode(outcome.text, outcome.format(fmt)) if rewrite else None
+    ends = item.part.ends if item.part is not None else None  # a created file's CRLF (or lone CR) line ends
+    data = fileio.encode(outcome.text, ends or outcome.format(fmt)) if rewrite else None
     problems = [p.name for p in outcome.problems]  # with force only
     stats = outcome.model_run.stats if outcome.model_run is not None else None
     changed = rewrite or executable is not None

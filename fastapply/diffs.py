@@ -18,7 +18,8 @@ from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
 
-from fastapply.errors import UsageError
+from fastapply.errors import FastapplyError, UsageError
+from fastapply.fileio import TextFormat, decode
 
 _NUMBERED = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
 _SEARCH = re.compile(r"^(?:<{5,9}|-{5,9}) ?SEARCH\s*$")  # aider's <<<<<<< SEARCH, Cline's ------- SEARCH
@@ -296,6 +297,7 @@ class FilePart:
     problem: str = ""  # why it cannot be applied, where it cannot (a binary file's change the diff does not hold)
     mode: int | None = None  # the file's mode where the diff gives it (git's ``new mode 100755``)
     blob: str | None = None  # the file's git object id before the change (its ``index`` line), where given
+    ends: TextFormat | None = None  # a file it creates with other than LF line ends: those its lines have in the diff
 
     @property
     def hunks(self) -> bool:
@@ -312,22 +314,27 @@ def split_files(diff: str) -> list[FilePart]:
     part. Of a chat model's answer, the diff its code blocks hold (``answer.code_of``)."""
     from fastapply.answer import code_of
 
-    lines = _unmailed(code_of(diff.replace("\r\n", "\n"))).split("\n")
+    text = diff.replace("\r\n", "\n")
+    code = code_of(text)
+    raw = diff.split("\n") if code == text else None  # the lines with their CRs (not of an answer's blocks)
+    lines = _unmailed(code).split("\n")
     starts: list[int] = []
     for i, line in enumerate(lines):
         pair = line.startswith("--- ") and i + 1 < len(lines) and lines[i + 1].startswith("+++ ")
         if line.startswith(_STARTS) or (pair and (not starts or any(lines[k].startswith("@@")
                                                                     for k in range(starts[-1], i)))):
             starts.append(i)
-    parts = [_file_part(start + 1, lines[start:end]) for start, end in zip(starts, starts[1:] + [len(lines)])]
+    parts = [_file_part(start + 1, lines[start:end], raw and raw[start:end])
+             for start, end in zip(starts, starts[1:] + [len(lines)])]
     parts = [part for part in parts if part is not None]
     if not parts:
         raise UsageError("the patch names no file (a diff with --- and +++ lines, or *** Update File:)")
     return parts
 
 
-def _file_part(line: int, part: list[str]) -> FilePart | None:
-    """The part of a diff that starts on ``line``, read from its header (the lines before its first hunk)."""
+def _file_part(line: int, part: list[str], raw: list[str] | None) -> FilePart | None:
+    """The part of a diff that starts on ``line``, read from its header (the lines before its first hunk);
+    ``raw``: its lines with the CRs they end in, where known."""
     text = "\n".join(part).strip("\n") + "\n"
     header = part[:next((k for k, said in enumerate(part) if said.startswith("@@")), len(part))]
 
@@ -340,7 +347,7 @@ def _file_part(line: int, part: list[str]) -> FilePart | None:
             return FilePart(line, moved, text, "move", path)
         action = ("create" if part[0].startswith("*** Add File: ") else
                   "delete" if part[0].startswith("*** Delete File: ") else "edit")
-        return FilePart(line, path, text, action)
+        return FilePart(line, path, text, action, ends=_ends(raw[1:]) if raw and action == "create" else None)
     old, new = (next((_path(said) for said in header if said.startswith(prefix)), None) for prefix in ("--- ", "+++ "))
     git = _git_paths(part[0])
     binary = any(said.startswith("Binary files ") for said in header)  # a change the diff does not hold
@@ -361,7 +368,22 @@ def _file_part(line: int, part: list[str]) -> FilePart | None:
     problem = ("a symbolic link's change" if link else  # a deletion checks the blob
                "a binary file's change without its data (git diff --binary holds it)" if binary and action != "delete"
                else "")
-    return FilePart(line, path, text, action, source, problem, mode, blob) if path else None
+    ends = _ends(raw[len(header):]) if raw and action == "create" else None
+    return FilePart(line, path, text, action, source, problem, mode, blob, ends) if path else None
+
+
+def _ends(raw: list[str]) -> TextFormat | None:
+    """The line ends of the file that the ``+`` lines of a part that creates it make (each line as the diff
+    holds it, a CR before its LF kept; the last without an end where ``\\ No newline at end of file``
+    follows it), where they are other than LF: CRLF, a lone CR, mixed."""
+    made = "".join(said[1:] + ("" if k + 1 < len(raw) and raw[k + 1].startswith("\\") else "\n")
+                   for k, said in enumerate(raw) if said.startswith("+"))
+    if "\r" not in made:
+        return None
+    try:
+        return decode(made.encode(), "the diff")[1]
+    except FastapplyError:
+        return None
 
 
 def _epoch(header: list[str], prefix: str) -> bool:

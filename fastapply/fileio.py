@@ -31,23 +31,7 @@ class TextFormat:
 
 def decode(data: bytes, name: str = "input") -> tuple[str, TextFormat]:
     """Bytes of a text file -> (LF text, its format). Binary or undecodable data is refused."""
-    if data.startswith(codecs.BOM_UTF16_LE):
-        encoding = "utf-16"
-    elif data.startswith(codecs.BOM_UTF16_BE):
-        encoding = "utf-16-be"
-        data = data[len(codecs.BOM_UTF16_BE):]
-    elif data.startswith(codecs.BOM_UTF8):
-        encoding = "utf-8-sig"
-    else:
-        encoding = "utf-8"
-        if b"\0" in data:
-            raise FastapplyError(f"{name} looks like a binary file; fastapply edits text files")
-    try:
-        raw = data.decode(encoding)
-    except UnicodeDecodeError as exc:
-        raise FastapplyError(
-            f"{name} is not valid {encoding.upper()} text (byte {exc.start}); fastapply edits UTF-8 and UTF-16 files"
-        ) from None
+    raw, encoding = _decoded(data, name)
     crlf = raw.count("\r\n")
     cr = raw.count("\r") - crlf
     lf = raw.count("\n") - crlf
@@ -62,6 +46,27 @@ def decode(data: bytes, name: str = "input") -> tuple[str, TextFormat]:
         original_lines=tuple(raw.splitlines(keepends=True)) if mixed else None,
     )
     return text, fmt
+
+
+def _decoded(data: bytes, name: str) -> tuple[str, str]:
+    """Bytes of a text file -> (its text, line ends as they are, BOM dropped; its encoding)."""
+    if data.startswith(codecs.BOM_UTF16_LE):
+        encoding = "utf-16"
+    elif data.startswith(codecs.BOM_UTF16_BE):
+        encoding = "utf-16-be"
+        data = data[len(codecs.BOM_UTF16_BE):]
+    elif data.startswith(codecs.BOM_UTF8):
+        encoding = "utf-8-sig"
+    else:
+        encoding = "utf-8"
+        if b"\0" in data:
+            raise FastapplyError(f"{name} looks like a binary file; fastapply edits text files")
+    try:
+        return data.decode(encoding), encoding
+    except UnicodeDecodeError as exc:
+        raise FastapplyError(
+            f"{name} is not valid {encoding.upper()} text (byte {exc.start}); fastapply edits UTF-8 and UTF-16 files"
+        ) from None
 
 
 def encode(text: str, fmt: TextFormat) -> bytes:
@@ -114,6 +119,12 @@ def _failed(doing: str, path: str | Path, exc: OSError) -> FastapplyError:
 def read_text(path: str) -> tuple[str, TextFormat]:
     """(LF text, format) of the file at ``path`` (``-`` is stdin)."""
     return decode(read_bytes(path), "stdin" if path == STDIN else path)
+
+
+def read_verbatim(path: str) -> str:
+    """The text of the file at ``path`` (``-`` is stdin) with its line ends as they are: the lines a diff
+    adds keep their CRs."""
+    return _decoded(read_bytes(path), "stdin" if path == STDIN else path)[0]
 
 
 def write_atomic(path: str | Path, data: bytes) -> None:

@@ -211,11 +211,12 @@ def test_batch_applies_each_files_part_of_a_diff(tmp_path, monkeypatch):
     assert other.exit_code == 2 and "fastapply batch --patch" in other.stderr
 
 
-def _git(repo, *args):
+def _git(repo, *args, text=True):
+    """git's output (``text``: decoded, its line ends made LF; else its bytes)."""
     import subprocess
 
     return subprocess.run(["git", "-c", "user.email=t@t", "-c", "user.name=t", *args], cwd=repo, check=True,
-                          capture_output=True, text=True).stdout
+                          capture_output=True, text=text).stdout
 
 
 def _tree(root) -> dict:
@@ -563,3 +564,35 @@ def test_batch_patch_applies_the_binary_patches_git_writes(tmp_path, monkeypatch
     assert plain.exit_code == 1 and "git diff --binary" in errors["photo.jpg"] and errors["notes.txt"] == ""
     single = CliRunner().invoke(app, ["photo.jpg", "--edit", diff])  # FILE's part of the diff, binary: not text
     assert single.exit_code == 2 and "binary patch of photo.jpg" in single.stderr and "batch --patch" in single.stderr
+
+
+def test_batch_patch_creates_files_with_the_line_ends_their_lines_have(tmp_path, monkeypatch):
+    """git's diff of a commit creating a CRLF file, a file whose one line ends in a lone CR and a file of
+    mixed ends: each created byte for byte (the diff's CRs are its lines' own, as `git apply` takes them);
+    an edited CRLF file keeps its ends; `*** Add File:` lines that end in CRLF make a CRLF file."""
+    import shutil
+
+    if shutil.which("git") is None:
+        pytest.skip("git is not installed")
+    monkeypatch.delenv("FASTAPPLY_MODEL", raising=False)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "old.bat").write_bytes(b"@echo off\r\necho old\r\n")
+    _git(tmp_path, "init", "-q")
+    _git(tmp_path, "add", "-A")
+    _git(tmp_path, "commit", "-qm", "before")
+    made = {"run.bat": b"@echo off\r\necho hi\r\n", "lone.txt": b"x\r", "mixed.txt": b"p\nq\r\nr"}
+    for name, data in made.items():
+        (tmp_path / name).write_bytes(data)
+    (tmp_path / "old.bat").write_bytes(b"@echo off\r\necho new\r\n")
+    _git(tmp_path, "add", "-A")
+    diff = _git(tmp_path, "diff", "--cached", text=False)
+    assert b"+echo hi\r\n" in diff and b"+x\r\n\\ No newline" in diff
+    _git(tmp_path, "reset", "-q", "--hard")
+    result = CliRunner().invoke(app, ["batch", "--patch", "-", "--in-place"], input=diff)
+    assert result.exit_code == 0, result.output
+    assert {name: (tmp_path / name).read_bytes() for name in made} == made
+    assert (tmp_path / "old.bat").read_bytes() == b"@echo off\r\necho new\r\n"
+    agent = b"*** Begin Patch\r\n*** Add File: docs/a.txt\r\n+one\r\n+two\r\n*** End Patch\r\n"
+    result = CliRunner().invoke(app, ["batch", "--patch", "-", "--in-place"], input=agent)
+    assert result.exit_code == 0 and (tmp_path / "docs/a.txt").read_bytes() == b"one\r\ntwo\r\n"
+

@@ -74,7 +74,7 @@ def batch_command(
         if uses_model and remote is None and workers > 1:
             raise UsageError("--workers needs a server backend (--server or --backend openai); one local model "
                              "runs one edit at a time")
-        text = fileio.read_text(edits)[0]
+        text = fileio.read_verbatim(edits) if patch else fileio.read_text(edits)[0]  # a diff's CRs are its lines'
         items = patch_items(text) if patch else answer_items(text) if answer else read_items(text)
         failed, written = 0, False
         merge_first = remote is None and model == bundled.NAME  # certain merges need no model: loaded when one does
