@@ -85,12 +85,12 @@ def read_items(text: str) -> list[BatchItem]:
     return items
 
 
-def patch_items(diff: str) -> list[BatchItem]:
-    """The items of a diff of one or more files (``diffs.split_files``): each file's part is its edit, its
-    line the one the part starts on."""
+def patch_items(diff: str, strip: int | None = None) -> list[BatchItem]:
+    """The items of a diff of one or more files (``diffs.split_files``, its paths' first ``strip`` folders
+    taken off, ``-p``): each file's part is its edit, its line the one the part starts on."""
     return [BatchItem(part.line, part.path, part.text, problem=part.problem and f"the diff's part for {part.path} "
                       f"is {part.problem}: fastapply applies text edits; nothing was done", part=part)
-            for part in split_files(diff)]
+            for part in split_files(diff, strip)]
 
 
 def answer_items(text: str) -> list[BatchItem]:

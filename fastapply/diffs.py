@@ -28,6 +28,9 @@ _REPLACE = re.compile(r"^(?:>{5,9}|\+{5,9}) ?REPLACE\s*$")
 _LINE_HINT = re.compile(r"^:(start|end)_line:\s*(\d+)\s*$")  # Roo Code's, then a ------- line
 _SEPARATOR = re.compile(r"^-{5,9}\s*$")
 _MAIL = re.compile(r"From [0-9a-f]{40} ")  # the first line of git format-patch's mail
+_DIFF_COMMAND = re.compile(r"^diff (?:--?[A-Za-z][^ ]* )+\S")  # the line diff -ru writes before a file's part
+_ONLY_IN = re.compile(r"^Only in (.+): (.+)$")  # diff -r's file on one side alone (without -N: no lines of it)
+_DIFFER = re.compile(r"^(?:Binary files|Files) (.+) and (.+) differ$")  # diff -r's binary file, git's without --binary
 INDEX_LINE = re.compile(r"^index ([0-9a-f]{7,64})\.\.([0-9a-f]{7,64})(?: [0-7]{6})?\s*$")  # git's object ids
 _HEADERS = ("diff --git ", "index ", "--- ", "+++ ", "old mode ", "new mode ", "similarity index ", "rename from ",
             "rename to ", "copy from ", "copy to ", "new file mode ", "*** Begin Patch", "*** End Patch",
@@ -149,7 +152,7 @@ def _unified(lines: list[str]) -> Patch | None:
         elif line.startswith(("+++ ", "*** Update File: ")):
             files.add(_path(line))
             i += 1
-        elif line.startswith(_HEADERS) or not line.strip():
+        elif line.startswith(_HEADERS) or _DIFF_COMMAND.match(line) or not line.strip():
             creates = creates or line.startswith("--- /dev/null")
             blobs = (index.group(1), index.group(2)) if (index := INDEX_LINE.match(line)) else blobs
             i += 1
@@ -221,12 +224,12 @@ def _hunk(lines: list[str], i: int) -> tuple[Hunk, int, bool | None]:
     return Hunk(tuple(ops), start, new_start, tuple(scope)), j, final_newline
 
 
-def _path(line: str) -> str:
-    """The file a ``+++ b/path``, ``--- a/path`` or ``*** Update File: path`` line names (git's a/, b/ dropped,
-    its quotes taken off)."""
+def _path(line: str, strip: int | None = None) -> str:
+    """The file a ``+++ b/path``, ``--- a/path`` or ``*** Update File: path`` line names (its quotes taken
+    off; ``strip`` as ``split_files``'s)."""
     if line.startswith("*** "):
-        return line.split(": ", 1)[-1].strip()
-    return _unquoted(line[4:].split("\t")[0].strip()).removeprefix("a/" if line.startswith("--- ") else "b/")
+        return _stripped(line.split(": ", 1)[-1].strip(), strip and strip - 1)
+    return _stripped(_unquoted(line[4:].split("\t")[0].strip()), strip, "a/" if line.startswith("--- ") else "b/")
 
 
 _ESCAPED = {b"a": 7, b"b": 8, b"t": 9, b"n": 10, b"v": 11, b"f": 12, b"r": 13}
@@ -306,12 +309,15 @@ class FilePart:
         return self.text.startswith("*** Add File: ") or any(line.startswith("@@") for line in self.text.split("\n"))
 
 
-def split_files(diff: str) -> list[FilePart]:
+def split_files(diff: str, strip: int | None = None) -> list[FilePart]:
     """Each file's part of a diff of one or more files (``git diff``, ``diff -ru``, ``*** Begin Patch``),
     with what it does to the file: edits it, creates it (``new file mode``, ``--- /dev/null``, ``*** Add
     File:``), deletes it (``deleted file mode``, ``+++ /dev/null``, ``*** Delete File:``) or moves it
-    (``rename from`` / ``rename to``, ``*** Move to:``). Raises UsageError where the text holds no file's
-    part. Of a chat model's answer, the diff its code blocks hold (``answer.code_of``)."""
+    (``rename from`` / ``rename to``, ``*** Move to:``); a file ``diff -r`` says is on one side only, or
+    binary, is a part that cannot be applied. Paths lose their first ``strip`` folders (``-p``), or, None,
+    the folder that names each side (git's ``a/`` and ``b/``, ``diff -ru old new``'s, ``_sides``). Raises
+    UsageError where the text holds no file's part. Of a chat model's answer, the diff its code blocks hold
+    (``answer.code_of``)."""
     from fastapply.answer import code_of
 
     text = diff.replace("\r\n", "\n")
@@ -320,11 +326,15 @@ def split_files(diff: str) -> list[FilePart]:
     lines = _unmailed(code).split("\n")
     starts: list[int] = []
     for i, line in enumerate(lines):
-        pair = line.startswith("--- ") and i + 1 < len(lines) and lines[i + 1].startswith("+++ ")
-        if line.startswith(_STARTS) or (pair and (not starts or any(lines[k].startswith("@@")
-                                                                    for k in range(starts[-1], i)))):
+        after = lines[i + 1] if i + 1 < len(lines) else ""
+        pair = line.startswith("--- ") and after.startswith("+++ ")
+        alone = _ONLY_IN.match(line) or (_DIFFER.match(line) and not (i and lines[i - 1].startswith(_HEADERS)))
+        if (line.startswith(_STARTS) or alone or (_DIFF_COMMAND.match(line) and after.startswith("--- "))
+                or (pair and (not starts or _ONLY_IN.match(lines[starts[-1]]) or _DIFFER.match(lines[starts[-1]])
+                              or any(lines[k].startswith("@@") for k in range(starts[-1], i))))):
             starts.append(i)
-    parts = [_file_part(start + 1, lines[start:end], raw and raw[start:end])
+    strip = _sides(lines) if strip is None else strip
+    parts = [_file_part(start + 1, lines[start:end], raw and raw[start:end], strip)
              for start, end in zip(starts, starts[1:] + [len(lines)])]
     parts = [part for part in parts if part is not None]
     if not parts:
@@ -332,24 +342,54 @@ def split_files(diff: str) -> list[FilePart]:
     return parts
 
 
-def _file_part(line: int, part: list[str], raw: list[str] | None) -> FilePart | None:
+def _sides(lines: list[str]) -> int | None:
+    """1 where every ``---`` / ``+++`` pair of a diff names its file under a folder of each side's own,
+    the same path below it (git's ``a/`` and ``b/``, ``diff -ru old new``): those folders are dropped;
+    else None (git's ``a/`` and ``b/`` dropped where a path has them)."""
+    pairs = [(_path(old, 0).split("/", 1), _path(new, 0).split("/", 1)) for old, new in zip(lines, lines[1:])
+             if old.startswith("--- ") and new.startswith("+++ ") and "/dev/null" not in (_path(old, 0), _path(new, 0))]
+    same = all(len(old) == len(new) == 2 and old[0] != new[0] and old[1] == new[1] for old, new in pairs)
+    return 1 if pairs and same else None
+
+
+def _stripped(name: str, strip: int | None, side: str = "") -> str:
+    """A path as a diff names it without its first ``strip`` folders (``-p``); None: without git's ``a/``
+    or ``b/`` (``side``) where it has it."""
+    if strip is None or name == "/dev/null":
+        return name.removeprefix(side) if side else name
+    folders = name.split("/")
+    if strip >= len(folders):
+        raise UsageError(f"cannot take {strip} folder(s) off the diff's path {name} (-p {strip})")
+    return "/".join(folders[strip:])
+
+
+def _file_part(line: int, part: list[str], raw: list[str] | None, strip: int | None) -> FilePart | None:
     """The part of a diff that starts on ``line``, read from its header (the lines before its first hunk);
-    ``raw``: its lines with the CRs they end in, where known."""
+    ``raw``: its lines with the CRs they end in, where known; ``strip`` as ``split_files``'s."""
     text = "\n".join(part).strip("\n") + "\n"
     header = part[:next((k for k, said in enumerate(part) if said.startswith("@@")), len(part))]
+    plain = strip and strip - 1  # the -p of a path written without git's a/ or b/ (rename from, *** lines)
 
     def named(prefix: str) -> str | None:
-        return next((_unquoted(said[len(prefix):].strip()) for said in header if said.startswith(prefix)), None)
+        return next((_stripped(_unquoted(said[len(prefix):].strip()), plain) for said in header
+                     if said.startswith(prefix)), None)
 
+    if (only := _ONLY_IN.match(part[0])) or (differ := _DIFFER.match(part[0])):
+        name = f"{only[1].rstrip('/')}/{only[2]}" if only else differ[2] if differ[2] != "/dev/null" else differ[1]
+        problem = (f"a file diff -r shows on one side only ({part[0]}), without its lines (diff -N writes them)"
+                   if only else "a binary file's change without its data (git diff --binary holds it)")
+        return FilePart(line, _stripped(name, strip, "b/"), text, problem=problem)
     if part[0].startswith("*** "):  # the *** Begin Patch form
-        path, moved = _path(part[0]), named("*** Move to: ")
+        path, moved = _path(part[0], strip), named("*** Move to: ")
         if moved and part[0].startswith("*** Update File: "):
             return FilePart(line, moved, text, "move", path)
         action = ("create" if part[0].startswith("*** Add File: ") else
                   "delete" if part[0].startswith("*** Delete File: ") else "edit")
         return FilePart(line, path, text, action, ends=_ends(raw[1:]) if raw and action == "create" else None)
-    old, new = (next((_path(said) for said in header if said.startswith(prefix)), None) for prefix in ("--- ", "+++ "))
+    old, new = (next((_path(said, strip) for said in header if said.startswith(prefix)), None)
+                for prefix in ("--- ", "+++ "))
     git = _git_paths(part[0])
+    git = _stripped(git, strip, "b/") if git else None
     binary = any(said.startswith("Binary files ") for said in header)  # a change the diff does not hold
     said_mode = named("new mode ") or named("new file mode ") or ""
     mode = int(said_mode, 8) if re.fullmatch(r"[0-7]{6}", said_mode) else None
@@ -403,16 +443,17 @@ def deleted_text(part: str) -> str | None:
 
 
 def _git_paths(line: str) -> str | None:
-    """The file a ``diff --git a/x b/x`` line names (its new path; quoted, ``"b/x"``, unquoted), or None."""
+    """The file a ``diff --git a/x b/x`` line names (its new path, ``b/x``; quoted, ``"b/x"``, unquoted), or
+    None."""
     quoted = re.fullmatch(r'diff --git (?:"(?:[^"\\]|\\.)*"|\S+) ("(?:[^"\\]|\\.)*")', line)
     if quoted:
-        return _unquoted(quoted[1]).removeprefix("b/")
+        return _unquoted(quoted[1])
     if not line.startswith("diff --git a/"):
         return None
     names = line.removeprefix("diff --git a/")
     halves = [(names[:k], names[k + 3:]) for k in range(len(names)) if names.startswith(" b/", k)]
     same = [b for a, b in halves if a == b]  # a path holding " b/" itself: the split that names one file twice
-    return same[0] if same else halves[-1][1] if halves else None
+    return "b/" + (same[0] if same else halves[-1][1]) if halves else None
 
 
 def part_for(edit: str, path: str) -> str:

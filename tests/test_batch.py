@@ -596,3 +596,44 @@ def test_batch_patch_creates_files_with_the_line_ends_their_lines_have(tmp_path,
     result = CliRunner().invoke(app, ["batch", "--patch", "-", "--in-place"], input=agent)
     assert result.exit_code == 0 and (tmp_path / "docs/a.txt").read_bytes() == b"one\r\ntwo\r\n"
 
+
+
+def test_batch_patch_applies_diff_ru_of_two_folders(tmp_path, monkeypatch):
+    """`diff -ruN old new` applied inside a copy of old leaves new (each side's folder dropped from the
+    paths); without -N the files on one side only are records that failed, naming diff -N; `-p 0` keeps
+    the folders; `fastapply FILE` takes one file's `diff -u` with its command line."""
+    import shutil
+    import subprocess
+
+    if shutil.which("diff") is None:
+        pytest.skip("diff is not installed")
+    monkeypatch.delenv("FASTAPPLY_MODEL", raising=False)
+    old, new, work = tmp_path / "old", tmp_path / "new", tmp_path / "work"
+    for root, files in ((old, {"calc.py": "x = 1\ny = 2\n", "sub/gone.txt": "bye\n"}),
+                        (new, {"calc.py": "x = 1\ny = 3\n", "sub/added.txt": "hi\n"})):
+        for name, text in files.items():
+            (root / name).parent.mkdir(parents=True, exist_ok=True)
+            (root / name).write_text(text)
+    diffs = {flags: subprocess.run(["diff", flags, "old", "new"], cwd=tmp_path, capture_output=True, text=True).stdout
+             for flags in ("-ruN", "-ru")}
+    assert "diff -ruN old/calc.py new/calc.py" in diffs["-ruN"] and "Only in new/sub: added.txt" in diffs["-ru"]
+    shutil.copytree(old, work)
+    monkeypatch.chdir(work)
+    result = CliRunner().invoke(app, ["batch", "--patch", "-", "--in-place"], input=diffs["-ruN"])
+    assert result.exit_code == 0, result.output
+    assert _tree(work) == _tree(new)
+    shutil.rmtree(work)
+    shutil.copytree(old, work)
+    monkeypatch.chdir(work)  # the folder made again
+    result = CliRunner().invoke(app, ["batch", "--patch", "-", "--in-place"], input=diffs["-ru"])
+    records = {r["file"]: r for r in map(json.loads, result.stdout.splitlines())}
+    assert result.exit_code == 1 and records["calc.py"]["ok"] and (work / "calc.py").read_text() == "x = 1\ny = 3\n"
+    assert "Only in new/sub: added.txt" in records["sub/added.txt"]["error"]
+    assert "diff -N" in records["sub/gone.txt"]["error"]
+    kept = CliRunner().invoke(app, ["batch", "--patch", "-", "-p", "0"], input=diffs["-ruN"])
+    assert "cannot read new/calc.py: no such file" in kept.stdout
+    assert CliRunner().invoke(app, ["batch", "-", "-p", "1"], input="").exit_code == 2
+    (work / "calc.py").write_text("x = 1\ny = 2\n")
+    one = diffs["-ruN"][diffs["-ruN"].index("diff -ruN old/calc.py"):diffs["-ruN"].index("diff -ruN old/sub")]
+    single = CliRunner().invoke(app, ["calc.py", "--edit", one])
+    assert single.exit_code == 0 and single.stdout == "x = 1\ny = 3\n"

@@ -425,3 +425,39 @@ def test_fastapply_file_does_not_edit_in_place_a_file_the_diff_moves():
     with pytest.raises(UsageError, match="moves app.py to lib.py"):
         part_for("diff --git a/app.py b/lib.py\nsimilarity index 100%\nrename from app.py\nrename to lib.py\n",
                  "app.py")
+
+
+def test_diff_r_parts_and_the_folders_taken_off_their_paths():
+    """`diff -ruN old new`: its `diff -ruN` lines start parts, each side's own folder is dropped (as git's
+    a/ and b/), files dated at the epoch are created or deleted; `Only in` (no -N) and `Binary files ...
+    differ` are parts that cannot be applied. `-p N` takes N folders off (rename and *** lines, which
+    have no a/ or b/, one fewer)."""
+    from fastapply.diffs import split_files
+
+    diff_r = ("Binary files old/logo.png and new/logo.png differ\nOnly in new/docs: guide.md\n"
+              "diff -ruN old/src/gone.py new/src/gone.py\n--- old/src/gone.py\t2026-11-29 08:00:00.0 +0000\n"
+              "+++ new/src/gone.py\t1970-01-01 00:00:00.000000000 +0000\n@@ -1 +0,0 @@\n-x = 1\n"
+              "diff -ruN old/src/calc.py new/src/calc.py\n--- old/src/calc.py\t2026-11-29 08:00:00.0 +0000\n"
+              "+++ new/src/calc.py\t2026-11-29 08:01:00.0 +0000\n@@ -1 +1 @@\n-y = 1\n+y = 2\n")
+    parts = split_files(diff_r)
+    assert [(p.line, p.path, p.action, p.problem.split(" (")[0]) for p in parts] == [
+        (1, "logo.png", "edit", "a binary file's change without its data"),
+        (2, "docs/guide.md", "edit", "a file diff -r shows on one side only"),
+        (3, "src/gone.py", "delete", ""), (8, "src/calc.py", "edit", "")]
+    assert apply_patch("y = 1\n", read_patch(parts[3].text), "python").text == "y = 2\n"  # its diff -ruN line read
+    assert [p.path for p in split_files(diff_r, 0)] == ["new/logo.png", "new/docs/guide.md", "old/src/gone.py",
+                                                        "new/src/calc.py"]
+    git = ("diff --git a/src/app/x.py b/src/app/x.py\n--- a/src/app/x.py\n+++ b/src/app/x.py\n@@ -1 +1 @@\n-a\n+b\n"
+           "diff --git a/src/app/old.py b/src/app/new.py\nsimilarity index 100%\nrename from src/app/old.py\n"
+           "rename to src/app/new.py\n")
+    assert [(p.path, p.source) for p in split_files(git)] == [("src/app/x.py", None),
+                                                              ("src/app/new.py", "src/app/old.py")]
+    assert [(p.path, p.source) for p in split_files(git, 3)] == [("x.py", None), ("new.py", "old.py")]
+    agent = "*** Begin Patch\n*** Update File: src/x.py\n@@\n-a\n+b\n*** End Patch\n"
+    assert [p.path for p in split_files(agent, 1)] == ["src/x.py"]
+    assert [p.path for p in split_files(agent, 2)] == ["x.py"]
+    # no folder of each side's own: paths as written (a/ and b/ dropped where there)
+    one_side = "--- orig/src/x.py\n+++ src/x.py\n@@ -1 +1 @@\n-a\n+b\n--- a/y.py\n+++ b/y.py\n@@ -1 +1 @@\n-c\n+d\n"
+    assert [p.path for p in split_files(one_side)] == ["src/x.py", "y.py"]
+    with pytest.raises(UsageError, match=r"cannot take 3 folder\(s\) off the diff's path new/logo.png"):
+        split_files(diff_r, 3)

@@ -23,6 +23,10 @@ def batch_command(
     patch: Annotated[bool, typer.Option("--patch", help="EDITS is a diff of one or more files (git diff, *** Begin Patch): "
                                                         "each file's part is its edit, or creates, deletes or "
                                                         "moves the file.")] = False,
+    strip: Annotated[Optional[int], typer.Option("-p", "--strip", min=0, help="With --patch, take this many leading "
+                                                 "folders off the diff's paths, as git apply -p and patch -p do "
+                                                 "(default: each side's own folder, git's a/ and b/ or diff -ru "
+                                                 "old new's).")] = None,
     answer: Annotated[bool, typer.Option("--answer", help="EDITS is a chat model's answer whose code blocks name "
                                                           "their files (```python:src/calc.py, or the path on the "
                                                           "line above): each file's blocks are its edit.")] = False,
@@ -63,6 +67,8 @@ def batch_command(
 
         if patch and answer:
             raise UsageError("choose one of --patch and --answer")
+        if strip is not None and not patch:
+            raise UsageError("-p (--strip) takes folders off a diff's paths: it needs --patch")
         remote = remote_base_url(backend, base_url, server)
         if remote is None:
             model = local_model(model)
@@ -75,7 +81,7 @@ def batch_command(
             raise UsageError("--workers needs a server backend (--server or --backend openai); one local model "
                              "runs one edit at a time")
         text = fileio.read_verbatim(edits) if patch else fileio.read_text(edits)[0]  # a diff's CRs are its lines'
-        items = patch_items(text) if patch else answer_items(text) if answer else read_items(text)
+        items = patch_items(text, strip) if patch else answer_items(text) if answer else read_items(text)
         failed, written = 0, False
         merge_first = remote is None and model == bundled.NAME  # certain merges need no model: loaded when one does
         with ExitStack() as stack:
