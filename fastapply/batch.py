@@ -8,9 +8,9 @@ says what happened to one input line, in input order: ``{"line", "file", "ok": t
 "exit_code", "reasons"?}`` (``reasons`` names the failed checks of a refused edit). A record that fails
 (unreadable file, refused result, server error) is reported and the others go on. With ``in_place``
 changed files are replaced atomically. A diff of several files (``patch_items``) is a batch too: each
-file's part is that file's edit, or creates, deletes or moves the file (its record then says
-``"created": true``, ``"deleted": true`` or ``"moved_from": PATH``; a file is created, deleted or moved
-only under the current directory, and deleted only where it holds what the diff shows it held; a
+file's part is that file's edit, or creates, deletes, moves or copies the file (its record then says
+``"created": true``, ``"deleted": true``, ``"moved_from": PATH`` or ``"copied_from": PATH``; a file is
+created, deleted, moved or copied only under the current directory, and deleted only where it holds what the diff shows it held; a
 binary file's is git's binary patch, ``binpatch``); and so
 is a chat model's answer (``answer_items``): each file its code blocks name. Each item is planned
 (``plan_item``: its record and what writes it) and then written, or, ``atomic``, all are planned and
@@ -51,17 +51,17 @@ class BatchItem:
     edit: str
     instruction: str = ""
     problem: str = ""  # why the line cannot be used, if it cannot
-    part: FilePart | None = None  # the diff's part the edit is (``patch_items``), which may create, delete or move
+    part: FilePart | None = None  # the diff's part the edit is (``patch_items``): may create, delete, move or copy
     new: bool = False  # a chat answer's blocks for a file that is not there, whole: they create it
 
     @property
     def action(self) -> str:
-        """What the item does to its file: edit, create, delete or move (``diffs.FilePart.action``)."""
+        """What the item does to its file: edit, create, delete, move or copy (``diffs.FilePart.action``)."""
         return self.part.action if self.part is not None else "create" if self.new else "edit"
 
     @property
     def source(self) -> str:
-        """The path the file is read from: a moved file's old one, else its own."""
+        """The path the file is read from: a moved file's old one, a copy's original, else its own."""
         return self.part.source if self.part is not None and self.part.source else self.file
 
 
@@ -179,40 +179,41 @@ def _record(item: BatchItem, changed: bool, engine: str, problems: list[str], te
     """The record of an item planned: what it does to the file, and its new text (null where it deletes
     the file or leaves its text as it was, moving it or changing its mode alone)."""
     did = ({"created": True} if item.action == "create" else {"moved_from": item.source} if item.action == "move"
-           else {"deleted": True} if item.action == "delete" else {})
+           else {"copied_from": item.source} if item.action == "copy" else {"deleted": True}
+           if item.action == "delete" else {})
     return {"line": item.line, "file": item.file, "ok": True, "changed": changed, "written": False, "engine": engine,
             "problems": problems, **did, "text": text, "stats": stats}
 
 
 def _claim(item: BatchItem) -> None:
-    """Whether ``item`` may do what it does: a file is created, moved or deleted only under the current
-    directory, created or moved to only where none is (or an empty one)."""
+    """Whether ``item`` may do what it does: a file is created, moved, copied or deleted only under the
+    current directory, created, moved or copied to only where none is (or an empty one)."""
     if item.action != "edit":
         for path in dict.fromkeys((item.source, item.file)):
             _under_here(path, item.action)
     if item.action == "create" and os.path.lexists(item.file) and fileio.read_bytes(item.file).strip():
         raise UsageError(f"cannot create {item.file}: it exists; nothing was done")
-    if item.action == "move" and item.source != item.file and os.path.lexists(item.file):
-        raise UsageError(f"cannot move {item.source} to {item.file}: it exists; nothing was done")
+    if item.action in ("move", "copy") and item.source != item.file and os.path.lexists(item.file):
+        raise UsageError(f"cannot {item.action} {item.source} to {item.file}: it exists; nothing was done")
 
 
 def _executable(item: BatchItem) -> bool | None:
-    """The execute permission a diff gives the file, where that changes it (git's ``new mode``)."""
-    if item.part is None or item.part.mode is None:
-        return None
-    wanted = bool(item.part.mode & 0o111)
-    return wanted if wanted != (os.path.lexists(item.source) and bool(os.stat(item.source).st_mode & 0o111)) else None
+    """The execute permission to give the file, where that changes it: the one git's ``new mode`` gives;
+    a file moved or copied (written anew) keeps its source's unless the diff gives another."""
+    had = os.path.lexists(item.source) and bool(os.stat(item.source).st_mode & 0o111)
+    wanted = had if item.part is None or item.part.mode is None else bool(item.part.mode & 0o111)
+    return wanted if wanted != had or (wanted and item.action in ("move", "copy")) else None
 
 
 def _writer(item: BatchItem, data: bytes | None, executable: bool | None) -> Callable[[], None]:
     """What writes an item's file: its new bytes (None: its bytes as they are, moved where the item moves
     it), with the folders a created or moved file needs; then its execute permission where that changes."""
     def write() -> None:
-        if item.action in ("create", "move"):
+        if item.action in ("create", "move", "copy"):
             os.makedirs(os.path.dirname(os.path.abspath(item.file)), exist_ok=True)
         if data is not None:
             fileio.write_atomic(item.file, data)
-            if item.source != item.file:
+            if item.action == "move" and item.source != item.file:
                 fileio.remove(item.source)
         elif item.source != item.file:
             fileio.move(item.source, item.file)
@@ -223,12 +224,12 @@ def _writer(item: BatchItem, data: bytes | None, executable: bool | None) -> Cal
 
 
 def _unedited(item: BatchItem) -> tuple[dict, Callable[[], None] | None]:
-    """A diff's part with no hunks: a file created empty, moved as it is (its bytes, text or not) or given
-    a mode alone."""
+    """A diff's part with no hunks: a file created empty, moved or copied as it is (its bytes, text or
+    not) or given a mode alone."""
     executable = _executable(item)
     changed = item.action != "edit" or executable is not None
     text = "" if item.action == "create" else None
-    data = b"" if item.action == "create" else None
+    data = b"" if item.action == "create" else fileio.read_bytes(item.source) if item.action == "copy" else None
     return _record(item, changed, "merge", [], text, None), _writer(item, data, executable) if changed else None
 
 
@@ -268,16 +269,19 @@ def run_batch(items: list[BatchItem], run_model: ModelRunner | None, in_place: b
               atomic: bool = False) -> Iterator[dict]:
     """The record of every item, in input order; ``workers`` > 1 sends items concurrently (a server).
     ``atomic``: every item is planned before any is written, and none is written unless all succeed."""
-    targets = [os.path.realpath(path) for item in items if not item.problem for path in {item.file, item.source}]
+    targets = [os.path.realpath(path) for item in items if not item.problem  # a copy's original is read alone
+               for path in ({item.file} if item.action == "copy" else {item.file, item.source})]
     if in_place and atomic and len(set(targets)) < len(targets):
         raise UsageError("with --in-place and --atomic, each file may appear only once (each of its edits would be "
                          "made to the file as it was)")
     if in_place and workers > 1 and len(set(targets)) < len(targets):
         raise UsageError("with --in-place and --workers, each file may appear only once (edits to one file "
                          "would race); run them with --workers 1")
-    if not atomic:
-        yield from _each(lambda item: apply_item(item, run_model, in_place, engine, force, merge_first, focus),
-                         items, workers)
+    if not atomic:  # a copy is planned first: from its original as it is before any part edits or moves it
+        copies = {id(item): plan_item(item, run_model, engine, force, merge_first, focus) for item in items
+                  if item.action == "copy"}
+        yield from _each(lambda item: _done(*copies[id(item)], in_place) if id(item) in copies else apply_item(
+            item, run_model, in_place, engine, force, merge_first, focus), items, workers)
         return
     planned = list(_each(lambda item: plan_item(item, run_model, engine, force, merge_first, focus), items, workers))
     whole = all(record["ok"] for record, _ in planned)

@@ -295,8 +295,8 @@ class FilePart:
     line: int  # the 1-based line of the diff it starts on
     path: str  # the file it leaves, as the diff names it (git's b/ dropped): a moved file's new path
     text: str  # its lines
-    action: str = "edit"  # edit, create (a new file), delete, or move (a file renamed, maybe edited too)
-    source: str | None = None  # a moved file's old path
+    action: str = "edit"  # edit, create (a new file), delete, move (a file renamed, maybe edited too) or copy
+    source: str | None = None  # a moved file's old path, a copy's original
     problem: str = ""  # why it cannot be applied, where it cannot (a binary file's change the diff does not hold)
     mode: int | None = None  # the file's mode where the diff gives it (git's ``new mode 100755``)
     blob: str | None = None  # the file's git object id before the change (its ``index`` line), where given
@@ -312,8 +312,8 @@ class FilePart:
 def split_files(diff: str, strip: int | None = None) -> list[FilePart]:
     """Each file's part of a diff of one or more files (``git diff``, ``diff -ru``, ``*** Begin Patch``),
     with what it does to the file: edits it, creates it (``new file mode``, ``--- /dev/null``, ``*** Add
-    File:``), deletes it (``deleted file mode``, ``+++ /dev/null``, ``*** Delete File:``) or moves it
-    (``rename from`` / ``rename to``, ``*** Move to:``); a file ``diff -r`` says is on one side only, or
+    File:``), deletes it (``deleted file mode``, ``+++ /dev/null``, ``*** Delete File:``), moves it
+    (``rename from`` / ``rename to``, ``*** Move to:``) or copies another (``copy from`` / ``copy to``); a file ``diff -r`` says is on one side only, or
     binary, is a part that cannot be applied. Paths lose their first ``strip`` folders (``-p``), or, None,
     the folder that names each side (git's ``a/`` and ``b/``, ``diff -ru old new``'s, ``_sides``). Raises
     UsageError where the text holds no file's part. Of a chat model's answer, the diff its code blocks hold
@@ -397,6 +397,8 @@ def _file_part(line: int, part: list[str], raw: list[str] | None, strip: int | N
     source = None
     if named("rename from ") and named("rename to "):
         action, path, source = "move", named("rename to "), named("rename from ")
+    elif named("copy from ") and named("copy to "):
+        action, path, source = "copy", named("copy to "), named("copy from ")
     elif named("deleted file mode ") is not None or new == "/dev/null" or _epoch(header, "+++ "):
         action, path = "delete", old if old not in (None, "/dev/null") else git
     elif named("new file mode ") is not None or old == "/dev/null" or _epoch(header, "--- "):

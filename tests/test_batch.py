@@ -637,3 +637,49 @@ def test_batch_patch_applies_diff_ru_of_two_folders(tmp_path, monkeypatch):
     one = diffs["-ruN"][diffs["-ruN"].index("diff -ruN old/calc.py"):diffs["-ruN"].index("diff -ruN old/sub")]
     single = CliRunner().invoke(app, ["calc.py", "--edit", one])
     assert single.exit_code == 0 and single.stdout == "x = 1\ny = 3\n"
+
+
+def test_batch_patch_copies_files_as_git_diff_c_says(tmp_path, monkeypatch):
+    """`git diff -C --find-copies-harder` of a commit that copies a file with an edit, copies it as it is,
+    copies an executable script, edits the copies' source too and renames another script with an edit:
+    `batch --patch -i` (and with --atomic) leaves the commit's tree, each copy made from the source as it
+    was before its own edit, each script still executable."""
+    import shutil
+
+    if shutil.which("git") is None:
+        pytest.skip("git is not installed")
+    monkeypatch.delenv("FASTAPPLY_MODEL", raising=False)
+    monkeypatch.chdir(tmp_path)
+    lines = "".join(f"line {i}\n" for i in range(30))
+    (tmp_path / "a.txt").write_text(lines)
+    (tmp_path / "run.sh").write_text("#!/bin/sh\necho run\n")
+    (tmp_path / "run.sh").chmod(0o755)
+    (tmp_path / "old.sh").write_text("#!/bin/sh\n" + lines)
+    (tmp_path / "old.sh").chmod(0o755)
+    _git(tmp_path, "init", "-q")
+    _git(tmp_path, "add", "-A")
+    _git(tmp_path, "commit", "-qm", "before")
+    (tmp_path / "b.txt").write_text(lines.replace("line 5\n", "line five\n"))
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs/c.txt").write_text(lines)
+    shutil.copy2(tmp_path / "run.sh", tmp_path / "tool.sh")
+    (tmp_path / "a.txt").write_text(lines.replace("line 20\n", "line twenty\n"))
+    (tmp_path / "old.sh").rename(tmp_path / "new.sh")
+    (tmp_path / "new.sh").write_text("#!/bin/sh\n" + lines.replace("line 9\n", "line nine\n"))
+    _git(tmp_path, "add", "-A")
+    diff = _git(tmp_path, "diff", "--cached", "-C", "--find-copies-harder")
+    assert diff.count("copy from ") == 3 and "diff --git a/a.txt b/a.txt" in diff and "rename to new.sh" in diff
+    _git(tmp_path, "commit", "-qm", "after")
+    after = _tree(tmp_path)
+    for atomic in ([], ["--atomic"]):
+        _git(tmp_path, "reset", "-q", "--hard", "HEAD~1")
+        _git(tmp_path, "clean", "-qfd")
+        result = CliRunner().invoke(app, ["batch", "--patch", "-", "--in-place", *atomic], input=diff)
+        assert result.exit_code == 0, result.output
+        records = {r["file"]: r for r in map(json.loads, result.stdout.splitlines())}
+        assert _tree(tmp_path) == after
+        assert records["b.txt"]["copied_from"] == "a.txt" and records["docs/c.txt"]["copied_from"] == "a.txt"
+        _git(tmp_path, "checkout", "-q", "-f", "HEAD@{1}")
+    again = CliRunner().invoke(app, ["batch", "--patch", "-", "--in-place"], input=diff)
+    failed = {r["file"]: r["error"] for r in map(json.loads, again.stdout.splitlines()) if not r["ok"]}
+    assert "cannot copy a.txt to b.txt: it exists" in failed["b.txt"]
