@@ -20,6 +20,7 @@ records.
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 from collections.abc import Callable, Iterator
@@ -109,6 +110,55 @@ def _new_file(answer: str, path: str) -> bool:
     return count_markers(answer_edit(answer, "", language, path)[1], language) == 0
 
 
+_DISK = object()  # a path Planned knows nothing of: read from the disk
+
+
+class Planned:
+    """The files as the commits planned so far will leave them, none written yet (``--atomic``). An item
+    reads a file as the commits before its own leave it (every part of one diff applies to the files as
+    they were before it, as ``git apply``), and what it writes is seen from the next commit on (a series of
+    ``git format-patch`` mails). A path no item planned is read from the disk."""
+
+    def __init__(self) -> None:
+        self._files: dict[str, tuple[bytes, bool] | None] = {}  # by real path: bytes and execute bit; None: gone
+        self._next: dict[str, tuple[bytes, bool] | None] = {}  # what this commit's items write
+
+    def _known(self, path: str):
+        return self._files.get(os.path.realpath(path), _DISK)
+
+    def exists(self, path: str) -> bool:
+        known = self._known(path)
+        return os.path.lexists(path) if known is _DISK else known is not None
+
+    def read(self, path: str) -> bytes:
+        known = self._known(path)
+        if known is None:
+            raise FastapplyError(f"cannot read {path}: no such file (an earlier commit of the series takes it away)")
+        return fileio.read_bytes(path) if known is _DISK else known[0]
+
+    def executable(self, path: str) -> bool:
+        known = self._known(path)
+        if known is _DISK:
+            return os.path.lexists(path) and bool(os.stat(path).st_mode & 0o111)
+        return known is not None and known[1]
+
+    def will(self, item: BatchItem, data: bytes | None, executable: bool | None) -> None:
+        """What ``item``'s write does: its file's new bytes (``data``; None: its source's, moved or given a
+        mode alone) and execute bit (None: its source's); a moved file's old path, a deleted file, gone."""
+        if item.action == "delete":
+            self._next[os.path.realpath(item.file)] = None
+            return
+        self._next[os.path.realpath(item.file)] = (self.read(item.source) if data is None else data,
+                                                   self.executable(item.source) if executable is None else executable)
+        if item.action == "move" and item.source != item.file:
+            self._next[os.path.realpath(item.source)] = None
+
+    def next_commit(self) -> None:
+        """The items planned so far are seen from here on."""
+        self._files.update(self._next)
+        self._next = {}
+
+
 def apply_item(item: BatchItem, run_model: ModelRunner | None, in_place: bool, engine: str = "auto",
                force: bool = False, merge_first: bool = False, focus: bool = True) -> dict:
     """Apply one item with ``engine`` (``run_model`` None: no model; ``merge_first``: a certain merge
@@ -119,21 +169,24 @@ def apply_item(item: BatchItem, run_model: ModelRunner | None, in_place: bool, e
 
 
 def plan_item(item: BatchItem, run_model: ModelRunner | None, engine: str = "auto", force: bool = False,
-              merge_first: bool = False, focus: bool = True) -> tuple[dict, Callable[[], None] | None]:
+              merge_first: bool = False, focus: bool = True,
+              files: Planned | None = None) -> tuple[dict, Callable[[], None] | None]:
     """What applying ``item`` would do, nothing written yet: its record (with its new text, ``written``
-    false) and what writes it (None where the item failed or changes nothing)."""
+    false) and what writes it (None where the item failed or changes nothing). ``files``: the files as the
+    items planned before it leave them (None: as they are on the disk)."""
+    files = files or Planned()
     try:
         if item.problem:
             raise UsageError(item.problem)
-        _claim(item)
+        _claim(item, files)
         if item.action == "delete":
-            return _delete(item)
+            return _delete(item, files)
         if item.part is not None and is_binary_patch(item.part.text):
-            return _binary(item)
+            return _binary(item, files)
         if item.part is not None and not item.part.hunks:
-            return _unedited(item)
-        absent = item.action == "create" and not os.path.lexists(item.file)
-        original, fmt = ("", None) if absent else fileio.read_text(item.source)
+            return _unedited(item, files)
+        absent = item.action == "create" and not files.exists(item.file)
+        original, fmt = ("", None) if absent else fileio.decode(files.read(item.source), item.source)
         if item.part is not None and read_patch(item.edit, original) is None:  # never read as a snippet
             raise UsageError(f"cannot read the diff's part for {item.file} as a diff of it (a file holding hunk "
                              f"headers of its own takes git's diff, whose index line names it)")
@@ -144,7 +197,7 @@ def plan_item(item: BatchItem, run_model: ModelRunner | None, engine: str = "aut
                                focus, item.file)
     except FastapplyError as exc:
         return _failed(item.line, item.file, exc), None
-    executable = _executable(item)
+    executable = _executable(item, files)
     rewrite = outcome.text != original or item.action != "edit"
     ends = item.part.ends if item.part is not None else None  # a created file's CRLF (or lone CR) line ends
     data = fileio.encode(outcome.text, ends or outcome.format(fmt)) if rewrite else None
@@ -152,7 +205,7 @@ def plan_item(item: BatchItem, run_model: ModelRunner | None, engine: str = "aut
     stats = outcome.model_run.stats if outcome.model_run is not None else None
     changed = rewrite or executable is not None
     record = _record(item, changed, outcome.engine, problems, outcome.text, stats)
-    return record, _writer(item, data, executable) if changed else None
+    return record, _writer(item, data, executable, files) if changed else None
 
 
 def _done(record: dict, write: Callable[[], None] | None, in_place: bool) -> dict:
@@ -185,29 +238,32 @@ def _record(item: BatchItem, changed: bool, engine: str, problems: list[str], te
             "problems": problems, **did, "text": text, "stats": stats}
 
 
-def _claim(item: BatchItem) -> None:
+def _claim(item: BatchItem, files: Planned) -> None:
     """Whether ``item`` may do what it does: a file is created, moved, copied or deleted only under the
     current directory, created, moved or copied to only where none is (or an empty one)."""
     if item.action != "edit":
         for path in dict.fromkeys((item.source, item.file)):
             _under_here(path, item.action)
-    if item.action == "create" and os.path.lexists(item.file) and fileio.read_bytes(item.file).strip():
+    if item.action == "create" and files.exists(item.file) and files.read(item.file).strip():
         raise UsageError(f"cannot create {item.file}: it exists; nothing was done")
-    if item.action in ("move", "copy") and item.source != item.file and os.path.lexists(item.file):
+    if item.action in ("move", "copy") and item.source != item.file and files.exists(item.file):
         raise UsageError(f"cannot {item.action} {item.source} to {item.file}: it exists; nothing was done")
 
 
-def _executable(item: BatchItem) -> bool | None:
+def _executable(item: BatchItem, files: Planned) -> bool | None:
     """The execute permission to give the file, where that changes it: the one git's ``new mode`` gives;
     a file moved or copied (written anew) keeps its source's unless the diff gives another."""
-    had = os.path.lexists(item.source) and bool(os.stat(item.source).st_mode & 0o111)
+    had = files.executable(item.source)
     wanted = had if item.part is None or item.part.mode is None else bool(item.part.mode & 0o111)
     return wanted if wanted != had or (wanted and item.action in ("move", "copy")) else None
 
 
-def _writer(item: BatchItem, data: bytes | None, executable: bool | None) -> Callable[[], None]:
+def _writer(item: BatchItem, data: bytes | None, executable: bool | None, files: Planned) -> Callable[[], None]:
     """What writes an item's file: its new bytes (None: its bytes as they are, moved where the item moves
-    it), with the folders a created or moved file needs; then its execute permission where that changes."""
+    it), with the folders a created or moved file needs; then its execute permission where that changes.
+    ``files`` learns what it will do."""
+    files.will(item, data, executable)
+
     def write() -> None:
         if item.action in ("create", "move", "copy"):
             os.makedirs(os.path.dirname(os.path.abspath(item.file)), exist_ok=True)
@@ -223,23 +279,24 @@ def _writer(item: BatchItem, data: bytes | None, executable: bool | None) -> Cal
     return write
 
 
-def _unedited(item: BatchItem) -> tuple[dict, Callable[[], None] | None]:
+def _unedited(item: BatchItem, files: Planned) -> tuple[dict, Callable[[], None] | None]:
     """A diff's part with no hunks: a file created empty, moved or copied as it is (its bytes, text or
     not) or given a mode alone."""
-    executable = _executable(item)
+    executable = _executable(item, files)
     changed = item.action != "edit" or executable is not None
     text = "" if item.action == "create" else None
-    data = b"" if item.action == "create" else fileio.read_bytes(item.source) if item.action == "copy" else None
-    return _record(item, changed, "merge", [], text, None), _writer(item, data, executable) if changed else None
+    data = b"" if item.action == "create" else files.read(item.source) if item.action == "copy" else None
+    record = _record(item, changed, "merge", [], text, None)
+    return record, _writer(item, data, executable, files) if changed else None
 
 
-def _binary(item: BatchItem) -> tuple[dict, Callable[[], None]]:
+def _binary(item: BatchItem, files: Planned) -> tuple[dict, Callable[[], None]]:
     """A diff's part holding git's binary patch (``binpatch``): the file's new bytes, its record's text
     null, ``"binary": true``."""
-    old = b"" if item.action == "create" and not os.path.lexists(item.file) else fileio.read_bytes(item.source)
+    old = b"" if item.action == "create" and not files.exists(item.file) else files.read(item.source)
     new = apply_binary(item.part.text, old, item.file)
     record = {**_record(item, True, "merge", [], None, None), "binary": True}
-    return record, _writer(item, new, _executable(item))
+    return record, _writer(item, new, _executable(item, files), files)
 
 
 def _under_here(path: str, action: str) -> None:
@@ -249,10 +306,10 @@ def _under_here(path: str, action: str) -> None:
         raise UsageError(f"cannot {action} {path}: it is outside the current directory; nothing was done")
 
 
-def _delete(item: BatchItem) -> tuple[dict, Callable[[], None]]:
+def _delete(item: BatchItem, files: Planned) -> tuple[dict, Callable[[], None]]:
     """A part that deletes its file: the file must be what the diff shows it was (by git's object id, text
     or not; else by the lines it deletes; a ``*** Delete File:`` line shows nothing)."""
-    data = fileio.read_bytes(item.file)
+    data = files.read(item.file)
     if item.part is not None and item.part.blob is not None:
         same = names_blob(item.part.blob, data)
     else:
@@ -261,6 +318,7 @@ def _delete(item: BatchItem) -> tuple[dict, Callable[[], None]]:
     if not same:
         raise RefusedError(f"{item.file} is not the file the diff deletes (it has changed since); nothing was "
                            f"deleted", ("stale-deletion",))
+    files.will(item, None, None)
     return _record(item, True, "merge", [], None, None), lambda: fileio.remove(item.file)
 
 
@@ -268,22 +326,33 @@ def run_batch(items: list[BatchItem], run_model: ModelRunner | None, in_place: b
               engine: str = "auto", force: bool = False, merge_first: bool = False, focus: bool = True,
               atomic: bool = False) -> Iterator[dict]:
     """The record of every item, in input order; ``workers`` > 1 sends items concurrently (a server).
-    ``atomic``: every item is planned before any is written, and none is written unless all succeed."""
-    targets = [os.path.realpath(path) for item in items if not item.problem  # a copy's original is read alone
-               for path in ({item.file} if item.action == "copy" else {item.file, item.source})]
-    if in_place and atomic and len(set(targets)) < len(targets):
-        raise UsageError("with --in-place and --atomic, each file may appear only once (each of its edits would be "
-                         "made to the file as it was)")
-    if in_place and workers > 1 and len(set(targets)) < len(targets):
+    ``atomic``: every item is planned before any is written, and none is written unless all succeed. The
+    parts of one commit (of a series of ``git format-patch`` mails) apply to the files as the commits
+    before it leave them: a copy is planned before any part of its commit is written."""
+    commits = [list(group) for _, group in itertools.groupby(items, lambda item: item.part and item.part.commit)]
+
+    def paths(group: list[BatchItem]) -> list[str]:  # what the items write (a copy's original is read alone)
+        return [os.path.realpath(path) for item in group if not item.problem
+                for path in ({item.file} if item.action == "copy" else {item.file, item.source})]
+
+    if in_place and atomic and any(len(set(paths(group))) < len(paths(group)) for group in commits):
+        raise UsageError("with --in-place and --atomic, each file may appear only once in a commit (each of its "
+                         "edits would be made to the file as it was)")
+    if in_place and workers > 1 and len(set(paths(items))) < len(paths(items)):
         raise UsageError("with --in-place and --workers, each file may appear only once (edits to one file "
                          "would race); run them with --workers 1")
-    if not atomic:  # a copy is planned first: from its original as it is before any part edits or moves it
-        copies = {id(item): plan_item(item, run_model, engine, force, merge_first, focus) for item in items
-                  if item.action == "copy"}
-        yield from _each(lambda item: _done(*copies[id(item)], in_place) if id(item) in copies else apply_item(
-            item, run_model, in_place, engine, force, merge_first, focus), items, workers)
+    if not atomic:
+        for group in commits:
+            copies = {id(item): plan_item(item, run_model, engine, force, merge_first, focus) for item in group
+                      if item.action == "copy"}
+            yield from _each(lambda item: _done(*copies[id(item)], in_place) if id(item) in copies else apply_item(
+                item, run_model, in_place, engine, force, merge_first, focus), group, workers)
         return
-    planned = list(_each(lambda item: plan_item(item, run_model, engine, force, merge_first, focus), items, workers))
+    files, planned = Planned(), []
+    for group in commits:
+        planned += _each(lambda item: plan_item(item, run_model, engine, force, merge_first, focus, files), group,
+                         workers)
+        files.next_commit()
     whole = all(record["ok"] for record, _ in planned)
     yield from (_done(record, write, in_place and whole) for record, write in planned)
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import difflib
 import hashlib
+import itertools
 import re
 from dataclasses import dataclass, replace
 from functools import lru_cache
@@ -301,6 +302,7 @@ class FilePart:
     mode: int | None = None  # the file's mode where the diff gives it (git's ``new mode 100755``)
     blob: str | None = None  # the file's git object id before the change (its ``index`` line), where given
     ends: TextFormat | None = None  # a file it creates with other than LF line ends: those its lines have in the diff
+    commit: int = 0  # of a series of ``git format-patch`` mails, the mail it is in (from 0)
 
     @property
     def hunks(self) -> bool:
@@ -323,6 +325,7 @@ def split_files(diff: str, strip: int | None = None) -> list[FilePart]:
     text = diff.replace("\r\n", "\n")
     code = code_of(text)
     raw = diff.split("\n") if code == text else None  # the lines with their CRs (not of an answer's blocks)
+    mails = list(itertools.accumulate(bool(_MAIL.match(line)) for line in code.split("\n")))
     lines = _unmailed(code).split("\n")
     starts: list[int] = []
     for i, line in enumerate(lines):
@@ -336,7 +339,7 @@ def split_files(diff: str, strip: int | None = None) -> list[FilePart]:
     strip = _sides(lines) if strip is None else strip
     parts = [_file_part(start + 1, lines[start:end], raw and raw[start:end], strip)
              for start, end in zip(starts, starts[1:] + [len(lines)])]
-    parts = [part for part in parts if part is not None]
+    parts = [replace(part, commit=max(mails[part.line - 1] - 1, 0)) for part in parts if part is not None]
     if not parts:
         raise UsageError("the patch names no file (a diff with --- and +++ lines, or *** Update File:)")
     return parts

@@ -683,3 +683,52 @@ def test_batch_patch_copies_files_as_git_diff_c_says(tmp_path, monkeypatch):
     again = CliRunner().invoke(app, ["batch", "--patch", "-", "--in-place"], input=diff)
     failed = {r["file"]: r["error"] for r in map(json.loads, again.stdout.splitlines()) if not r["ok"]}
     assert "cannot copy a.txt to b.txt: it exists" in failed["b.txt"]
+
+
+def test_batch_atomic_applies_a_series_of_commits_each_to_the_files_the_last_left(tmp_path, monkeypatch):
+    """The mails `git format-patch` writes of three commits: the first creates a module and edits a file,
+    the second edits both again and copies the module, the third renames the copy with an edit and
+    deletes the module. With --atomic (each commit's parts planned against the files the commits before
+    it leave, none written yet) and without, the tree is the last commit's; with the series' second
+    commit stale, --atomic writes nothing."""
+    import shutil
+
+    if shutil.which("git") is None:
+        pytest.skip("git is not installed")
+    monkeypatch.delenv("FASTAPPLY_MODEL", raising=False)
+    monkeypatch.chdir(tmp_path)
+    body = "".join(f"def f{i}(x):\n    return x + {i}\n\n\n" for i in range(8))
+    (tmp_path / "calc.py").write_text(body)
+    _git(tmp_path, "init", "-q")
+    _git(tmp_path, "add", "-A")
+    _git(tmp_path, "commit", "-qm", "before")
+    (tmp_path / "util.py").write_text(body.replace("def f", "def g"))
+    (tmp_path / "calc.py").write_text(body.replace("x + 1\n", "x - 1\n"))
+    _git(tmp_path, "add", "-A")
+    _git(tmp_path, "commit", "-qm", "one")
+    (tmp_path / "util.py").write_text(body.replace("def f", "def g").replace("x + 2\n", "x * 2\n"))
+    (tmp_path / "calc.py").write_text(body.replace("x + 1\n", "x - 1\n").replace("x + 6\n", "x - 6\n"))
+    shutil.copy(tmp_path / "util.py", tmp_path / "util2.py")
+    (tmp_path / "calc.py").chmod(0o755)
+    _git(tmp_path, "add", "-A")
+    _git(tmp_path, "commit", "-qm", "two")
+    (tmp_path / "util2.py").rename(tmp_path / "helpers.py")
+    (tmp_path / "helpers.py").write_text(body.replace("def f", "def g").replace("x + 2\n", "x * 2\n").replace("x + 7", "7"))
+    (tmp_path / "util.py").unlink()
+    _git(tmp_path, "add", "-A")
+    _git(tmp_path, "commit", "-qm", "three")
+    after = _tree(tmp_path)
+    mails = _git(tmp_path, "format-patch", "-3", "--stdout", "-C", "--find-copies-harder", "-M")
+    assert "copy to util2.py" in mails and "rename to helpers.py" in mails and "deleted file mode" in mails
+    for atomic in (["--atomic"], []):
+        _git(tmp_path, "reset", "-q", "--hard", "HEAD~3")
+        result = CliRunner().invoke(app, ["batch", "--patch", "-", "--in-place", *atomic], input=mails)
+        assert result.exit_code == 0, result.output
+        assert _tree(tmp_path) == after
+        _git(tmp_path, "checkout", "-q", "-f", "HEAD@{1}")
+    _git(tmp_path, "reset", "-q", "--hard", "HEAD~3")
+    (tmp_path / "calc.py").write_text(body.replace("x + 6\n", "x + 60\n"))  # the second commit's hunk no longer fits
+    before = _tree(tmp_path)
+    result = CliRunner().invoke(app, ["batch", "--patch", "-", "--in-place", "--atomic", "--engine", "merge"],
+                                input=mails)
+    assert result.exit_code == 1 and _tree(tmp_path) == before and "nothing was written" in result.stderr
