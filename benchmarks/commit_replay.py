@@ -7,7 +7,10 @@ deleted and renamed included.
     python benchmarks/commit_replay.py REPO --commits 150 --filter RDA --name pallets/click \\
         --out benchmarks/results/commit-replay-click.json
 
-``--filter RDA`` takes the commits that rename, delete or add a file (``git log --diff-filter``). A
+``--filter RDA`` takes the commits that rename, delete or add a file (``git log --diff-filter``).
+``--series N`` replays runs of N commits in a row instead (first parents, no merge among them): their
+``git format-patch --stdout -M -C --binary`` mails applied at once with ``--atomic``, against the last
+one's tree. A
 commit is ``the same`` where the tree left is the commit's but for the files whose part the batch
 refused or could not apply (each listed, with why); ``wrong`` where a file differs that no failed part explains: a defect.
 Prints a table and writes JSON.
@@ -46,9 +49,11 @@ def _tree(root: Path) -> dict[str, tuple[bytes, bool]]:
             for p in sorted(root.rglob("*")) if p.is_file() or p.is_symlink()}
 
 
-def replay(repo: str, commit: str, parent: str) -> dict:
-    """One commit replayed: its parts, the failed ones (file, error) and the files wrong."""
-    diff = _git(repo, "diff", "-M", "--binary", parent, commit)
+def replay(repo: str, commit: str, parent: str, series: bool = False) -> dict:
+    """One commit replayed (``series``: the commits after ``parent`` up to ``commit``, as mails): its
+    parts, the failed ones (file, error) and the files wrong."""
+    diff = (_git(repo, "format-patch", "--stdout", "-M", "-C", "--binary", f"{parent}..{commit}") if series
+            else _git(repo, "diff", "-M", "--binary", parent, commit))
     with tempfile.TemporaryDirectory() as tmp:
         before, after, patch = Path(tmp, "before"), Path(tmp, "after"), Path(tmp, "commit.diff")
         before.mkdir()
@@ -58,7 +63,8 @@ def replay(repo: str, commit: str, parent: str) -> dict:
         patch.write_bytes(diff)
         started = time.perf_counter()
         run = subprocess.run([sys.executable, "-m", "fastapply", "batch", "--patch", str(patch), "--engine", "merge",
-                              "--in-place"], cwd=before, capture_output=True, text=True)
+                              "--in-place", *(["--atomic"] if series else [])], cwd=before, capture_output=True,
+                             text=True)
         seconds = time.perf_counter() - started
         records = [json.loads(line) for line in run.stdout.splitlines() if line.startswith("{")]
         got, want = _tree(before), _tree(after)
@@ -82,17 +88,32 @@ def main() -> None:
     parser.add_argument("repo", help="a git repository (a bare one too)")
     parser.add_argument("--commits", type=int, default=100, help="the latest N commits with one parent")
     parser.add_argument("--filter", default="", help="git log --diff-filter letters, e.g. RDA")
+    parser.add_argument("--series", type=int, default=0, help="replay runs of N commits in a row as one series "
+                                                               "of mails, with --atomic")
     parser.add_argument("--name", help="what the JSON calls the repository (default: its path)")
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args()
-    log = ["log", "--no-merges", "--format=%H %P", f"-n{args.commits}", "-M"]
-    log += [f"--diff-filter={args.filter}"] if args.filter else []
-    commits = [line.split() for line in _git(args.repo, *log, "HEAD").decode().splitlines()]
+    if args.series:  # runs of commits in a row (each the next one's parent), no merge among them, none twice
+        log = ["log", "--format=%H %P", f"-n{args.commits * args.series * 20}"]
+        parents = {commit: rest for commit, *rest in map(str.split, _git(args.repo, *log, "HEAD").decode().splitlines())}
+        used: set[str] = set()
+        commits = []
+        for last in parents:
+            run = [last]
+            while len(run) <= args.series and len(parents.get(run[-1], ())) == 1:
+                run.append(parents[run[-1]][0])
+            if len(run) == args.series + 1 and not used & set(run) and len(commits) < args.commits:
+                used |= set(run[:-1])
+                commits.append([last, run[-1]])
+    else:
+        log = ["log", "--no-merges", "--format=%H %P", f"-n{args.commits}", "-M"]
+        log += [f"--diff-filter={args.filter}"] if args.filter else []
+        commits = [line.split() for line in _git(args.repo, *log, "HEAD").decode().splitlines()]
     rows = []
     for number, (commit, *parents) in enumerate(commits, 1):
         if len(parents) != 1:
             continue
-        rows.append(replay(args.repo, commit, parents[0]))
+        rows.append(replay(args.repo, commit, parents[0], bool(args.series)))
         if rows[-1]["wrong"]:
             print(f"wrong: {commit[:10]} {rows[-1]['wrong'][:5]}", flush=True)
         print(f"\r{number}/{len(commits)}", end="", file=sys.stderr, flush=True)
@@ -111,7 +132,8 @@ def main() -> None:
     fastapply = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=Path(__file__).resolve().parent,
                                capture_output=True, text=True).stdout.strip()
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps({"repo": args.name or args.repo, "head": head, "filter": args.filter, "fastapply": fastapply,
+    args.out.write_text(json.dumps({"repo": args.name or args.repo, "head": head, "filter": args.filter,
+                                    "series": args.series, "fastapply": fastapply,
                                     "machine": platform.platform(), "summary": summary, "rows": rows}, indent=1))
     print(f"wrote {args.out}")
 
