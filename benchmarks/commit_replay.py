@@ -1,19 +1,19 @@
 """Real commits replayed through ``fastapply batch --patch``: for each commit of a git repository, its
-parent's tree, the commit's ``git diff -M --binary`` applied with ``--engine merge --in-place`` (no model), and
-the result compared with the commit's own tree: every file's bytes and execute bit, files created,
-deleted and renamed included.
+parent's tree, the commit's ``git diff -M --binary`` applied with ``--engine merge --in-place`` (no
+model), and the result compared with the commit's own tree: every file's bytes and execute bit, files
+created, deleted and renamed included.
 
     python benchmarks/commit_replay.py REPO                # the 100 latest commits with one parent
     python benchmarks/commit_replay.py REPO --commits 150 --filter RDA --name pallets/click \\
         --out benchmarks/results/commit-replay-click.json
+    python benchmarks/commit_replay.py REPO --commits 40 --series 5    # 40 runs of 5 commits in a row
 
 ``--filter RDA`` takes the commits that rename, delete or add a file (``git log --diff-filter``).
-``--series N`` replays runs of N commits in a row instead (first parents, no merge among them): their
-``git format-patch --stdout -M -C --binary`` mails applied at once with ``--atomic``, against the last
-one's tree. A
-commit is ``the same`` where the tree left is the commit's but for the files whose part the batch
-refused or could not apply (each listed, with why); ``wrong`` where a file differs that no failed part explains: a defect.
-Prints a table and writes JSON.
+``--series N`` replays runs of N commits in a row instead (each the next one's parent, no merge among
+them): their ``git format-patch --stdout -M -C --binary`` mails applied at once with ``--atomic``,
+against the last one's tree. A commit (run) is ``the same`` where the tree left is the commit's but for
+the files whose part the batch refused or could not apply (each listed, with why); ``wrong`` where a
+file differs that no failed part explains: a defect. Prints a table and writes JSON.
 """
 
 from __future__ import annotations
@@ -95,7 +95,8 @@ def main() -> None:
     args = parser.parse_args()
     if args.series:  # runs of commits in a row (each the next one's parent), no merge among them, none twice
         log = ["log", "--format=%H %P", f"-n{args.commits * args.series * 20}"]
-        parents = {commit: rest for commit, *rest in map(str.split, _git(args.repo, *log, "HEAD").decode().splitlines())}
+        lines = _git(args.repo, *log, "HEAD").decode().splitlines()
+        parents = {commit: rest for commit, *rest in map(str.split, lines)}
         used: set[str] = set()
         commits = []
         for last in parents:

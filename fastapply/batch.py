@@ -10,8 +10,8 @@ says what happened to one input line, in input order: ``{"line", "file", "ok": t
 changed files are replaced atomically. A diff of several files (``patch_items``) is a batch too: each
 file's part is that file's edit, or creates, deletes, moves or copies the file (its record then says
 ``"created": true``, ``"deleted": true``, ``"moved_from": PATH`` or ``"copied_from": PATH``; a file is
-created, deleted, moved or copied only under the current directory, and deleted only where it holds what the diff shows it held; a
-binary file's is git's binary patch, ``binpatch``); and so
+created, deleted, moved or copied only under the current directory, and deleted only where it holds
+what the diff shows it held; a binary file's is git's binary patch, ``binpatch``); and so
 is a chat model's answer (``answer_items``): each file its code blocks name. Each item is planned
 (``plan_item``: its record and what writes it) and then written, or, ``atomic``, all are planned and
 none is written unless all succeed. This module does not print; the CLI renders progress and writes the
@@ -120,8 +120,9 @@ class Planned:
     ``git format-patch`` mails). A path no item planned is read from the disk."""
 
     def __init__(self) -> None:
-        self._files: dict[str, tuple[bytes, bool] | None] = {}  # by real path: bytes and execute bit; None: gone
-        self._next: dict[str, tuple[bytes, bool] | None] = {}  # what this commit's items write
+        # by real path: the file's bytes (or the path on the disk that holds them) and execute bit; None: gone
+        self._files: dict[str, tuple[bytes | str, bool] | None] = {}
+        self._next: dict[str, tuple[bytes | str, bool] | None] = {}  # what this commit's items write
 
     def _known(self, path: str):
         return self._files.get(os.path.realpath(path), _DISK)
@@ -134,7 +135,8 @@ class Planned:
         known = self._known(path)
         if known is None:
             raise FastapplyError(f"cannot read {path}: no such file (an earlier commit of the series takes it away)")
-        return fileio.read_bytes(path) if known is _DISK else known[0]
+        content = path if known is _DISK else known[0]
+        return fileio.read_bytes(content) if isinstance(content, str) else content
 
     def executable(self, path: str) -> bool:
         known = self._known(path)
@@ -144,11 +146,14 @@ class Planned:
 
     def will(self, item: BatchItem, data: bytes | None, executable: bool | None) -> None:
         """What ``item``'s write does: its file's new bytes (``data``; None: its source's, moved or given a
-        mode alone) and execute bit (None: its source's); a moved file's old path, a deleted file, gone."""
+        mode alone, not read until needed) and execute bit (None: its source's); a moved file's old path, a
+        deleted file, gone."""
         if item.action == "delete":
             self._next[os.path.realpath(item.file)] = None
             return
-        self._next[os.path.realpath(item.file)] = (self.read(item.source) if data is None else data,
+        known = self._known(item.source)
+        content = data if data is not None else known[0] if isinstance(known, tuple) else os.path.realpath(item.source)
+        self._next[os.path.realpath(item.file)] = (content,
                                                    self.executable(item.source) if executable is None else executable)
         if item.action == "move" and item.source != item.file:
             self._next[os.path.realpath(item.source)] = None
@@ -248,6 +253,8 @@ def _claim(item: BatchItem, files: Planned) -> None:
         raise UsageError(f"cannot create {item.file}: it exists; nothing was done")
     if item.action in ("move", "copy") and item.source != item.file and files.exists(item.file):
         raise UsageError(f"cannot {item.action} {item.source} to {item.file}: it exists; nothing was done")
+    if item.action in ("move", "copy") and not files.exists(item.source):
+        raise FastapplyError(f"cannot {item.action} {item.source}: no such file; nothing was done")
 
 
 def _executable(item: BatchItem, files: Planned) -> bool | None:

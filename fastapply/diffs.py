@@ -315,8 +315,8 @@ def split_files(diff: str, strip: int | None = None) -> list[FilePart]:
     """Each file's part of a diff of one or more files (``git diff``, ``diff -ru``, ``*** Begin Patch``),
     with what it does to the file: edits it, creates it (``new file mode``, ``--- /dev/null``, ``*** Add
     File:``), deletes it (``deleted file mode``, ``+++ /dev/null``, ``*** Delete File:``), moves it
-    (``rename from`` / ``rename to``, ``*** Move to:``) or copies another (``copy from`` / ``copy to``); a file ``diff -r`` says is on one side only, or
-    binary, is a part that cannot be applied. Paths lose their first ``strip`` folders (``-p``), or, None,
+    (``rename from`` / ``rename to``, ``*** Move to:``) or copies another (``copy from`` / ``copy to``); a
+    file ``diff -r`` says is on one side only, or binary, is a part that cannot be applied. Paths lose their first ``strip`` folders (``-p``), or, None,
     the folder that names each side (git's ``a/`` and ``b/``, ``diff -ru old new``'s, ``_sides``). Raises
     UsageError where the text holds no file's part. Of a chat model's answer, the diff its code blocks hold
     (``answer.code_of``)."""

@@ -466,6 +466,11 @@ def test_batch_atomic_writes_nothing_unless_every_edit_succeeds(tmp_path, monkey
     twice = CliRunner().invoke(app, ["batch", "-", "--in-place", "--atomic"],
                                input='{"file": "greet.py", "edit": "x"}\n{"file": "greet.py", "edit": "y"}\n')
     assert twice.exit_code == 2 and "each file may appear only once" in twice.stderr
+    moved = ("diff --git a/gone.txt b/kept.txt\nsimilarity index 100%\nrename from gone.txt\nrename to kept.txt\n"
+             "--- /dev/null\n+++ b/more.txt\n@@ -0,0 +1 @@\n+more\n")  # a file moved that is not there
+    result = CliRunner().invoke(app, ["batch", "--patch", "-", "--in-place", "--atomic"], input=moved)
+    assert result.exit_code == 1 and "cannot move gone.txt: no such file" in result.stdout
+    assert not (tmp_path / "more.txt").exists()
 
 
 def test_batch_loads_the_default_model_only_when_an_edit_needs_it(tmp_path, monkeypatch):
