@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -211,6 +212,12 @@ def test_batch_applies_each_files_part_of_a_diff(tmp_path, monkeypatch):
     assert other.exit_code == 2 and "fastapply batch --patch" in other.stderr
 
 
+def _needs(tool: str) -> None:
+    """Skips a test that runs ``tool`` (git, diff) where it is not installed."""
+    if shutil.which(tool) is None:
+        pytest.skip(f"{tool} is not installed")
+
+
 def _git(repo, *args, text=True):
     """git's output (``text``: decoded, its line ends made LF; else its bytes)."""
     import subprocess
@@ -231,10 +238,7 @@ def test_batch_patch_creates_deletes_and_moves_files_as_git_diff_says(tmp_path, 
     """`git diff` of a commit that adds a file (executable), an empty one, deletes one, renames one as it
     is and one with an edit, and makes a script executable: `fastapply batch --patch -i` with no model
     leaves the tree the commit left; without -i nothing is touched and the records say what would be done."""
-    import shutil
-
-    if shutil.which("git") is None:
-        pytest.skip("git is not installed")
+    _needs("git")
     monkeypatch.delenv("FASTAPPLY_MODEL", raising=False)
     repo = tmp_path / "repo"
     repo.mkdir()
@@ -377,10 +381,7 @@ def test_batch_patch_reads_the_mail_git_format_patch_writes(tmp_path, monkeypatc
     """`git format-patch` writes a commit as a mail: its header and message before the diff, a signature
     (`-- ` and git's version) after it, which a hunk must not take for a deleted line; each record's line
     is the input's. `fastapply FILE` reads such a mail of one file too."""
-    import shutil
-
-    if shutil.which("git") is None:
-        pytest.skip("git is not installed")
+    _needs("git")
     monkeypatch.delenv("FASTAPPLY_MODEL", raising=False)
     monkeypatch.chdir(tmp_path)
     (tmp_path / "greet.py").write_text(ORIGINAL)
@@ -449,8 +450,8 @@ def test_batch_atomic_writes_nothing_unless_every_edit_succeeds(tmp_path, monkey
     (tmp_path / "app.py").write_text("x = 1\n")
     patch = ("*** Begin Patch\n*** Add File: new.txt\n+new\n*** Update File: app.py\n*** Move to: src/app.py\n@@\n"
              "-x = 1\n+x = 2\n*** End Patch\n--- a/old.txt\n+++ /dev/null\n@@ -1 +0,0 @@\n-old\n"
-             f"--- a/greet.py\n+++ b/greet.py\n@@ -1,2 +1,2 @@\n def greet(name):\n"
-             f"-    return \"hello \" + name\n+    return \"hello, \" + name + \"!\"\n")
+             "--- a/greet.py\n+++ b/greet.py\n@@ -1,2 +1,2 @@\n def greet(name):\n"
+             "-    return \"hello \" + name\n+    return \"hello, \" + name + \"!\"\n")
     before = _tree(tmp_path)
     result = CliRunner().invoke(app, ["batch", "--patch", "-", "--in-place", "--atomic"], input=patch)
     records = [json.loads(line) for line in result.stdout.splitlines()]
@@ -512,10 +513,7 @@ def test_batch_patch_applies_the_binary_patches_git_writes(tmp_path, monkeypatch
     change: `batch --patch -i` leaves the commit's tree. A binary file changed since is refused, untouched;
     a diff without the data (`Binary files ... differ`) is a usage error naming --binary."""
     import random
-    import shutil
-
-    if shutil.which("git") is None:
-        pytest.skip("git is not installed")
+    _needs("git")
     monkeypatch.delenv("FASTAPPLY_MODEL", raising=False)
     monkeypatch.chdir(tmp_path)
     noise = random.Random(7)
@@ -575,10 +573,7 @@ def test_batch_patch_creates_files_with_the_line_ends_their_lines_have(tmp_path,
     """git's diff of a commit creating a CRLF file, a file whose one line ends in a lone CR and a file of
     mixed ends: each created byte for byte (the diff's CRs are its lines' own, as `git apply` takes them);
     an edited CRLF file keeps its ends; `*** Add File:` lines that end in CRLF make a CRLF file."""
-    import shutil
-
-    if shutil.which("git") is None:
-        pytest.skip("git is not installed")
+    _needs("git")
     monkeypatch.delenv("FASTAPPLY_MODEL", raising=False)
     monkeypatch.chdir(tmp_path)
     (tmp_path / "old.bat").write_bytes(b"@echo off\r\necho old\r\n")
@@ -607,11 +602,9 @@ def test_batch_patch_applies_diff_ru_of_two_folders(tmp_path, monkeypatch):
     """`diff -ruN old new` applied inside a copy of old leaves new (each side's folder dropped from the
     paths); without -N the files on one side only are records that failed, naming diff -N; `-p 0` keeps
     the folders; `fastapply FILE` takes one file's `diff -u` with its command line."""
-    import shutil
     import subprocess
 
-    if shutil.which("diff") is None:
-        pytest.skip("diff is not installed")
+    _needs("diff")
     monkeypatch.delenv("FASTAPPLY_MODEL", raising=False)
     old, new, work = tmp_path / "old", tmp_path / "new", tmp_path / "work"
     for root, files in ((old, {"calc.py": "x = 1\ny = 2\n", "sub/gone.txt": "bye\n"}),
@@ -649,10 +642,7 @@ def test_batch_patch_copies_files_as_git_diff_c_says(tmp_path, monkeypatch):
     copies an executable script, edits the copies' source too and renames another script with an edit:
     `batch --patch -i` (and with --atomic) leaves the commit's tree, each copy made from the source as it
     was before its own edit, each script still executable."""
-    import shutil
-
-    if shutil.which("git") is None:
-        pytest.skip("git is not installed")
+    _needs("git")
     monkeypatch.delenv("FASTAPPLY_MODEL", raising=False)
     monkeypatch.chdir(tmp_path)
     lines = "".join(f"line {i}\n" for i in range(30))
@@ -696,10 +686,7 @@ def test_batch_atomic_applies_a_series_of_commits_each_to_the_files_the_last_lef
     deletes the module. With --atomic (each commit's parts planned against the files the commits before
     it leave, none written yet) and without, the tree is the last commit's; with the series' second
     commit stale, --atomic writes nothing."""
-    import shutil
-
-    if shutil.which("git") is None:
-        pytest.skip("git is not installed")
+    _needs("git")
     monkeypatch.delenv("FASTAPPLY_MODEL", raising=False)
     monkeypatch.chdir(tmp_path)
     body = "".join(f"def f{i}(x):\n    return x + {i}\n\n\n" for i in range(8))
