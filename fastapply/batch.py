@@ -10,8 +10,8 @@ says what happened to one input line, in input order: ``{"line", "file", "ok": t
 changed files are replaced atomically. A diff of several files (``patch_items``) is a batch too: each
 file's part is that file's edit, or creates, deletes, moves or copies the file (its record then says
 ``"created": true``, ``"deleted": true``, ``"moved_from": PATH`` or ``"copied_from": PATH``; a file is
-created, deleted, moved or copied only under the current directory, and deleted only where it holds
-what the diff shows it held; a binary file's is git's binary patch, ``binpatch``); and so
+changed only under the current directory, and deleted only where it holds what the diff shows it held;
+a binary file's part is git's binary patch, ``binpatch``); and so
 is a chat model's answer (``answer_items``): each file its code blocks name. Each item is planned
 (``plan_item``: its record and what writes it) and then written, or, ``atomic``, all are planned and
 none is written unless all succeed. This module does not print; the CLI renders progress and writes the
@@ -244,9 +244,10 @@ def _record(item: BatchItem, changed: bool, engine: str, problems: list[str], te
 
 
 def _claim(item: BatchItem, files: Planned) -> None:
-    """Whether ``item`` may do what it does: a file is created, moved, copied or deleted only under the
-    current directory, created, moved or copied to only where none is (or an empty one)."""
-    if item.action != "edit":
+    """Whether ``item`` may do what it does: a file a diff names is changed only under the current
+    directory (one an answer names, created only there), created, moved or copied to only where none is
+    (or an empty one)."""
+    if item.action != "edit" or item.part is not None:
         for path in dict.fromkeys((item.source, item.file)):
             _under_here(path, item.action)
     if item.action == "create" and files.exists(item.file) and files.read(item.file).strip():
@@ -307,8 +308,9 @@ def _binary(item: BatchItem, files: Planned) -> tuple[dict, Callable[[], None]]:
 
 
 def _under_here(path: str, action: str) -> None:
-    """A diff creates, deletes or moves files only under the current directory (as ``git apply`` only in
-    its repository): a coding agent's patch naming ``/etc/hosts`` or ``../x`` is not followed."""
+    """A diff changes files only under the current directory (as ``git apply`` only in its repository, and
+    GNU ``patch`` refuses such names): a coding agent's patch naming ``/etc/hosts`` or ``../x``, or a
+    symbolic link out of it, is not followed."""
     if not Path(os.path.realpath(path)).is_relative_to(Path.cwd().resolve()):
         raise UsageError(f"cannot {action} {path}: it is outside the current directory; nothing was done")
 

@@ -313,7 +313,7 @@ def test_batch_patch_creates_deletes_and_moves_files_as_git_diff_says(tmp_path, 
 
 def test_batch_patch_deletes_only_the_file_it_shows_and_only_here(tmp_path, monkeypatch):
     """A file changed since the diff that deletes it is refused, not deleted; a path outside the current
-    directory is not created, deleted or moved; `*** Begin Patch` creates, moves and deletes."""
+    directory is not created, deleted, moved or edited; `*** Begin Patch` creates, moves and deletes."""
     monkeypatch.delenv("FASTAPPLY_MODEL", raising=False)
     work = tmp_path / "work"
     work.mkdir()
@@ -322,13 +322,14 @@ def test_batch_patch_deletes_only_the_file_it_shows_and_only_here(tmp_path, monk
     (tmp_path / "outside.txt").write_text("keep me\n")
     diff = ("--- a/notes.txt\n+++ /dev/null\n@@ -1,2 +0,0 @@\n-one\n-two\n"
             "--- a/../outside.txt\n+++ /dev/null\n@@ -1 +0,0 @@\n-keep me\n"
-            "--- /dev/null\n+++ b//tmp/fastapply-outside.txt\n@@ -0,0 +1 @@\n+x\n")
+            "--- /dev/null\n+++ b//tmp/fastapply-outside.txt\n@@ -0,0 +1 @@\n+x\n"
+            "--- a/../outside.txt\n+++ b/../outside.txt\n@@ -1 +1 @@\n-keep me\n+changed\n")  # an edit too
     result = CliRunner().invoke(app, ["batch", "--patch", "-", "--in-place", "--engine", "merge"], input=diff)
     records = [json.loads(line) for line in result.stdout.splitlines()]
     assert result.exit_code == 1 and not any(r["ok"] for r in records)
     assert records[0]["reasons"] == ["stale-deletion"] and "has changed since" in records[0]["error"]
     assert all("outside the current directory" in record["error"] for record in records[1:])
-    assert (work / "notes.txt").exists() and (tmp_path / "outside.txt").exists()
+    assert (work / "notes.txt").exists() and (tmp_path / "outside.txt").read_text() == "keep me\n"
     assert not Path("/tmp/fastapply-outside.txt").exists()
 
     (work / "app.py").write_text("def greet():\n    print('Hi')\n")
