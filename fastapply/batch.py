@@ -23,6 +23,7 @@ from __future__ import annotations
 import itertools
 import json
 import os
+from collections import Counter
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -364,6 +365,25 @@ def run_batch(items: list[BatchItem], run_model: ModelRunner | None, in_place: b
         files.next_commit()
     whole = all(record["ok"] for record, _ in planned)
     yield from (_done(record, write, in_place and whole) for record, write in planned)
+
+
+def summary(records: list[dict], in_place: bool) -> str:
+    """One line on what a batch did to the files (would do, without ``in_place``), from its records.
+
+    >>> summary([{"ok": True, "changed": True, "written": True, "created": True}, {"ok": True, "changed": True,
+    ...          "written": True}, {"ok": True, "changed": False, "written": False}, {"ok": False}], in_place=True)
+    '2 files changed (1 edited, 1 created), 1 unchanged, 1 failed'
+    """
+    done = [r for r in records if r["ok"] and (r["written"] if in_place else r["changed"])]
+    did = Counter("created" if "created" in r else "deleted" if "deleted" in r else "moved" if "moved_from" in r
+                  else "copied" if "copied_from" in r else "edited" for r in done)
+    kinds = ", ".join(f"{did[kind]} {kind}" for kind in ("edited", "created", "deleted", "moved", "copied") if did[kind])
+    changed = sum(did.values())
+    line = f"{changed} file{'s' * (changed != 1)} {'changed' if in_place else 'would change'}" + (
+        f" ({kinds})" if kinds else "")
+    unchanged = sum(r["ok"] and not r["changed"] for r in records)
+    failed = sum(not r["ok"] for r in records)
+    return line + (f", {unchanged} unchanged" if unchanged else "") + (f", {failed} failed" if failed else "")
 
 
 def _each(do: Callable[[BatchItem], object], items: list[BatchItem], workers: int) -> Iterator:

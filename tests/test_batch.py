@@ -725,3 +725,17 @@ def test_batch_atomic_applies_a_series_of_commits_each_to_the_files_the_last_lef
     result = CliRunner().invoke(app, ["batch", "--patch", "-", "--in-place", "--atomic", "--engine", "merge"],
                                 input=mails)
     assert result.exit_code == 1 and _tree(tmp_path) == before and "nothing was written" in result.stderr
+
+
+def test_the_summary_a_person_at_a_terminal_reads():
+    """What a batch did, in one line: a record written counts as changed (with --in-place), one that would
+    change without it; under --atomic, a failure leaves every file unwritten and none is counted."""
+    from fastapply.batch import summary
+
+    planned = [{"ok": True, "changed": True, "written": False, "moved_from": "a.py"},
+               {"ok": True, "changed": True, "written": False, "deleted": True},
+               {"ok": True, "changed": False, "written": False}]
+    assert summary(planned, in_place=False) == "2 files would change (1 deleted, 1 moved), 1 unchanged"
+    assert summary(planned + [{"ok": False}], in_place=True) == "0 files changed, 1 unchanged, 1 failed"
+    assert summary([{"ok": True, "changed": True, "written": True, "copied_from": "a"}], True) == (
+        "1 file changed (1 copied)")

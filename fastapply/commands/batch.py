@@ -60,7 +60,8 @@ def batch_command(
     file's code blocks one edit."""
     with errors():
         from fastapply import fileio
-        from fastapply.batch import answer_items, local_runner, patch_items, read_items, remote_runner, run_batch
+        from fastapply.batch import (answer_items, local_runner, patch_items, read_items, remote_runner, run_batch,
+                                     summary)
         from fastapply.client import RemoteBackend, remote_base_url
 
         from fastapply import bundled
@@ -82,7 +83,7 @@ def batch_command(
                              "runs one edit at a time")
         text = fileio.read_verbatim(edits) if patch else fileio.read_text(edits)[0]  # a diff's CRs are its lines'
         items = patch_items(text, strip) if patch else answer_items(text) if answer else read_items(text)
-        failed, written = 0, False
+        failed, written, records = 0, False, []
         merge_first = remote is None and model == bundled.NAME  # certain merges need no model: loaded when one does
         with ExitStack() as stack:
             run_model = None  # no model: certain merges only
@@ -98,6 +99,7 @@ def batch_command(
                                                     merge_first, focus, atomic), 1):
                 sink.write(json.dumps(record) + "\n")
                 sink.flush()
+                records.append(record)
                 written = written or record.get("written", False)
                 if not record["ok"]:
                     failed += 1
@@ -105,6 +107,8 @@ def batch_command(
                                  markup=False, soft_wrap=True)
                 if on_task is not None:
                     on_task(done, len(items))
+        if stderr.is_terminal:  # a person at a terminal reads one line; tools read the records
+            stderr.print(f"fastapply: {summary(records, in_place)}", markup=False, soft_wrap=True)
         if failed:
             nothing = "; nothing was written (--atomic)" if atomic and in_place and not written else ""
             stderr.print(f"fastapply: {failed} of {len(items)} edits failed (see the records with \"ok\": false)"
