@@ -29,7 +29,10 @@ _REPLACE = re.compile(r"^(?:>{5,9}|\+{5,9}) ?REPLACE\s*$")
 _LINE_HINT = re.compile(r"^:(start|end)_line:\s*(\d+)\s*$")  # Roo Code's, then a ------- line
 _SEPARATOR = re.compile(r"^-{5,9}\s*$")
 _MAIL = re.compile(r"From [0-9a-f]{40} ")  # the first line of git format-patch's mail
-_DIFF_COMMAND = re.compile(r"^diff (?:--?[A-Za-z][^ ]* )+\S")  # the line diff -ru writes before a file's part
+_DIFF_COMMAND = re.compile(r"^diff (?:--?[A-Za-z][^ ]* )+\S")  # the line diff -ru (hg diff) writes before a part
+_SVN_INDEX = re.compile(r"^Index: \S")  # svn diff's (and CVS's) line before a part, a rule of = after it
+_RULE = re.compile(r"^={20,}$")
+_CVS = ("RCS file: ", "retrieving revision ")  # CVS's lines between the rule and its diff command
 _ONLY_IN = re.compile(r"^Only in (.+): (.+)$")  # diff -r's file on one side alone (without -N: no lines of it)
 _DIFFER = re.compile(r"^(?:Binary files|Files) (.+) and (.+) differ$")  # diff -r's binary file, git's without --binary
 INDEX_LINE = re.compile(r"^index ([0-9a-f]{7,64})\.\.([0-9a-f]{7,64})(?: [0-7]{6})?\s*$")  # git's object ids
@@ -153,7 +156,8 @@ def _unified(lines: list[str]) -> Patch | None:
         elif line.startswith(("+++ ", "*** Update File: ")):
             files.add(_path(line))
             i += 1
-        elif line.startswith(_HEADERS) or _DIFF_COMMAND.match(line) or not line.strip():
+        elif (line.startswith(_HEADERS + _CVS) or _DIFF_COMMAND.match(line) or _SVN_INDEX.match(line)
+              or _RULE.match(line) or not line.strip()):
             creates = creates or line.startswith("--- /dev/null")
             blobs = (index.group(1), index.group(2)) if (index := INDEX_LINE.match(line)) else blobs
             i += 1
@@ -332,7 +336,9 @@ def split_files(diff: str, strip: int | None = None) -> list[FilePart]:
         after = lines[i + 1] if i + 1 < len(lines) else ""
         pair = line.startswith("--- ") and after.startswith("+++ ")
         alone = _ONLY_IN.match(line) or (_DIFFER.match(line) and not (i and lines[i - 1].startswith(_HEADERS)))
-        if (line.startswith(_STARTS) or alone or (_DIFF_COMMAND.match(line) and after.startswith("--- "))
+        preamble = ((_DIFF_COMMAND.match(line) and after.startswith("--- "))
+                    or (_SVN_INDEX.match(line) and _RULE.match(after)))
+        if (line.startswith(_STARTS) or alone or preamble
                 or (pair and (not starts or _ONLY_IN.match(lines[starts[-1]]) or _DIFFER.match(lines[starts[-1]])
                               or any(lines[k].startswith("@@") for k in range(starts[-1], i))))):
             starts.append(i)
@@ -408,9 +414,10 @@ def _file_part(line: int, part: list[str], raw: list[str] | None, strip: int | N
         action, path = "create", new if new not in (None, "/dev/null") else git
     else:
         action, path = "edit", new or git
-    link = any(said.startswith(("new mode ", "old mode ", "new file mode ", "deleted file mode ", "index "))
-               and said.rstrip().endswith(" 120000") for said in header)  # git's mode of a symbolic link
-    problem = ("a symbolic link's change" if link else  # a deletion checks the blob
+    modes = {said.split()[-1] for said in header if said.startswith(("new mode ", "old mode ", "new file mode ",
+                                                                      "deleted file mode ", "index "))}
+    problem = ("a symbolic link's change" if "120000" in modes else  # a deletion checks the blob
+               "a submodule's change (git's commit of another repository, not a file)" if "160000" in modes else
                "a binary file's change without its data (git diff --binary holds it)" if binary and action != "delete"
                else "")
     ends = _ends(raw[len(header):]) if raw and action == "create" else None

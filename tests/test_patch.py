@@ -461,3 +461,28 @@ def test_diff_r_parts_and_the_folders_taken_off_their_paths():
     assert [p.path for p in split_files(one_side)] == ["src/x.py", "y.py"]
     with pytest.raises(UsageError, match=r"cannot take 3 folder\(s\) off the diff's path new/logo.png"):
         split_files(diff_r, 3)
+
+
+def test_the_diffs_of_svn_cvs_and_mercurial_and_a_submodule():
+    """svn diff's `Index:` line and rule, CVS's (with `RCS file:`, `retrieving revision` and its diff
+    command) and hg diff's `diff -r` line start a file's part and are read as its header; git's change of
+    a submodule (mode 160000) is a part that cannot be applied."""
+    from fastapply.diffs import split_files
+
+    hunk = "@@ -1,2 +1,2 @@\n a\n-b\n+B\n"
+    rule = "=" * 67
+    svn = "".join(f"Index: {name}\n{rule}\n--- {name}\t(revision 12)\n+++ {name}\t(working copy)\n{hunk}"
+                  for name in ("x.txt", "src/y.txt"))
+    cvs = "".join(f"Index: {name}\n{rule}\nRCS file: /cvs/{name},v\nretrieving revision 1.4\ndiff -u -r1.4 {name}\n"
+                  f"--- {name}\t12 Nov 2026 10:00:00 -0000\t1.4\n+++ {name}\t29 Nov 2026 08:00:00 -0000\n{hunk}"
+                  for name in ("x.txt", "src/y.txt"))
+    hg = "".join(f"diff -r 1a2b3c4d5e6f {name}\n--- a/{name}\tThu Nov 26 10:00:00 2026 +0000\n"
+                 f"+++ b/{name}\tSun Nov 29 08:00:00 2026 +0000\n{hunk}" for name in ("x.txt", "src/y.txt"))
+    for diff in (svn, cvs, hg):
+        parts = split_files(diff)
+        assert [p.path for p in parts] == ["x.txt", "src/y.txt"], diff
+        assert all(apply_patch("a\nb\n", read_patch(p.text), None).text == "a\nB\n" for p in parts)
+    submodule = ("diff --git a/vendor/lib b/vendor/lib\nindex 1234567..89abcde 160000\n--- a/vendor/lib\n"
+                 "+++ b/vendor/lib\n@@ -1 +1 @@\n-Subproject commit 1234567\n+Subproject commit 89abcde\n")
+    assert [(p.path, p.problem.split(" (")[0]) for p in split_files(submodule)] == [
+        ("vendor/lib", "a submodule's change")]
