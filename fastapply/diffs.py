@@ -481,9 +481,10 @@ def part_for(edit: str, path: str) -> str:
         return edit
     here = Path(path).resolve().parts
     mine = [part for part in parts if any(name and here[-len(Path(name).parts):] == Path(name).parts
-                                          for name in (part.path, part.source))]
+                                          for name in (part.path, part.source if part.action == "move" else None))]
     chosen = mine[0] if len(mine) == 1 else parts[0] if len(parts) == 1 else None
-    if chosen is not None and chosen.action == "move":
-        raise UsageError(f"the diff moves {chosen.source} to {chosen.path}: fastapply FILE edits FILE where it is; "
+    if chosen is not None and chosen.action in ("move", "copy"):
+        does = "moves" if chosen.action == "move" else "copies"
+        raise UsageError(f"the diff {does} {chosen.source} to {chosen.path}: fastapply FILE edits FILE where it is; "
                          f"give the diff to fastapply batch --patch")
     return chosen.text if chosen is not None and len(parts) > 1 else edit

@@ -410,7 +410,7 @@ def test_gits_diff_of_a_file_that_holds_hunks_itself_is_read_as_a_diff(tmp_path)
     assert read_patch("--- a/x\n+++ /dev/null\n@@ -1 +0,0 @@\n-x\n", notes) is None  # its own text, not an error
 
 
-def test_fastapply_file_does_not_edit_in_place_a_file_the_diff_moves():
+def test_fastapply_file_does_not_edit_in_place_a_file_the_diff_moves_or_copies():
     """`fastapply FILE` edits FILE where it is: a diff that renames it (with or without hunks, git's or
     the *** Begin Patch form) is a usage error pointing at `fastapply batch --patch`; its other parts are
     FILE's as before."""
@@ -425,6 +425,11 @@ def test_fastapply_file_does_not_edit_in_place_a_file_the_diff_moves():
     with pytest.raises(UsageError, match="moves app.py to lib.py"):
         part_for("diff --git a/app.py b/lib.py\nsimilarity index 100%\nrename from app.py\nrename to lib.py\n",
                  "app.py")
+    copied = ("diff --git a/app.py b/app.py\n--- a/app.py\n+++ b/app.py\n@@ -1 +1 @@\n-x = 1\n+x = 2\n"
+              "diff --git a/app.py b/lib.py\nsimilarity index 90%\ncopy from app.py\ncopy to lib.py\n")
+    assert part_for(copied, "app.py").startswith("diff --git a/app.py b/app.py\n")  # the copy's original: its own part
+    with pytest.raises(UsageError, match="copies app.py to lib.py"):
+        part_for(copied, "lib.py")
 
 
 def test_diff_r_parts_and_the_folders_taken_off_their_paths():
