@@ -72,8 +72,14 @@ def replay(repo: str, commit: str, parent: str, series: bool = False) -> dict:
     refused = {name for name, _ in failed}
     differ = sorted(name for name in set(got) | set(want) if got.get(name) != want.get(name))
     wrong = [name for name in differ if name not in refused and not _moved_from(name, diff, refused)]
-    return {"commit": commit, "parts": len(records), "failed": failed, "wrong": wrong, "seconds": round(seconds, 2),
-            "exit": run.returncode}
+    did = Counter(kind for r in records if r["ok"] for kind, key in _DID if r.get(key))
+    return {"commit": commit, "since": parent, "parts": len(records), "did": dict(did), "failed": failed,
+            "wrong": wrong, "seconds": round(seconds, 2), "exit": run.returncode}
+
+
+# what a part did, as its record says it
+_DID = (("created", "created"), ("deleted", "deleted"), ("moved", "moved_from"), ("copied", "copied_from"),
+        ("binary", "binary"))
 
 
 def _moved_from(name: str, diff: bytes, refused: set[str]) -> bool:
@@ -123,12 +129,14 @@ def main() -> None:
                   for row in rows for _, error in row["failed"])
     summary = {"commits": len(rows), "same": sum(not row["wrong"] for row in rows),
                "wrong": sum(bool(row["wrong"]) for row in rows), "parts": sum(row["parts"] for row in rows),
-               "failed parts": sum(len(row["failed"]) for row in rows), "why failed": dict(why.most_common())}
+               "failed parts": sum(len(row["failed"]) for row in rows), "why failed": dict(why.most_common()),
+               "did": dict(sum((Counter(row["did"]) for row in rows), Counter()))}
     print("| commits | the commit's tree | a file wrong | parts | parts failed |\n|---:|---:|---:|---:|---:|")
     print(f"| {summary['commits']} | {summary['same']} | {summary['wrong']} | {summary['parts']:,} | "
           f"{summary['failed parts']} |")
     for reason, count in why.most_common():
         print(f"  failed: {count} x {reason}")
+    print("  parts: " + ", ".join(f"{summary['did'].get(kind, 0)} {kind}" for kind, _ in _DID))
     head = _git(args.repo, "rev-parse", "HEAD").decode().strip()
     fastapply = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=Path(__file__).resolve().parent,
                                capture_output=True, text=True).stdout.strip()
