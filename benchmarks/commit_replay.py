@@ -62,9 +62,10 @@ def replay(repo: str, commit: str, parent: str, series: bool = False) -> dict:
         _export(repo, commit, after)
         patch.write_bytes(diff)
         started = time.perf_counter()
-        run = subprocess.run([sys.executable, "-m", "fastapply", "batch", "--patch", str(patch), "--engine", "merge",
-                              "--in-place", *(["--atomic"] if series else [])], cwd=before, capture_output=True,
-                             text=True)
+        # -P: the fastapply this script runs with, not one the tree holds (fastapply's own commits)
+        command = [sys.executable, "-P", "-m", "fastapply", "batch", "--patch", str(patch), "--engine", "merge",
+                   "--in-place", *(["--atomic"] if series else [])]
+        run = subprocess.run(command, cwd=before, capture_output=True, text=True)
         seconds = time.perf_counter() - started
         records = [json.loads(line) for line in run.stdout.splitlines() if line.startswith("{")]
         got, want = _tree(before), _tree(after)
