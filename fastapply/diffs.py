@@ -320,10 +320,10 @@ def split_files(diff: str, strip: int | None = None) -> list[FilePart]:
     with what it does to the file: edits it, creates it (``new file mode``, ``--- /dev/null``, ``*** Add
     File:``), deletes it (``deleted file mode``, ``+++ /dev/null``, ``*** Delete File:``), moves it
     (``rename from`` / ``rename to``, ``*** Move to:``) or copies another (``copy from`` / ``copy to``); a
-    file ``diff -r`` says is on one side only, or binary, is a part that cannot be applied. Paths lose their first ``strip`` folders (``-p``), or, None,
-    the folder that names each side (git's ``a/`` and ``b/``, ``diff -ru old new``'s, ``_sides``). Raises
-    UsageError where the text holds no file's part. Of a chat model's answer, the diff its code blocks hold
-    (``answer.code_of``)."""
+    file ``diff -r`` says is on one side only, or binary, is a part that cannot be applied. Paths lose
+    their first ``strip`` folders (``-p``), or, None, the folder that names each side (git's ``a/`` and
+    ``b/``, ``diff -ru old new``'s, ``_sides``). Raises UsageError where the text holds no file's part. Of
+    a chat model's answer, the diff its code blocks hold (``answer.code_of``)."""
     from fastapply.answer import code_of
 
     text = diff.replace("\r\n", "\n")
@@ -379,9 +379,11 @@ def _file_part(line: int, part: list[str], raw: list[str] | None, strip: int | N
     header = part[:next((k for k, said in enumerate(part) if said.startswith("@@")), len(part))]
     plain = strip and strip - 1  # the -p of a path written without git's a/ or b/ (rename from, *** lines)
 
-    def named(prefix: str) -> str | None:
-        return next((_stripped(_unquoted(said[len(prefix):].strip()), plain) for said in header
-                     if said.startswith(prefix)), None)
+    def named(prefix: str) -> str | None:  # what a header line says (a mode; a path: ``path``)
+        return next((_unquoted(said[len(prefix):].strip()) for said in header if said.startswith(prefix)), None)
+
+    def path(prefix: str) -> str | None:
+        return None if (name := named(prefix)) is None else _stripped(name, plain)
 
     if (only := _ONLY_IN.match(part[0])) or (differ := _DIFFER.match(part[0])):
         name = f"{only[1].rstrip('/')}/{only[2]}" if only else differ[2] if differ[2] != "/dev/null" else differ[1]
@@ -389,12 +391,12 @@ def _file_part(line: int, part: list[str], raw: list[str] | None, strip: int | N
                    if only else "a binary file's change without its data (git diff --binary holds it)")
         return FilePart(line, _stripped(name, strip, "b/"), text, problem=problem)
     if part[0].startswith("*** "):  # the *** Begin Patch form
-        path, moved = _path(part[0], strip), named("*** Move to: ")
+        name, moved = _path(part[0], strip), path("*** Move to: ")
         if moved and part[0].startswith("*** Update File: "):
-            return FilePart(line, moved, text, "move", path)
+            return FilePart(line, moved, text, "move", name)
         action = ("create" if part[0].startswith("*** Add File: ") else
                   "delete" if part[0].startswith("*** Delete File: ") else "edit")
-        return FilePart(line, path, text, action, ends=_ends(raw[1:]) if raw and action == "create" else None)
+        return FilePart(line, name, text, action, ends=_ends(raw[1:]) if raw and action == "create" else None)
     old, new = (next((_path(said, strip) for said in header if said.startswith(prefix)), None)
                 for prefix in ("--- ", "+++ "))
     git = _git_paths(part[0])
@@ -404,16 +406,16 @@ def _file_part(line: int, part: list[str], raw: list[str] | None, strip: int | N
     mode = int(said_mode, 8) if re.fullmatch(r"[0-7]{6}", said_mode) else None
     blob = next((index.group(1) for said in header if (index := INDEX_LINE.match(said))), None)
     source = None
-    if named("rename from ") and named("rename to "):
-        action, path, source = "move", named("rename to "), named("rename from ")
-    elif named("copy from ") and named("copy to "):
-        action, path, source = "copy", named("copy to "), named("copy from ")
+    if path("rename from ") and path("rename to "):
+        action, name, source = "move", path("rename to "), path("rename from ")
+    elif path("copy from ") and path("copy to "):
+        action, name, source = "copy", path("copy to "), path("copy from ")
     elif named("deleted file mode ") is not None or new == "/dev/null" or _epoch(header, "+++ "):
-        action, path = "delete", old if old not in (None, "/dev/null") else git
+        action, name = "delete", old if old not in (None, "/dev/null") else git
     elif named("new file mode ") is not None or old == "/dev/null" or _epoch(header, "--- "):
-        action, path = "create", new if new not in (None, "/dev/null") else git
+        action, name = "create", new if new not in (None, "/dev/null") else git
     else:
-        action, path = "edit", new or git
+        action, name = "edit", new or git
     modes = {said.split()[-1] for said in header if said.startswith(("new mode ", "old mode ", "new file mode ",
                                                                       "deleted file mode ", "index "))}
     problem = ("a symbolic link's change" if "120000" in modes else  # a deletion checks the blob
@@ -421,7 +423,7 @@ def _file_part(line: int, part: list[str], raw: list[str] | None, strip: int | N
                "a binary file's change without its data (git diff --binary holds it)" if binary and action != "delete"
                else "")
     ends = _ends(raw[len(header):]) if raw and action == "create" else None
-    return FilePart(line, path, text, action, source, problem, mode, blob, ends) if path else None
+    return FilePart(line, name, text, action, source, problem, mode, blob, ends) if name else None
 
 
 def _ends(raw: list[str]) -> TextFormat | None:

@@ -412,8 +412,8 @@ def test_gits_diff_of_a_file_that_holds_hunks_itself_is_read_as_a_diff(tmp_path)
 
 def test_fastapply_file_does_not_edit_in_place_a_file_the_diff_moves_or_copies():
     """`fastapply FILE` edits FILE where it is: a diff that renames it (with or without hunks, git's or
-    the *** Begin Patch form) is a usage error pointing at `fastapply batch --patch`; its other parts are
-    FILE's as before."""
+    the *** Begin Patch form), or copies another file to it, is a usage error pointing at `fastapply batch
+    --patch`; its other parts are FILE's as before."""
     from fastapply.diffs import part_for
 
     agent = ("*** Begin Patch\n*** Update File: app.py\n*** Move to: src/main.py\n@@\n-x = 1\n+x = 2\n"
@@ -458,6 +458,10 @@ def test_diff_r_parts_and_the_folders_taken_off_their_paths():
     assert [(p.path, p.source) for p in split_files(git)] == [("src/app/x.py", None),
                                                               ("src/app/new.py", "src/app/old.py")]
     assert [(p.path, p.source) for p in split_files(git, 3)] == [("x.py", None), ("new.py", "old.py")]
+    modes = ("diff --git a/src/run.sh b/src/run.sh\nold mode 100644\nnew mode 100755\n"
+             "diff --git a/src/new.sh b/src/new.sh\nnew file mode 100755\nindex 0000000..e69de29\n")
+    assert [(p.path, p.action, p.mode) for p in split_files(modes, 2)] == [("run.sh", "edit", 0o100755),
+                                                                           ("new.sh", "create", 0o100755)]
     agent = "*** Begin Patch\n*** Update File: src/x.py\n@@\n-a\n+b\n*** End Patch\n"
     assert [p.path for p in split_files(agent, 1)] == ["src/x.py"]
     assert [p.path for p in split_files(agent, 2)] == ["x.py"]
