@@ -65,10 +65,15 @@ def _inflated(lines: list[str], size: int, path: str) -> bytes:
             packed += base64.b85decode(line[1:])[:count]
         except ValueError as exc:
             raise UsageError(f"the binary patch for {path} is not base85: {exc}") from None
+    inflate = zlib.decompressobj()
     try:
-        data = zlib.decompress(bytes(packed))
+        data = inflate.decompress(bytes(packed), size + 1)  # no more than the header says (and one byte to tell)
     except zlib.error as exc:
         raise UsageError(f"the binary patch for {path} is corrupt: {exc}") from None
+    if len(data) > size:
+        raise UsageError(f"the binary patch for {path} holds more than the {size} bytes its header says")
+    if len(data) == size and not inflate.eof:
+        raise UsageError(f"the binary patch for {path} is corrupt: its data ends early")
     if len(data) != size:
         raise UsageError(f"the binary patch for {path} holds {len(data)} bytes, its header says {size}")
     return data

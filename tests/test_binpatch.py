@@ -53,8 +53,16 @@ def test_a_literal_hunk_holds_the_new_file_over_several_lines():
     assert apply_binary(created, b"", "x.bin") == data
     with pytest.raises(UsageError, match="does not give the file its index line names"):
         apply_binary(created.replace(blob, "e69de29"), b"", "x.bin")
-    with pytest.raises(UsageError, match="holds 5000 bytes, its header says 4999"):
+    with pytest.raises(UsageError, match="holds more than the 4999 bytes its header says"):
         apply_binary(part.replace("literal 5000", "literal 4999"), b"", "x.bin")
+    with pytest.raises(UsageError, match="holds 5000 bytes, its header says 5001"):
+        apply_binary(part.replace("literal 5000", "literal 5001"), b"", "x.bin")
+    bomb = f"GIT binary patch\nliteral 10\n{_lines(bytes(50_000_000))}\n"  # inflated no further than it says
+    with pytest.raises(UsageError, match="more than the 10 bytes"):
+        apply_binary(bomb, b"", "x.bin")
+    cut = "\n".join(part.split("\n")[:4]) + "\n\n"  # its first lines alone
+    with pytest.raises(UsageError, match="corrupt|holds"):
+        apply_binary(cut, b"", "x.bin")
     first = part.split("\n")[2]
     with pytest.raises(UsageError, match="wrong length"):
         apply_binary(part.replace(first, first[:-5]), b"", "x.bin")
