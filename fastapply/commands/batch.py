@@ -20,9 +20,10 @@ from fastapply.errors import UsageError
 @app.command("batch")
 def batch_command(
     edits: Annotated[str, typer.Argument(help='JSONL of {"file": ..., "edit": ..., "instruction"?: ...}; - reads stdin.')],
-    patch: Annotated[bool, typer.Option("--patch", help="EDITS is a diff of one or more files (git diff, *** Begin Patch): "
-                                                        "each file's part is its edit, or creates, deletes or "
-                                                        "moves the file.")] = False,
+    patch: Annotated[bool, typer.Option("--patch", help="EDITS is a diff of one or more files (git diff or "
+                                                        "format-patch, diff -ruN, svn or hg diff, *** Begin "
+                                                        "Patch): each file's part is its edit, or creates, "
+                                                        "deletes, moves or copies the file.")] = False,
     strip: Annotated[Optional[int], typer.Option("-p", "--strip", min=0, help="With --patch, take this many leading "
                                                  "folders off the diff's paths, as git apply -p and patch -p do "
                                                  "(default: each side's own folder, git's a/ and b/ or diff -ru "
