@@ -28,7 +28,7 @@ _DIVIDER = re.compile(r"^={5,9}\s*$")
 _REPLACE = re.compile(r"^(?:>{5,9}|\+{5,9}) ?REPLACE\s*$")
 _LINE_HINT = re.compile(r"^:(start|end)_line:\s*(\d+)\s*$")  # Roo Code's, then a ------- line
 _SEPARATOR = re.compile(r"^-{5,9}\s*$")
-_MAIL = re.compile(r"From [0-9a-f]{40} ")  # the first line of git format-patch's mail
+MAIL_LINE = re.compile(r"From [0-9a-f]{40} ")  # the first line of git format-patch's mail
 _DIFF_COMMAND = re.compile(r"^diff (?:--?[A-Za-z][^ ]* )+\S")  # the line diff -ru (hg diff) writes before a part
 _SVN_INDEX = re.compile(r"^Index: \S")  # svn diff's (and CVS's) line before a part, a rule of = after it
 _RULE = re.compile(r"^={20,}$")
@@ -100,11 +100,11 @@ def _unmailed(text: str) -> str:
     summary (before its first ``diff --git`` line) and its signature (``-- ``, then git's version)
     blanked, their lines kept so that a part's line is the input's; any other text as it is."""
     lines = text.split("\n")
-    if not _MAIL.match(lines[0]):
+    if not MAIL_LINE.match(lines[0]):
         return text
     kept, diff = [], False
     for i, line in enumerate(lines):
-        if _MAIL.match(line) or (line == "-- " and i + 1 < len(lines) and re.match(r"\d+\.\d+", lines[i + 1])):
+        if MAIL_LINE.match(line) or (line == "-- " and i + 1 < len(lines) and re.match(r"\d+\.\d+", lines[i + 1])):
             diff = False
         elif line.startswith("diff --git "):
             diff = True
@@ -136,10 +136,12 @@ def _unified(lines: list[str]) -> Patch | None:
     hunks: list[Hunk] = []
     files: set[str] = set()
     final_newline, creates, blobs, i = None, False, None, 0
+    first = next((k for k, line in enumerate(lines) if line.startswith("@@")), len(lines))
+    exact = any(_made_by_tool(line) for line in lines[:first])  # its hunks' counts are to be kept to
     while i < len(lines):
         line = lines[i]
         if line.startswith("@@"):
-            hunk, i, eof = _hunk(lines, i)
+            hunk, i, eof = _hunk(lines, i, exact)
             hunks.append(hunk)
             final_newline = eof if eof is not None else final_newline
         elif line.startswith(_DELETES):
@@ -185,11 +187,12 @@ def _add_up(hunks: list[Hunk]) -> bool:
     return numbered
 
 
-def _hunk(lines: list[str], i: int) -> tuple[Hunk, int, bool | None]:
+def _hunk(lines: list[str], i: int, exact: bool = False) -> tuple[Hunk, int, bool | None]:
     """The hunk whose header is ``lines[i]``, the index after it, and what it says of the final newline.
     It runs on while its lines are a hunk's, past a numbered header's counts too (chat models miscount),
     where an empty line ends it; a ``--- `` line ends it only with a ``+++ `` line after it (a deleted
-    ``-- comment`` line is the hunk's). A bare header's words name the hunk's scope (``@@ class A``, and
+    ``-- comment`` line is the hunk's), and, ``exact`` (a tool's diff: git's, ``diff -r``'s), only once
+    its counts are met (a deleted ``-- x`` line before an added ``++ y``). A bare header's words name the hunk's scope (``@@ class A``, and
     under it ``@@     def f(self):``, as the ``*** Begin Patch`` form writes them where its lines are
     found more than once), each a line of the file that comes before the hunk's lines."""
     numbered = _NUMBERED.match(lines[i])
@@ -215,7 +218,8 @@ def _hunk(lines: list[str], i: int) -> tuple[Hunk, int, bool | None]:
             j += 1
             continue
         counted = wanted is not None and old >= wanted[0] and new >= wanted[1]
-        if _ends_hunk(lines, j) or (line[:1] not in (" ", "-", "+") and (line or counted)):
+        owed = exact and wanted is not None and not counted and line.startswith("--- ")  # the hunk's own line
+        if (_ends_hunk(lines, j) and not owed) or (line[:1] not in (" ", "-", "+") and (line or counted)):
             break
         kind, text = (line[0], line[1:]) if line else (" ", "")
         ops.append((kind, text))
@@ -251,6 +255,12 @@ def _unquoted(name: str) -> str:
         return name
     return re.sub(rb"\\([0-7]{3}|.)", lambda m: bytes([int(m[1], 8)]) if len(m[1]) == 3 else
                   bytes([_ESCAPED.get(m[1], m[1][0])]), name[1:-1].encode()).decode("utf-8", "replace")
+
+
+def _made_by_tool(line: str) -> bool:
+    """Whether a part's header line is one a tool writes (git's ``diff --git``, ``diff -r``'s or hg's
+    command line, svn's ``Index:``): its hunks' counts are right."""
+    return line.startswith("diff --git ") or bool(_DIFF_COMMAND.match(line) or _SVN_INDEX.match(line))
 
 
 def _ends_hunk(lines: list[str], j: int) -> bool:
@@ -329,10 +339,20 @@ def split_files(diff: str, strip: int | None = None) -> list[FilePart]:
     text = diff.replace("\r\n", "\n")
     code = code_of(text)
     raw = diff.split("\n") if code == text else None  # the lines with their CRs (not of an answer's blocks)
-    mails = list(itertools.accumulate(bool(_MAIL.match(line)) for line in code.split("\n")))
+    mails = list(itertools.accumulate(bool(MAIL_LINE.match(line)) for line in code.split("\n")))
     lines = _unmailed(code).split("\n")
     starts: list[int] = []
+    owed = None  # a tool's numbered hunk's lines still to come (old, new): none of them starts a part
     for i, line in enumerate(lines):
+        if owed is not None and (line[:1] in (" ", "-", "+", "\\") or not line):
+            if not line.startswith("\\"):
+                owed = (owed[0] - (line[:1] != "+"), owed[1] - (line[:1] != "-"))
+            owed = owed if owed[0] > 0 or owed[1] > 0 else None
+            continue
+        owed = None
+        if (numbered := _NUMBERED.match(line)) and starts and _made_by_tool(lines[starts[-1]]):
+            owed = (int(numbered.group(2) or 1), int(numbered.group(4) or 1))
+            owed = owed if owed[0] > 0 or owed[1] > 0 else None
         after = lines[i + 1] if i + 1 < len(lines) else ""
         pair = line.startswith("--- ") and after.startswith("+++ ")
         alone = _ONLY_IN.match(line) or (_DIFFER.match(line) and not (i and lines[i - 1].startswith(_HEADERS)))
@@ -399,7 +419,7 @@ def _file_part(line: int, part: list[str], raw: list[str] | None, strip: int | N
         return FilePart(line, name, text, action, ends=_ends(raw[1:]) if raw and action == "create" else None)
     old, new = (next((_path(said, strip) for said in header if said.startswith(prefix)), None)
                 for prefix in ("--- ", "+++ "))
-    git = _git_paths(part[0])
+    git = git_path(part[0])
     git = _stripped(git, strip, "b/") if git else None
     binary = any(said.startswith("Binary files ") for said in header)  # a change the diff does not hold
     said_mode = named("new mode ") or named("new file mode ") or ""
@@ -456,7 +476,7 @@ def deleted_text(part: str) -> str | None:
     return "".join(line[1:] + "\n" for line in lines[first:] if line.startswith("-"))
 
 
-def _git_paths(line: str) -> str | None:
+def git_path(line: str) -> str | None:
     """The file a ``diff --git a/x b/x`` line names (its new path, ``b/x``; quoted, ``"b/x"``, unquoted), or
     None."""
     quoted = re.fullmatch(r'diff --git (?:"(?:[^"\\]|\\.)*"|\S+) ("(?:[^"\\]|\\.)*")', line)

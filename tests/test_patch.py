@@ -495,3 +495,21 @@ def test_the_diffs_of_svn_cvs_and_mercurial_and_a_submodule():
                  "+++ b/vendor/lib\n@@ -1 +1 @@\n-Subproject commit 1234567\n+Subproject commit 89abcde\n")
     assert [(p.path, p.problem.split(" (")[0]) for p in split_files(submodule)] == [
         ("vendor/lib", "a submodule's change")]
+
+
+def test_a_tools_hunk_is_read_as_far_as_its_counts():
+    """In git's diff (and diff -r's, svn's, hg's) a hunk's counts are right: a deleted `-- x` line before
+    an added `++ y` line reads `--- x` / `+++ y`, and is the hunk's, not a new file's header. A chat
+    model's diff (no such header) may miscount: there a `---` / `+++` pair still starts the next file."""
+    from fastapply.diffs import split_files
+
+    sql = "select 1;\n-- x\nselect 2;\n"
+    git = ("diff --git a/q.sql b/q.sql\nindex 1234567..89abcde 100644\n--- a/q.sql\n+++ b/q.sql\n"
+           "@@ -1,3 +1,3 @@\n select 1;\n--- x\n+++ y\n select 2;\n"
+           "diff --git a/r.sql b/r.sql\n--- a/r.sql\n+++ b/r.sql\n@@ -1 +1 @@\n-a\n+b\n")
+    parts = split_files(git)
+    assert [p.path for p in parts] == ["q.sql", "r.sql"]
+    assert apply_patch(sql, read_patch(parts[0].text), None).text == "select 1;\n++ y\nselect 2;\n"
+    chat = ("--- a/q.sql\n+++ b/q.sql\n@@ -1,9 +1,9 @@\n select 1;\n-select 2;\n+select 3;\n"
+            "--- a/r.sql\n+++ b/r.sql\n@@ -1 +1 @@\n-a\n+b\n")  # over-counted: the next file comes sooner
+    assert [p.path for p in split_files(chat)] == ["q.sql", "r.sql"]
