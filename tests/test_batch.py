@@ -739,3 +739,65 @@ def test_the_summary_a_person_at_a_terminal_reads():
     assert summary(planned + [{"ok": False}], in_place=True) == "0 files changed, 1 unchanged, 1 failed"
     assert summary([{"ok": True, "changed": True, "written": True, "copied_from": "a"}], True) == (
         "1 file changed (1 copied)")
+
+
+def test_batch_patch_reverse_undoes_what_the_diff_did(tmp_path, monkeypatch):
+    """`-R` applies a diff turned around (as `git apply -R`): after `git diff -M -C --binary` of a commit
+    (an edit, a file created with CRLF ends, one deleted, one renamed with an edit, an executable bit
+    set, a binary file changed, a copy, a last newline taken away) is applied, `-R` leaves the tree as it
+    was; so for a series of mails (undone last first) and with --atomic; a file changed since is
+    refused. A `*** Begin Patch` file added is deleted again, one it deleted cannot be made again."""
+    _needs("git")
+    monkeypatch.delenv("FASTAPPLY_MODEL", raising=False)
+    monkeypatch.chdir(tmp_path)
+    body = "".join(f"def f{i}(x):\n    return x + {i}\n\n\n" for i in range(8))
+    files = {"calc.py": body, "gone.txt": "old\nnotes\n", "lib/util.py": body.replace("def f", "def g"),
+             "run.sh": "echo hi\n", "logo.png": bytes(range(256)) * 4}
+    for name, data in files.items():
+        (tmp_path / name).parent.mkdir(exist_ok=True)
+        (tmp_path / name).write_bytes(data if isinstance(data, bytes) else data.encode())
+    _git(tmp_path, "init", "-q")
+    _git(tmp_path, "add", "-A")
+    _git(tmp_path, "commit", "-qm", "before")
+    before = _tree(tmp_path)
+    (tmp_path / "calc.py").write_text(body.replace("x + 5", "x - 5").rstrip("\n"))
+    (tmp_path / "win.bat").write_bytes(b"@echo off\r\necho hi\r\n")
+    (tmp_path / "gone.txt").unlink()
+    (tmp_path / "lib/util.py").rename(tmp_path / "lib/helpers.py")
+    (tmp_path / "lib/helpers.py").write_text(body.replace("def f", "def g").replace("x + 3", "x * 3"))
+    (tmp_path / "run.sh").chmod(0o755)
+    (tmp_path / "logo.png").write_bytes(bytes(range(256)) * 3 + b"\xff" * 256)
+    (tmp_path / "copy.py").write_text(body.replace("x + 1\n", "x + 100\n"))
+    _git(tmp_path, "add", "-A")
+    diff = _git(tmp_path, "diff", "--cached", "-M", "-C", "--find-copies-harder", "--binary", text=False)
+    assert b"copy to copy.py" in diff and b"GIT binary patch" in diff and b"rename to lib/helpers.py" in diff
+    _git(tmp_path, "commit", "-qm", "after")
+    after = _tree(tmp_path)
+    for atomic in ([], ["--atomic"]):
+        undone = CliRunner().invoke(app, ["batch", "--patch", "-", "-R", "--in-place", *atomic], input=diff)
+        assert undone.exit_code == 0, undone.output
+        assert _tree(tmp_path) == before
+        redone = CliRunner().invoke(app, ["batch", "--patch", "-", "--in-place"], input=diff)
+        assert redone.exit_code == 0 and _tree(tmp_path) == after
+    (tmp_path / "win.bat").write_bytes(b"@echo off\r\necho changed\r\n")
+    stale = CliRunner().invoke(app, ["batch", "--patch", "-", "-R", "--in-place", "--atomic"], input=diff)
+    assert stale.exit_code == 1 and (tmp_path / "calc.py").read_text() == after["calc.py"][0]
+    _git(tmp_path, "checkout", "-q", "--", "win.bat")
+    # a series: two more commits, undone last first
+    (tmp_path / "calc.py").write_text(body)
+    _git(tmp_path, "commit", "-qam", "three")
+    (tmp_path / "calc.py").write_text(body.replace("x + 7", "x + 70"))
+    (tmp_path / "copy.py").unlink()
+    _git(tmp_path, "commit", "-qam", "four")
+    mails = _git(tmp_path, "format-patch", "-2", "--stdout", "--binary")
+    result = CliRunner().invoke(app, ["batch", "--patch", "-", "-R", "--in-place", "--atomic"], input=mails)
+    assert result.exit_code == 0, result.output
+    assert _tree(tmp_path) == after
+    agent = ("*** Begin Patch\n*** Add File: docs/a.txt\n+one\n+two\n*** Update File: run.sh\n*** Move to: bin/run\n"
+             "@@\n-echo hi\n+echo hello\n*** End Patch\n")
+    assert CliRunner().invoke(app, ["batch", "--patch", "-", "--in-place"], input=agent).exit_code == 0
+    result = CliRunner().invoke(app, ["batch", "--patch", "-", "-R", "--in-place"], input=agent)
+    assert result.exit_code == 0, result.output
+    assert _tree(tmp_path) == after
+    gone = CliRunner().invoke(app, ["batch", "--patch", "-", "-R"], input="*** Begin Patch\n*** Delete File: x\n")
+    assert gone.exit_code == 2 and "cannot make x again" in gone.stderr

@@ -28,6 +28,8 @@ def batch_command(
                                                  "folders off the diff's paths, as git apply -p and patch -p do "
                                                  "(default: each side's own folder, git's a/ and b/ or diff -ru "
                                                  "old new's).")] = None,
+    reverse: Annotated[bool, typer.Option("-R", "--reverse", help="With --patch, undo the diff (as git apply -R): "
+                                                                  "apply it turned around.")] = False,
     answer: Annotated[bool, typer.Option("--answer", help="EDITS is a chat model's answer whose code blocks name "
                                                           "their files (```python:src/calc.py, or the path on the "
                                                           "line above): each file's blocks are its edit.")] = False,
@@ -69,8 +71,8 @@ def batch_command(
 
         if patch and answer:
             raise UsageError("choose one of --patch and --answer")
-        if strip is not None and not patch:
-            raise UsageError("-p (--strip) takes folders off a diff's paths: it needs --patch")
+        if (strip is not None or reverse) and not patch:
+            raise UsageError(f"{'-R (--reverse)' if reverse else '-p (--strip)'} reads a diff: it needs --patch")
         remote = remote_base_url(backend, base_url, server)
         if remote is None:
             model = local_model(model)
@@ -83,6 +85,10 @@ def batch_command(
             raise UsageError("--workers needs a server backend (--server or --backend openai); one local model "
                              "runs one edit at a time")
         text = fileio.read_verbatim(edits) if patch else fileio.read_text(edits)[0]  # a diff's CRs are its lines'
+        if reverse:
+            from fastapply.reverse import reversed_diff
+
+            text = reversed_diff(text)
         items = patch_items(text, strip) if patch else answer_items(text) if answer else read_items(text)
         failed, written, records = 0, False, []
         merge_first = remote is None and model == bundled.NAME  # certain merges need no model: loaded when one does
