@@ -9,6 +9,7 @@ created, deleted and renamed included.
     python benchmarks/commit_replay.py REPO --commits 40 --series 5    # 40 runs of 5 commits in a row
 
 ``--filter RDA`` takes the commits that rename, delete or add a file (``git log --diff-filter``).
+``--reverse`` undoes each instead: its diff applied with ``-R`` to its own tree, against its parent's.
 ``--series N`` replays runs of N commits in a row instead (each the next one's parent, no merge among
 them): their ``git format-patch --stdout -M -C --binary`` mails applied at once with ``--atomic``,
 against the last one's tree. A commit (run) is ``the same`` where the tree left is the commit's but for
@@ -49,22 +50,23 @@ def _tree(root: Path) -> dict[str, tuple[bytes, bool]]:
             for p in sorted(root.rglob("*")) if p.is_file() or p.is_symlink()}
 
 
-def replay(repo: str, commit: str, parent: str, series: bool = False) -> dict:
-    """One commit replayed (``series``: the commits after ``parent`` up to ``commit``, as mails): its
-    parts, the failed ones (file, error) and the files wrong."""
+def replay(repo: str, commit: str, parent: str, series: bool = False, reverse: bool = False) -> dict:
+    """One commit replayed (``series``: the commits after ``parent`` up to ``commit``, as mails; ``reverse``:
+    undone, its diff applied with -R to its own tree against its parent's): its parts, the failed ones
+    (file, error) and the files wrong."""
     diff = (_git(repo, "format-patch", "--stdout", "-M", "-C", "--binary", f"{parent}..{commit}") if series
             else _git(repo, "diff", "-M", "--binary", parent, commit))
     with tempfile.TemporaryDirectory() as tmp:
         before, after, patch = Path(tmp, "before"), Path(tmp, "after"), Path(tmp, "commit.diff")
         before.mkdir()
         after.mkdir()
-        _export(repo, parent, before)
-        _export(repo, commit, after)
+        _export(repo, commit if reverse else parent, before)
+        _export(repo, parent if reverse else commit, after)
         patch.write_bytes(diff)
         started = time.perf_counter()
         # -P: the fastapply this script runs with, not one the tree holds (fastapply's own commits)
         command = [sys.executable, "-P", "-m", "fastapply", "batch", "--patch", str(patch), "--engine", "merge",
-                   "--in-place", *(["--atomic"] if series else [])]
+                   "--in-place", *(["--atomic"] if series else []), *(["-R"] if reverse else [])]
         run = subprocess.run(command, cwd=before, capture_output=True, text=True)
         seconds = time.perf_counter() - started
         records = [json.loads(line) for line in run.stdout.splitlines() if line.startswith("{")]
@@ -97,6 +99,8 @@ def main() -> None:
     parser.add_argument("--filter", default="", help="git log --diff-filter letters, e.g. RDA")
     parser.add_argument("--series", type=int, default=0, help="replay runs of N commits in a row as one series "
                                                                "of mails, with --atomic")
+    parser.add_argument("--reverse", action="store_true", help="undo each commit (or run): its diff applied "
+                                                                    "with -R to its tree, against its parent's")
     parser.add_argument("--name", help="what the JSON calls the repository (default: its path)")
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args()
@@ -121,7 +125,7 @@ def main() -> None:
     for number, (commit, *parents) in enumerate(commits, 1):
         if len(parents) != 1:
             continue
-        rows.append(replay(args.repo, commit, parents[0], bool(args.series)))
+        rows.append(replay(args.repo, commit, parents[0], bool(args.series), args.reverse))
         if rows[-1]["wrong"]:
             print(f"wrong: {commit[:10]} {rows[-1]['wrong'][:5]}", flush=True)
         print(f"\r{number}/{len(commits)}", end="", file=sys.stderr, flush=True)
@@ -143,7 +147,7 @@ def main() -> None:
                                capture_output=True, text=True).stdout.strip()
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps({"repo": args.name or args.repo, "head": head, "filter": args.filter,
-                                    "series": args.series, "fastapply": fastapply,
+                                    "series": args.series, "reverse": args.reverse, "fastapply": fastapply,
                                     "machine": platform.platform(), "summary": summary, "rows": rows}, indent=1))
     print(f"wrote {args.out}")
 
