@@ -377,7 +377,8 @@ def summary(records: list[dict], in_place: bool) -> str:
     done = [r for r in records if r["ok"] and (r["written"] if in_place else r["changed"])]
     did = Counter("created" if "created" in r else "deleted" if "deleted" in r else "moved" if "moved_from" in r
                   else "copied" if "copied_from" in r else "edited" for r in done)
-    kinds = ", ".join(f"{did[kind]} {kind}" for kind in ("edited", "created", "deleted", "moved", "copied") if did[kind])
+    kinds = ", ".join(f"{did[kind]} {kind}" for kind in ("edited", "created", "deleted", "moved", "copied")
+                      if did[kind])
     changed = sum(did.values())
     line = f"{changed} file{'s' * (changed != 1)} {'changed' if in_place else 'would change'}" + (
         f" ({kinds})" if kinds else "")

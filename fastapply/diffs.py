@@ -22,7 +22,7 @@ from pathlib import Path
 from fastapply.errors import FastapplyError, UsageError
 from fastapply.fileio import TextFormat, decode
 
-_NUMBERED = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
+HUNK_HEADER = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
 _SEARCH = re.compile(r"^(?:<{5,9}|-{5,9}) ?SEARCH\s*$")  # aider's <<<<<<< SEARCH, Cline's ------- SEARCH
 _DIVIDER = re.compile(r"^={5,9}\s*$")
 _REPLACE = re.compile(r"^(?:>{5,9}|\+{5,9}) ?REPLACE\s*$")
@@ -104,12 +104,18 @@ def _unmailed(text: str) -> str:
         return text
     kept, diff = [], False
     for i, line in enumerate(lines):
-        if MAIL_LINE.match(line) or (line == "-- " and i + 1 < len(lines) and re.match(r"\d+\.\d+", lines[i + 1])):
+        if MAIL_LINE.match(line) or signs(lines, i):
             diff = False
         elif line.startswith("diff --git "):
             diff = True
         kept.append(line if diff else "")
     return "\n".join(kept)
+
+
+def signs(lines: list[str], i: int) -> bool:
+    """Whether ``lines[i]`` opens the signature of a mail ``git format-patch`` wrote (``-- ``, then git's
+    version)."""
+    return lines[i].removesuffix("\r") == "-- " and i + 1 < len(lines) and bool(re.match(r"\d+\.\d+", lines[i + 1]))
 
 
 def named_ends(object_id: str, text: str) -> bool | None:
@@ -192,12 +198,13 @@ def _hunk(lines: list[str], i: int, exact: bool = False) -> tuple[Hunk, int, boo
     It runs on while its lines are a hunk's, past a numbered header's counts too (chat models miscount),
     where an empty line ends it; a ``--- `` line ends it only with a ``+++ `` line after it (a deleted
     ``-- comment`` line is the hunk's), and, ``exact`` (a tool's diff: git's, ``diff -r``'s), only once
-    its counts are met (a deleted ``-- x`` line before an added ``++ y``). A bare header's words name the hunk's scope (``@@ class A``, and
-    under it ``@@     def f(self):``, as the ``*** Begin Patch`` form writes them where its lines are
-    found more than once), each a line of the file that comes before the hunk's lines."""
-    numbered = _NUMBERED.match(lines[i])
+    its counts are met (a deleted ``-- x`` line before an added ``++ y``). A bare header's words name the
+    hunk's scope (``@@ class A``, and under it ``@@     def f(self):``, as the ``*** Begin Patch`` form
+    writes them where its lines are found more than once), each a line of the file that comes before the
+    hunk's lines."""
+    numbered = HUNK_HEADER.match(lines[i])
     scope: list[str] = []
-    while not numbered and i + 1 < len(lines) and lines[i + 1].startswith("@@") and not _NUMBERED.match(lines[i + 1]):
+    while not numbered and i + 1 < len(lines) and lines[i + 1].startswith("@@") and not HUNK_HEADER.match(lines[i + 1]):
         scope.append(lines[i])  # headers one under another: each names a scope within the one before
         i += 1
     if not numbered:
@@ -350,7 +357,7 @@ def split_files(diff: str, strip: int | None = None) -> list[FilePart]:
             owed = owed if owed[0] > 0 or owed[1] > 0 else None
             continue
         owed = None
-        if (numbered := _NUMBERED.match(line)) and starts and _made_by_tool(lines[starts[-1]]):
+        if (numbered := HUNK_HEADER.match(line)) and starts and _made_by_tool(lines[starts[-1]]):
             owed = (int(numbered.group(2) or 1), int(numbered.group(4) or 1))
             owed = owed if owed[0] > 0 or owed[1] > 0 else None
         after = lines[i + 1] if i + 1 < len(lines) else ""

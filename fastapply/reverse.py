@@ -11,12 +11,10 @@ error, as is a diff not read whole (a chat model's answer: give its diff alone).
 
 from __future__ import annotations
 
-import re
 
-from fastapply.diffs import MAIL_LINE, INDEX_LINE, git_path, split_files
+from fastapply.diffs import HUNK_HEADER, INDEX_LINE, MAIL_LINE, git_path, signs, split_files
 from fastapply.errors import UsageError
 
-_NUMBERED = re.compile(r"^@@ -(\d+(?:,\d+)?) \+(\d+(?:,\d+)?) @@(.*)$")
 _SWAPS = (("new file mode ", "deleted file mode "), ("old mode ", "new mode "), ("rename from ", "rename to "))
 
 
@@ -36,9 +34,7 @@ def reversed_diff(diff: str) -> str:
     if code_of(diff.replace("\r\n", "\n")) != diff.replace("\r\n", "\n"):
         raise UsageError("-R turns a diff around, not a chat model's answer: give it the diff alone")
     lines = diff.split("\n")
-    end = len(lines)
-    while end > 1 and not lines[end - 1]:
-        end -= 1  # the blank lines the text ends with stay at its end
+    end = len(_unblank(lines))  # the blank lines the text ends with stay at its end
     mails = [k for k, line in enumerate(lines[:end]) if MAIL_LINE.match(line)] or [0]
     chunks = [_turned(lines[start:stop]) for start, stop in zip(mails, mails[1:] + [end])]
     gap = next((len(chunk) - len(_unblank(chunk)) for chunk in chunks[:-1]), 0)  # between one mail and the next
@@ -57,8 +53,8 @@ def _unblank(lines: list[str]) -> list[str]:
 def _turned(lines: list[str]) -> list[str]:
     """One diff's lines (one mail's), each file's part turned around (a mail's signature, ``-- `` and git's
     version, kept out of its last hunk)."""
-    signed = next((k for k in range(len(lines) - 1) if lines[k].removesuffix("\r") == "-- "
-                   and re.match(r"\d+\.\d+", lines[k + 1])), len(lines)) if MAIL_LINE.match(lines[0]) else len(lines)
+    mail = MAIL_LINE.match(lines[0])
+    signed = next((k for k in range(len(lines)) if signs(lines, k)), len(lines)) if mail else len(lines)
     starts = sorted({part.line - 1 for part in split_files("\n".join(lines))} | {signed})
     out = lines[:starts[0]]
     for start, end in zip(starts, starts[1:]):
@@ -126,10 +122,13 @@ def _hunk(part: list[str], bare: list[str], k: int) -> tuple[list[str], int]:
     """The hunk whose header is ``part[k]`` turned around, and the index after it: its ranges swapped and
     its ``-`` and ``+`` lines; a numbered hunk runs as far as its counts, a bare one while its lines are
     a hunk's."""
-    numbered = _NUMBERED.match(bare[k])
-    end = part[k][len(bare[k]):]
-    out = [f"@@ -{numbered.group(2)} +{numbered.group(1)} @@{numbered.group(3)}" + end if numbered else part[k]]
-    wanted = [int((numbered.group(g) + ",1").split(",")[1]) for g in (1, 2)] if numbered else None
+    numbered = HUNK_HEADER.match(bare[k])
+    if numbered:
+        old, new = (numbered.group(g) + ("," + numbered.group(g + 1) if numbered.group(g + 1) else "") for g in (1, 3))
+        out = [f"@@ -{new} +{old} @@{bare[k][numbered.end():]}" + part[k][len(bare[k]):]]
+    else:
+        out = [part[k]]
+    wanted = [int(numbered.group(g) or 1) for g in (2, 4)] if numbered else None
     k += 1
     while k < len(part):
         said = bare[k]
