@@ -376,6 +376,9 @@ def test_fastapply_file_creates_the_file_a_diff_creates(tmp_path, monkeypatch):
     assert (tmp_path / "e.py").read_text() == "x = 2"  # as the diff says, not as the file was
     missing = CliRunner().invoke(app, ["other.py", "--edit", "x = 1\n"])
     assert missing.exit_code == 1 and "cannot read other.py: no such file" in missing.stderr
+    (tmp_path / "c.diff").write_bytes(b"--- /dev/null\n+++ b/run.bat\n@@ -0,0 +1,2 @@\n+@echo off\r\n+echo hi\r\n")
+    made = CliRunner().invoke(app, ["run.bat", "--edit-file", "c.diff", "--in-place"])
+    assert made.exit_code == 0 and (tmp_path / "run.bat").read_bytes() == b"@echo off\r\necho hi\r\n"  # its CRLF
 
 
 def test_batch_patch_reads_the_mail_git_format_patch_writes(tmp_path, monkeypatch):

@@ -111,7 +111,7 @@ def apply_command(
             else:
                 stderr.print("merged without a model (the merge engine is certain)")
         changed = new_text != original
-        fmt = outcome.format(fmt)
+        fmt = (_created_ends(edit_file, file) if creating else None) or outcome.format(fmt)
         if check:
             raise typer.Exit(1 if changed else 0)
         if as_json:
@@ -156,6 +156,21 @@ def _creates(file: str, update: str) -> bool:
         return False
     patch = read_patch(update)
     return patch is not None and patch.creates
+
+
+def _created_ends(edit_file: Path | None, file: str):
+    """The line ends (other than LF) of the file that the diff in ``edit_file`` creates at ``file``: those
+    its lines have in the diff, as ``batch --patch`` writes them (``diffs.FilePart.ends``); None for LF,
+    or an edit given on the command line."""
+    from fastapply import fileio
+    from fastapply.diffs import split_files
+
+    if edit_file is None:
+        return None
+    here = Path(file).resolve().parts
+    parts = [part for part in split_files(fileio.read_verbatim(str(edit_file)))
+             if part.action == "create" and here[-len(Path(part.path).parts):] == Path(part.path).parts]
+    return parts[0].ends if len(parts) == 1 else None
 
 
 def _read_edit(edit: str | None, edit_file: Path | None, file: str, instruction: str = "") -> str:
