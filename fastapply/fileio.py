@@ -38,7 +38,7 @@ def decode(data: bytes, name: str = "input") -> tuple[str, TextFormat]:
     counts = {"\n": lf, "\r\n": crlf, "\r": cr}
     newline = max(counts, key=lambda k: (counts[k], k == "\n"))
     mixed = sum(1 for c in counts.values() if c) > 1
-    text = raw.replace("\r\n", "\n").replace("\r", "\n")
+    text = as_lf(raw)
     fmt = TextFormat(
         encoding=encoding,
         newline=newline,
@@ -46,6 +46,11 @@ def decode(data: bytes, name: str = "input") -> tuple[str, TextFormat]:
         original_lines=tuple(raw.splitlines(keepends=True)) if mixed else None,
     )
     return text, fmt
+
+
+def as_lf(raw: str) -> str:
+    """``raw`` with every line end (CRLF, a lone CR) made LF, as fastapply reads text."""
+    return raw.replace("\r\n", "\n").replace("\r", "\n")
 
 
 def _decoded(data: bytes, name: str) -> tuple[str, str]:

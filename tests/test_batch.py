@@ -379,6 +379,9 @@ def test_fastapply_file_creates_the_file_a_diff_creates(tmp_path, monkeypatch):
     (tmp_path / "c.diff").write_bytes(b"--- /dev/null\n+++ b/run.bat\n@@ -0,0 +1,2 @@\n+@echo off\r\n+echo hi\r\n")
     made = CliRunner().invoke(app, ["run.bat", "--edit-file", "c.diff", "--in-place"])
     assert made.exit_code == 0 and (tmp_path / "run.bat").read_bytes() == b"@echo off\r\necho hi\r\n"  # its CRLF
+    given = CliRunner().invoke(app, ["two.bat", "--edit", "--- /dev/null\n+++ b/two.bat\n@@ -0,0 +1,2 @@\n+a\r\n+b\r",
+                                     "--in-place"])  # as a shell's $(...) gives it: the last line's LF taken off
+    assert given.exit_code == 0 and (tmp_path / "two.bat").read_bytes() == b"a\r\nb\r\n"
 
 
 def test_batch_patch_reads_the_mail_git_format_patch_writes(tmp_path, monkeypatch):

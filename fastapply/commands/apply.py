@@ -111,7 +111,7 @@ def apply_command(
             else:
                 stderr.print("merged without a model (the merge engine is certain)")
         changed = new_text != original
-        fmt = (_created_ends(edit_file, file) if creating else None) or outcome.format(fmt)
+        fmt = (_created_ends(edit, edit_file, file) if creating else None) or outcome.format(fmt)
         if check:
             raise typer.Exit(1 if changed else 0)
         if as_json:
@@ -158,17 +158,18 @@ def _creates(file: str, update: str) -> bool:
     return patch is not None and patch.creates
 
 
-def _created_ends(edit_file: Path | None, file: str):
-    """The line ends (other than LF) of the file that the diff in ``edit_file`` creates at ``file``: those
-    its lines have in the diff, as ``batch --patch`` writes them (``diffs.FilePart.ends``); None for LF,
-    or an edit given on the command line."""
+def _created_ends(edit: str | None, edit_file: Path | None, file: str):
+    """The line ends (other than LF) of the file that the diff given (``--edit`` or ``--edit-file``; not
+    stdin, read already) creates at ``file``: those its lines have in the diff, as ``batch --patch``
+    writes them (``diffs.FilePart.ends``); None for LF."""
     from fastapply import fileio
     from fastapply.diffs import split_files
 
-    if edit_file is None:
+    raw = fileio.read_verbatim(str(edit_file)) if edit_file is not None else edit if edit != fileio.STDIN else None
+    if raw is None:
         return None
     here = Path(file).resolve().parts
-    parts = [part for part in split_files(fileio.read_verbatim(str(edit_file)))
+    parts = [part for part in split_files(raw)
              if part.action == "create" and here[-len(Path(part.path).parts):] == Path(part.path).parts]
     return parts[0].ends if len(parts) == 1 else None
 
@@ -189,7 +190,7 @@ def _read_edit(edit: str | None, edit_file: Path | None, file: str, instruction:
     elif edit_file is not None:
         text = fileio.read_text(str(edit_file))[0]
     else:
-        text = edit or ""
+        text = fileio.as_lf(edit or "")  # line ends as a file's are read
     if not text.strip() and not instruction.strip():
         raise UsageError("the edit is empty: pass --edit TEXT, --edit-file PATH or --edit - (stdin), "
                          "or an --instruction")
