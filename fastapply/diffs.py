@@ -382,8 +382,9 @@ def _sides(lines: list[str]) -> int | None:
     """1 where every ``---`` / ``+++`` pair of a diff names its file under a folder of each side's own,
     the same path below it (git's ``a/`` and ``b/``, ``diff -ru old new``): those folders are dropped;
     else None (git's ``a/`` and ``b/`` dropped where a path has them)."""
-    pairs = [(_path(old, 0).split("/", 1), _path(new, 0).split("/", 1)) for old, new in zip(lines, lines[1:])
-             if old.startswith("--- ") and new.startswith("+++ ") and "/dev/null" not in (_path(old, 0), _path(new, 0))]
+    names = [(_path(old, 0), _path(new, 0)) for old, new in zip(lines, lines[1:])
+             if old.startswith("--- ") and new.startswith("+++ ")]
+    pairs = [(old.split("/", 1), new.split("/", 1)) for old, new in names if "/dev/null" not in (old, new)]
     same = all(len(old) == len(new) == 2 and old[0] != new[0] and old[1] == new[1] for old, new in pairs)
     return 1 if pairs and same else None
 
@@ -508,6 +509,22 @@ def part_for(edit: str, path: str) -> str:
         parts = split_files(edit)
     except UsageError:
         return edit
+    chosen = _chosen(parts, path)
+    return chosen.text if chosen is not None and len(parts) > 1 else edit
+
+
+def part_of(edit: str, path: str) -> FilePart | None:
+    """The part of diff ``edit`` for the file at ``path`` (``_chosen``), or None where ``edit`` is not a diff."""
+    try:
+        return _chosen(split_files(edit), path)
+    except UsageError:
+        return None
+
+
+def _chosen(parts: list[FilePart], path: str) -> FilePart | None:
+    """Of a diff's parts, the one for the file at ``path``: the only one, or the one whose path (or moved
+    file's old path) is the end of ``path``'s; None where there is no such one. A usage error where it
+    moves or copies a file to it: ``fastapply FILE`` edits FILE where it is."""
     here = Path(path).resolve().parts
     mine = [part for part in parts if any(name and here[-len(Path(name).parts):] == Path(name).parts
                                           for name in (part.path, part.source if part.action == "move" else None))]
@@ -516,4 +533,4 @@ def part_for(edit: str, path: str) -> str:
         does = "moves" if chosen.action == "move" else "copies"
         raise UsageError(f"the diff {does} {chosen.source} to {chosen.path}: fastapply FILE edits FILE where it is; "
                          f"give the diff to fastapply batch --patch")
-    return chosen.text if chosen is not None and len(parts) > 1 else edit
+    return chosen

@@ -75,7 +75,7 @@ def apply_command(
         if remote is None:
             model = local_model(model)
         policy = draft_policy(draft, draft_model, medusa, remote)
-        update = _read_edit(edit, edit_file, file, instruction)
+        update, raw_edit = _read_edit(edit, edit_file, file, instruction)
         creating = _creates(file, update)
         original, fmt = ("", None) if creating else fileio.read_text(file)
         if language is not None:
@@ -111,7 +111,7 @@ def apply_command(
             else:
                 stderr.print("merged without a model (the merge engine is certain)")
         changed = new_text != original
-        fmt = (_created_ends(edit, edit_file, file) if creating else None) or outcome.format(fmt)
+        fmt = (_created_ends(raw_edit, file) if creating else None) or outcome.format(fmt)
         if check:
             raise typer.Exit(1 if changed else 0)
         if as_json:
@@ -158,25 +158,20 @@ def _creates(file: str, update: str) -> bool:
     return patch is not None and patch.creates
 
 
-def _created_ends(edit: str | None, edit_file: Path | None, file: str):
-    """The line ends (other than LF) of the file that the diff given (``--edit`` or ``--edit-file``; not
-    stdin, read already) creates at ``file``: those its lines have in the diff, as ``batch --patch``
-    writes them (``diffs.FilePart.ends``); None for LF."""
-    from fastapply import fileio
-    from fastapply.diffs import split_files
+def _created_ends(raw: str | None, file: str):
+    """The line ends (other than LF) of the file that the diff ``raw`` (the edit as given, its line ends
+    as they are) creates at ``file``: those its lines have in the diff, as ``batch --patch`` writes them
+    (``diffs.FilePart.ends``); None for LF."""
+    from fastapply.diffs import part_of
 
-    raw = fileio.read_verbatim(str(edit_file)) if edit_file is not None else edit if edit != fileio.STDIN else None
-    if raw is None:
-        return None
-    here = Path(file).resolve().parts
-    parts = [part for part in split_files(raw)
-             if part.action == "create" and here[-len(Path(part.path).parts):] == Path(part.path).parts]
-    return parts[0].ends if len(parts) == 1 else None
+    part = part_of(raw, file) if raw is not None else None
+    return part.ends if part is not None and part.action == "create" else None
 
 
-def _read_edit(edit: str | None, edit_file: Path | None, file: str, instruction: str = "") -> str:
+def _read_edit(edit: str | None, edit_file: Path | None, file: str, instruction: str = "") -> tuple[str, str | None]:
     """The update snippet as given (of a diff of several files, FILE's part); "" where there is none and
-    ``instruction`` is the whole edit."""
+    ``instruction`` is the whole edit. And the edit with its line ends as they are (``--edit`` and
+    ``--edit-file``; None from stdin), for the file a diff creates (``_created_ends``)."""
     from fastapply import fileio
     from fastapply.binpatch import is_binary_patch
     from fastapply.diffs import part_for
@@ -186,11 +181,10 @@ def _read_edit(edit: str | None, edit_file: Path | None, file: str, instruction:
     if edit == fileio.STDIN:
         if file == fileio.STDIN:
             raise UsageError("the file and the edit cannot both come from stdin")
-        text = fileio.decode(fileio.read_bytes(fileio.STDIN), "stdin")[0]
-    elif edit_file is not None:
-        text = fileio.read_text(str(edit_file))[0]
+        text, raw = fileio.decode(fileio.read_bytes(fileio.STDIN), "stdin")[0], None
     else:
-        text = fileio.as_lf(edit or "")  # line ends as a file's are read
+        raw = fileio.read_verbatim(str(edit_file)) if edit_file is not None else edit or ""
+        text = fileio.as_lf(raw)  # line ends as a file's are read
     if not text.strip() and not instruction.strip():
         raise UsageError("the edit is empty: pass --edit TEXT, --edit-file PATH or --edit - (stdin), "
                          "or an --instruction")
@@ -198,7 +192,7 @@ def _read_edit(edit: str | None, edit_file: Path | None, file: str, instruction:
     if is_binary_patch(text):
         raise UsageError(f"the edit is git's binary patch of {file}: fastapply FILE edits text; apply it with "
                          f"fastapply batch --patch")
-    return text
+    return text, raw
 
 
 def _run_model(original, update, instruction, model, adapter, device, dtype, policy, draft_model, medusa, preset,
