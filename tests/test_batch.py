@@ -382,6 +382,9 @@ def test_fastapply_file_creates_the_file_a_diff_creates(tmp_path, monkeypatch):
     given = CliRunner().invoke(app, ["two.bat", "--edit", "--- /dev/null\n+++ b/two.bat\n@@ -0,0 +1,2 @@\n+a\r\n+b\r",
                                      "--in-place"])  # as a shell's $(...) gives it: the last line's LF taken off
     assert given.exit_code == 0 and (tmp_path / "two.bat").read_bytes() == b"a\r\nb\r\n"
+    piped = CliRunner().invoke(app, ["three.bat", "--edit", "-", "--in-place"],
+                               input=b"--- /dev/null\n+++ b/three.bat\n@@ -0,0 +1,2 @@\n+c\r\n+d\r\n")
+    assert piped.exit_code == 0 and (tmp_path / "three.bat").read_bytes() == b"c\r\nd\r\n"  # stdin's CRLF too
 
 
 def test_batch_patch_reads_the_mail_git_format_patch_writes(tmp_path, monkeypatch):

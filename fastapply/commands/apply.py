@@ -158,20 +158,20 @@ def _creates(file: str, update: str) -> bool:
     return patch is not None and patch.creates
 
 
-def _created_ends(raw: str | None, file: str):
+def _created_ends(raw: str, file: str):
     """The line ends (other than LF) of the file that the diff ``raw`` (the edit as given, its line ends
     as they are) creates at ``file``: those its lines have in the diff, as ``batch --patch`` writes them
     (``diffs.FilePart.ends``); None for LF."""
     from fastapply.diffs import part_of
 
-    part = part_of(raw, file) if raw is not None else None
+    part = part_of(raw, file)
     return part.ends if part is not None and part.action == "create" else None
 
 
-def _read_edit(edit: str | None, edit_file: Path | None, file: str, instruction: str = "") -> tuple[str, str | None]:
+def _read_edit(edit: str | None, edit_file: Path | None, file: str, instruction: str = "") -> tuple[str, str]:
     """The update snippet as given (of a diff of several files, FILE's part); "" where there is none and
-    ``instruction`` is the whole edit. And the edit with its line ends as they are (``--edit`` and
-    ``--edit-file``; None from stdin), for the file a diff creates (``_created_ends``)."""
+    ``instruction`` is the whole edit. And the edit with its line ends as they are, for the file a diff
+    creates (``_created_ends``)."""
     from fastapply import fileio
     from fastapply.binpatch import is_binary_patch
     from fastapply.diffs import part_for
@@ -181,10 +181,10 @@ def _read_edit(edit: str | None, edit_file: Path | None, file: str, instruction:
     if edit == fileio.STDIN:
         if file == fileio.STDIN:
             raise UsageError("the file and the edit cannot both come from stdin")
-        text, raw = fileio.decode(fileio.read_bytes(fileio.STDIN), "stdin")[0], None
+        raw = fileio.read_verbatim(fileio.STDIN)
     else:
         raw = fileio.read_verbatim(str(edit_file)) if edit_file is not None else edit or ""
-        text = fileio.as_lf(raw)  # line ends as a file's are read
+    text = fileio.as_lf(raw)  # line ends as a file's are read
     if not text.strip() and not instruction.strip():
         raise UsageError("the edit is empty: pass --edit TEXT, --edit-file PATH or --edit - (stdin), "
                          "or an --instruction")
