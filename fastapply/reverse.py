@@ -26,8 +26,8 @@ def reversed_diff(diff: str) -> str:
     +++ b/x.py
     @@ -1,2 +1,2 @@
      a
-    +b
     -c
+    +b
     """
     from fastapply.answer import code_of
 
@@ -145,7 +145,30 @@ def _hunk(part: list[str], bare: list[str], k: int) -> tuple[list[str], int]:
             if kind in ("+", " ", ""):
                 wanted[1] -= 1
         k += 1
-    return out, k
+    return out[:1] + _deletions_first(out[1:]), k
+
+
+def _deletions_first(lines: list[str]) -> list[str]:
+    """A hunk's lines with each run of changed lines' ``-`` lines before its ``+`` lines, as git writes them
+    (a ``\\ No newline at end of file`` line staying after its own): the last such mark of a hunk is the
+    new file's. Turned around, a change of a last line that has no newline on either side put its ``+``
+    line first, so the old file's mark came last and the file was written with a newline."""
+    units: list[list[str]] = []
+    for line in lines:
+        if line.startswith("\\") and units:
+            units[-1].append(line)
+        else:
+            units.append([line])
+    out: list[str] = []
+    run: list[list[str]] = []
+    for unit in units + [[" "]]:  # a kept line ends the last run
+        if unit[0][:1] in ("-", "+"):
+            run.append(unit)
+            continue
+        out += [line for kind in "-+" for each in run if each[0][0] == kind for line in each]
+        run = []
+        out += unit
+    return out[:-1]
 
 
 def _blocks(lines: list[str]) -> tuple[list[str], list[str]]:

@@ -18,7 +18,7 @@ def test_a_git_part_turned_around_line_by_line():
     assert reversed_diff(diff) == (
         "diff --git a/new.py b/old.py\nnew mode 100644\nold mode 100755\nsimilarity index 90%\n"
         "rename to old.py\nrename from new.py\nindex 89abcde..1234567\n--- a/new.py\n+++ b/old.py\n"
-        "@@ -1,3 +1,3 @@ def f():\n a\n+-- x\n-++ y\n b\n\\ No newline at end of file\n"
+        "@@ -1,3 +1,3 @@ def f():\n a\n-++ y\n+-- x\n b\n\\ No newline at end of file\n"
         "diff --git a/made.txt b/made.txt\ndeleted file mode 100644\nindex e69de29..0000000\n--- a/made.txt\n"
         "+++ /dev/null\n@@ -1 +0,0 @@\n-hi\r\n")
 
@@ -38,8 +38,8 @@ def test_a_binary_patch_a_copy_and_a_series():
     mail = ("From {sha} Mon Sep 17 00:00:00 2001\nSubject: [PATCH] {n}\n\n---\ndiff --git a/f b/f\n--- a/f\n"
             "+++ b/f\n@@ -1 +1 @@\n-{old}\n+{new}\n-- \n2.39.5\n\n")
     series = (mail.format(sha="1" * 40, n=1, old="a", new="b") + mail.format(sha="2" * 40, n=2, old="b", new="c"))
-    assert reversed_diff(series) == (mail.format(sha="2" * 40, n=2, old="b", new="c").replace("-b\n+c", "+b\n-c")
-                                     + mail.format(sha="1" * 40, n=1, old="a", new="b").replace("-a\n+b", "+a\n-b"))
+    assert reversed_diff(series) == (mail.format(sha="2" * 40, n=2, old="b", new="c").replace("-b\n+c", "-c\n+b")
+                                     + mail.format(sha="1" * 40, n=1, old="a", new="b").replace("-a\n+b", "-b\n+a"))
 
 
 def test_what_cannot_be_turned_around():
@@ -49,3 +49,17 @@ def test_what_cannot_be_turned_around():
         reversed_diff("*** Begin Patch\n*** Delete File: x.py\n*** End Patch\n")
     assert reversed_diff("*** Begin Patch\n*** Add File: n.txt\n+one\n*** End Patch\n") == (
         "*** Begin Patch\n--- a/n.txt\n+++ /dev/null\n@@ -1,1 +0,0 @@\n-one\n*** End Patch\n")
+
+
+def test_a_last_line_with_no_newline_on_either_side_stays_so():
+    """A change of a last line that ends with no newline before and after: turned around, its `-` line
+    comes first, each with its own mark, so the undone file ends as it did (before, the old file's mark
+    came last and the file was written with a newline)."""
+    from fastapply.diffs import read_patch
+    from fastapply.patch import apply_patch
+
+    diff = ("--- a/n.txt\n+++ b/n.txt\n@@ -1,2 +1,2 @@\n a\n-y = 2\n\\ No newline at end of file\n+y = 3\n"
+            "\\ No newline at end of file\n")
+    turned = reversed_diff(diff)
+    assert turned.endswith(" a\n-y = 3\n\\ No newline at end of file\n+y = 2\n\\ No newline at end of file\n")
+    assert apply_patch("a\ny = 3", read_patch(turned), None).text == "a\ny = 2"
