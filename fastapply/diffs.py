@@ -19,6 +19,7 @@ from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
 
+from fastapply.contextdiff import STARS, as_unified, holds_context_hunk
 from fastapply.errors import FastapplyError, UsageError
 from fastapply.fileio import TextFormat, decode
 
@@ -76,10 +77,11 @@ def read_patch(edit: str, original: str = "") -> Patch | None:
     hold first, ``answer.py``); a diff of several files is a usage error. A file that itself holds hunk
     headers or SEARCH markers (a patch, notes on diffs) is edited only by snippets, an edit of it may be
     its own text, unless git's ``index`` line names this very file: then the edit is git's diff of it."""
-    if "@@" not in edit and "SEARCH" not in edit and "*** Add File: " not in edit:
+    if "@@" not in edit and "SEARCH" not in edit and "*** Add File: " not in edit and STARS not in edit:
         return None
     edit = _unmailed(edit.replace("\r\n", "\n"))
-    if not any(line.startswith("@@ -") or _SEARCH.match(line) for line in original.split("\n")):
+    if not (any(line.startswith("@@ -") or _SEARCH.match(line) for line in original.split("\n"))
+            or holds_context_hunk(original)):
         return _read(edit)
     try:
         patch = _read(edit)
@@ -91,7 +93,7 @@ def read_patch(edit: str, original: str = "") -> Patch | None:
 
 @lru_cache(maxsize=8)
 def _read(edit: str) -> Patch | None:
-    lines = edit.split("\n")
+    lines = as_unified(edit).split("\n")
     return _search_replace(lines) if any(_SEARCH.match(line) for line in lines) else _unified(lines)
 
 
@@ -343,6 +345,7 @@ def split_files(diff: str, strip: int | None = None) -> list[FilePart]:
     a chat model's answer, the diff its code blocks hold (``answer.code_of``)."""
     from fastapply.answer import code_of
 
+    diff = as_unified(diff)
     text = diff.replace("\r\n", "\n")
     code = code_of(text)
     raw = diff.split("\n") if code == text else None  # the lines with their CRs (not of an answer's blocks)
@@ -503,7 +506,7 @@ def part_for(edit: str, path: str) -> str:
     them is that file (the diff's path the same as the end of ``path``'s, as ``git diff`` from the
     repository's root names it); else ``edit`` as it is. A usage error where that part moves the file:
     ``fastapply FILE`` edits FILE where it is (``fastapply batch --patch`` moves it)."""
-    if not any(mark in edit for mark in ("\n+++ ", "*** Update File: ", "\nrename from ")) or path == "-":
+    if not any(mark in edit for mark in ("\n+++ ", "*** Update File: ", "\nrename from ", STARS)) or path == "-":
         return edit
     try:
         parts = split_files(edit)

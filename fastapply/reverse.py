@@ -12,6 +12,7 @@ error, as is a diff not read whole (a chat model's answer: give its diff alone).
 from __future__ import annotations
 
 
+from fastapply.contextdiff import as_unified
 from fastapply.diffs import HUNK_HEADER, INDEX_LINE, MAIL_LINE, git_path, signs, split_files
 from fastapply.errors import UsageError
 
@@ -31,6 +32,7 @@ def reversed_diff(diff: str) -> str:
     """
     from fastapply.answer import code_of
 
+    diff = as_unified(diff)  # a context diff turned around as the unified diff it amounts to
     if code_of(diff.replace("\r\n", "\n")) != diff.replace("\r\n", "\n"):
         raise UsageError("-R turns a diff around, not a chat model's answer: give it the diff alone")
     lines = diff.split("\n")

@@ -647,6 +647,39 @@ def test_batch_patch_applies_diff_ru_of_two_folders(tmp_path, monkeypatch):
     assert single.exit_code == 0 and single.stdout == "x = 1\ny = 3\n"
 
 
+def test_batch_patch_applies_context_diffs(tmp_path, monkeypatch):
+    """`diff -rcN old new` (context diffs) applied inside a copy of old leaves new, records naming the
+    lines of the input their parts start on; `-R` undoes it; `fastapply FILE` takes one file's `diff -c`."""
+    import subprocess
+
+    _needs("diff")
+    monkeypatch.delenv("FASTAPPLY_MODEL", raising=False)
+    old, new, work = tmp_path / "old", tmp_path / "new", tmp_path / "work"
+    body = "".join(f"line {k}\n" for k in range(20))
+    for root, files in ((old, {"notes.txt": body + "x = 1\ny = 2", "sub/gone.txt": "bye\n"}),
+                        (new, {"notes.txt": body.replace("line 3\n", "").replace("line 9", "line nine") + "x = 1\ny = 3",
+                               "sub/added.txt": "hi\n"})):
+        for name, text in files.items():
+            (root / name).parent.mkdir(parents=True, exist_ok=True)
+            (root / name).write_text(text)
+    diff = subprocess.run(["diff", "-rcN", "old", "new"], cwd=tmp_path, capture_output=True, text=True).stdout
+    assert "***************" in diff and "! y = 3" in diff and "\\ No newline" in diff
+    shutil.copytree(old, work)
+    monkeypatch.chdir(work)
+    result = CliRunner().invoke(app, ["batch", "--patch", "-", "--in-place"], input=diff)
+    assert result.exit_code == 0, result.output
+    assert _tree(work) == _tree(new)
+    lines = diff.split("\n")
+    assert {r["file"]: lines[r["line"] - 1].split()[-1] for r in map(json.loads, result.stdout.splitlines())} == {
+        "notes.txt": "new/notes.txt", "sub/added.txt": "new/sub/added.txt", "sub/gone.txt": "new/sub/gone.txt"}
+    undone = CliRunner().invoke(app, ["batch", "--patch", "-", "--in-place", "-R"], input=diff)
+    assert undone.exit_code == 0, undone.output
+    assert _tree(work) == _tree(old)
+    one = diff[diff.index("diff -rcN old/notes.txt"):diff.index("diff -rcN old/sub")]
+    single = CliRunner().invoke(app, ["notes.txt", "--edit", one])
+    assert single.exit_code == 0 and single.stdout == (new / "notes.txt").read_text()
+
+
 def test_batch_patch_copies_files_as_git_diff_c_says(tmp_path, monkeypatch):
     """`git diff -C --find-copies-harder` of a commit that copies a file with an edit, copies it as it is,
     copies an executable script, edits the copies' source too and renames another script with an edit:
