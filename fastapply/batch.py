@@ -91,7 +91,7 @@ def patch_items(diff: str, strip: int | None = None) -> list[BatchItem]:
     """The items of a diff of one or more files (``diffs.split_files``, its paths' first ``strip`` folders
     taken off, ``-p``): each file's part is its edit, its line the one the part starts on."""
     return [BatchItem(part.line, part.path, part.text, problem=part.problem and f"the diff's part for {part.path} "
-                      f"is {part.problem}: fastapply applies text edits; nothing was done", part=part)
+                      f"is {part.problem}; nothing was done", part=part)
             for part in split_files(diff, strip)]
 
 

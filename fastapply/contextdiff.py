@@ -7,9 +7,9 @@ out. ``as_unified`` writes each hunk as its ``@@`` hunk and each file's ``*** ol
 as ``--- old`` / ``+++ new``, the lines a hunk saves left blank so that every line that follows keeps its
 line number (a record names the line of the input its part starts on). Any other text is left as it is.
 
->>> print(as_unified("*** a.py\\n--- a.py\\n***************\\n*** 1,2 ****\\n  x\\n! y\\n--- 1,2 ----\\n  x\\n! z").rstrip())
---- a.py
-+++ a.py
+>>> print(as_unified("*** a\\n--- a\\n***************\\n*** 1,2 ****\\n  x\\n! y\\n--- 1,2 ----\\n  x\\n! z").rstrip())
+--- a
++++ a
 @@ -1,2 +1,2 @@
  x
 -y

@@ -29,7 +29,8 @@ _DIVIDER = re.compile(r"^={5,9}\s*$")
 _REPLACE = re.compile(r"^(?:>{5,9}|\+{5,9}) ?REPLACE\s*$")
 _LINE_HINT = re.compile(r"^:(start|end)_line:\s*(\d+)\s*$")  # Roo Code's, then a ------- line
 _SEPARATOR = re.compile(r"^-{5,9}\s*$")
-MAIL_LINE = re.compile(r"From [0-9a-f]{40} ")  # the first line of git format-patch's mail
+# A commit's first line: of the mail git format-patch writes, or of git log -p's and git show's text
+COMMIT_LINE = re.compile(r"From [0-9a-f]{40} |commit [0-9a-f]{40}(?:[0-9a-f]{24})?(?: \(.+\))?$")
 _DIFF_COMMAND = re.compile(r"^diff (?:--?[A-Za-z][^ ]* )+\S")  # the line diff -ru (hg diff) writes before a part
 _SVN_INDEX = re.compile(r"^Index: \S")  # svn diff's (and CVS's) line before a part, a rule of = after it
 _RULE = re.compile(r"^={20,}$")
@@ -41,7 +42,10 @@ _HEADERS = ("diff --git ", "index ", "--- ", "+++ ", "old mode ", "new mode ", "
             "rename to ", "copy from ", "copy to ", "new file mode ", "*** Begin Patch", "*** End Patch",
             "*** End of File", "*** Update File: ", "*** Move to: ")
 _DELETES = ("*** Delete File: ", "deleted file mode ", "+++ /dev/null")
-_STARTS = ("diff --git ", "*** Update File: ", "*** Add File: ", "*** Delete File: ")  # a file's part starts
+_COMBINED = ("diff --cc ", "diff --combined ")  # git's diff of a merge against its parents (git show MERGE)
+_STARTS = ("diff --git ", "*** Update File: ", "*** Add File: ", "*** Delete File: ") + _COMBINED  # a part starts
+_MERGE = ("a merge commit's combined diff (diff --cc), whose @@@ hunks show the merge against each of its parents "
+          "at once: git diff MERGE^ MERGE gives its diff against the first parent, to apply")
 
 
 @dataclass(frozen=True)
@@ -98,17 +102,18 @@ def _read(edit: str) -> Patch | None:
 
 
 def _unmailed(text: str) -> str:
-    """The diffs of the commits that ``git format-patch`` wrote as mails: each mail's header, message and
-    summary (before its first ``diff --git`` line) and its signature (``-- ``, then git's version)
-    blanked, their lines kept so that a part's line is the input's; any other text as it is."""
+    """The diffs of the commits that ``git format-patch`` wrote as mails, or ``git log -p`` or ``git show``
+    showed: each commit's header, message and summary (before its first ``diff --git`` line) and a mail's
+    signature (``-- ``, then git's version) blanked, their lines kept so that a part's line is the input's;
+    any other text as it is."""
     lines = text.split("\n")
-    if not MAIL_LINE.match(lines[0]):
+    if not COMMIT_LINE.match(lines[0]):
         return text
     kept, diff = [], False
     for i, line in enumerate(lines):
-        if MAIL_LINE.match(line) or signs(lines, i):
+        if COMMIT_LINE.match(line) or signs(lines, i):
             diff = False
-        elif line.startswith("diff --git "):
+        elif line.startswith(("diff --git ",) + _COMBINED):
             diff = True
         kept.append(line if diff else "")
     return "\n".join(kept)
@@ -148,6 +153,8 @@ def _unified(lines: list[str]) -> Patch | None:
     exact = any(_made_by_tool(line) for line in lines[:first])  # its hunks' counts are to be kept to
     while i < len(lines):
         line = lines[i]
+        if line.startswith(_COMBINED + ("@@@ ",)):
+            raise UsageError(f"the diff is {_MERGE}")
         if line.startswith("@@"):
             hunk, i, eof = _hunk(lines, i, exact)
             hunks.append(hunk)
@@ -325,7 +332,7 @@ class FilePart:
     mode: int | None = None  # the file's mode where the diff gives it (git's ``new mode 100755``)
     blob: str | None = None  # the file's git object id before the change (its ``index`` line), where given
     ends: TextFormat | None = None  # a file it creates with other than LF line ends: those its lines have in the diff
-    commit: int = 0  # of a series of ``git format-patch`` mails, the mail it is in (from 0)
+    commit: int = 0  # of a series of commits (``git format-patch``'s mails, ``git log -p``), the one it is in (from 0)
 
     @property
     def hunks(self) -> bool:
@@ -349,7 +356,7 @@ def split_files(diff: str, strip: int | None = None) -> list[FilePart]:
     text = diff.replace("\r\n", "\n")
     code = code_of(text)
     raw = diff.split("\n") if code == text else None  # the lines with their CRs (not of an answer's blocks)
-    mails = list(itertools.accumulate(bool(MAIL_LINE.match(line)) for line in code.split("\n")))
+    mails = list(itertools.accumulate(bool(COMMIT_LINE.match(line)) for line in code.split("\n")))
     lines = _unmailed(code).split("\n")
     starts: list[int] = []
     owed = None  # a tool's numbered hunk's lines still to come (old, new): none of them starts a part
@@ -421,6 +428,9 @@ def _file_part(line: int, part: list[str], raw: list[str] | None, strip: int | N
         problem = (f"a file diff -r shows on one side only ({part[0]}), without its lines (diff -N writes them)"
                    if only else "a binary file's change without its data (git diff --binary holds it)")
         return FilePart(line, _stripped(name, strip, "b/"), text, problem=problem)
+    if part[0].startswith(_COMBINED):
+        name = next((_path(said, strip) for said in header if said.startswith("+++ ")), part[0].split(" ", 2)[-1])
+        return FilePart(line, name, text, problem=_MERGE)
     if part[0].startswith("*** "):  # the *** Begin Patch form
         name, moved = _path(part[0], strip), path("*** Move to: ")
         if moved and part[0].startswith("*** Update File: "):
@@ -449,10 +459,10 @@ def _file_part(line: int, part: list[str], raw: list[str] | None, strip: int | N
         action, name = "edit", new or git
     modes = {said.split()[-1] for said in header if said.startswith(("new mode ", "old mode ", "new file mode ",
                                                                       "deleted file mode ", "index "))}
-    problem = ("a symbolic link's change" if "120000" in modes else  # a deletion checks the blob
+    unheld = binary and action != "delete"  # a binary file's deletion checks its blob instead
+    problem = ("a symbolic link's change (fastapply edits files' text)" if "120000" in modes else
                "a submodule's change (git's commit of another repository, not a file)" if "160000" in modes else
-               "a binary file's change without its data (git diff --binary holds it)" if binary and action != "delete"
-               else "")
+               "a binary file's change without its data (git diff --binary holds it)" if unheld else "")
     ends = _ends(raw[len(header):]) if raw and action == "create" else None
     return FilePart(line, name, text, action, source, problem, mode, blob, ends) if name else None
 

@@ -3,17 +3,17 @@
 Each file's part is turned around where it stands: its ``---`` and ``+++`` paths, git's ``diff --git``
 paths, ``index`` ids, ``rename from`` / ``rename to`` and modes swapped, a created file deleted and a
 deleted one created, each hunk's ``-`` and ``+`` lines and its header's ranges swapped, a binary patch's
-two hunks (the change and its reverse) swapped; the mails of a series, last first. A copy is undone by
-deleting the copy where git's ``index`` line names it. A ``*** Begin Patch`` file added is deleted where
-it holds the lines added; one deleted cannot be made again (its lines are not in the diff): a usage
-error, as is a diff not read whole (a chat model's answer: give its diff alone).
+two hunks (the change and its reverse) swapped; the commits of a series (mails, ``git log -p``), last
+first. A copy is undone by deleting the copy where git's ``index`` line names it. A ``*** Begin Patch``
+file added is deleted where it holds the lines added; one deleted cannot be made again (its lines are not
+in the diff): a usage error, as is a diff not read whole (a chat model's answer: give its diff alone).
 """
 
 from __future__ import annotations
 
 
 from fastapply.contextdiff import as_unified
-from fastapply.diffs import HUNK_HEADER, INDEX_LINE, MAIL_LINE, git_path, signs, split_files
+from fastapply.diffs import COMMIT_LINE, HUNK_HEADER, INDEX_LINE, git_path, signs, split_files
 from fastapply.errors import UsageError
 
 _SWAPS = (("new file mode ", "deleted file mode "), ("old mode ", "new mode "), ("rename from ", "rename to "))
@@ -37,11 +37,11 @@ def reversed_diff(diff: str) -> str:
         raise UsageError("-R turns a diff around, not a chat model's answer: give it the diff alone")
     lines = diff.split("\n")
     end = len(_unblank(lines))  # the blank lines the text ends with stay at its end
-    mails = [k for k, line in enumerate(lines[:end]) if MAIL_LINE.match(line)] or [0]
-    chunks = [_turned(lines[start:stop]) for start, stop in zip(mails, mails[1:] + [end])]
-    gap = next((len(chunk) - len(_unblank(chunk)) for chunk in chunks[:-1]), 0)  # between one mail and the next
+    commits = [k for k, line in enumerate(lines[:end]) if COMMIT_LINE.match(line)] or [0]
+    chunks = [_turned(lines[start:stop]) for start, stop in zip(commits, commits[1:] + [end])]
+    gap = next((len(chunk) - len(_unblank(chunk)) for chunk in chunks[:-1]), 0)  # between one commit and the next
     turned = [line for chunk in reversed(chunks) for line in _unblank(chunk) + [""] * gap][:-gap or None]
-    return "\n".join(lines[:mails[0]] + turned + lines[end:])
+    return "\n".join(lines[:commits[0]] + turned + lines[end:])
 
 
 def _unblank(lines: list[str]) -> list[str]:
@@ -53,10 +53,10 @@ def _unblank(lines: list[str]) -> list[str]:
 
 
 def _turned(lines: list[str]) -> list[str]:
-    """One diff's lines (one mail's), each file's part turned around (a mail's signature, ``-- `` and git's
+    """One diff's lines (one commit's), each file's part turned around (a mail's signature, ``-- `` and git's
     version, kept out of its last hunk)."""
-    mail = MAIL_LINE.match(lines[0])
-    signed = next((k for k in range(len(lines)) if signs(lines, k)), len(lines)) if mail else len(lines)
+    commit = COMMIT_LINE.match(lines[0])
+    signed = next((k for k in range(len(lines)) if signs(lines, k)), len(lines)) if commit else len(lines)
     starts = sorted({part.line - 1 for part in split_files("\n".join(lines))} | {signed})
     out = lines[:starts[0]]
     for start, end in zip(starts, starts[1:]):

@@ -432,6 +432,58 @@ def test_batch_patch_reads_the_mail_git_format_patch_writes(tmp_path, monkeypatc
     assert _tree(tmp_path) == after
 
 
+def test_batch_patch_reads_git_log_p_and_git_show(tmp_path, monkeypatch):
+    """`git log -p --reverse A..B` is a series, applied commit by commit (`--atomic` too), each commit's
+    header and message (its lines indented as a hunk's context is) kept out of the hunk before; `git show`
+    of one commit is its diff for `fastapply FILE`; `-R` undoes the series; `git show` of a merge (a
+    combined diff, `diff --cc`) is refused, saying what to give instead."""
+    import subprocess
+
+    _needs("git")
+    monkeypatch.delenv("FASTAPPLY_MODEL", raising=False)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "greet.py").write_text(ORIGINAL)
+    _git(tmp_path, "init", "-q")
+    _git(tmp_path, "add", "-A")
+    _git(tmp_path, "commit", "-qm", "before")
+    (tmp_path / "greet.py").write_text(EXPECTED)
+    _git(tmp_path, "commit", "-qam", "Greet louder\n\n a message line that reads as context")
+    (tmp_path / "greet.py").write_text(EXPECTED.replace('print(greet("git"))', 'print(greet("log"))'))
+    (tmp_path / "shout.py").write_text("def shout(text):\n    return text.upper()\n")
+    _git(tmp_path, "add", "-A")
+    _git(tmp_path, "commit", "-qm", "Greet the log")
+    after = _tree(tmp_path)
+    log = _git(tmp_path, "log", "-p", "--reverse", "--decorate", "HEAD~2..HEAD")
+    show = _git(tmp_path, "show", "HEAD~1")
+    assert log.startswith("commit ") and show.startswith("commit ")
+    _git(tmp_path, "reset", "-q", "--hard", "HEAD~2")
+    before = _tree(tmp_path)
+    single = CliRunner().invoke(app, ["greet.py", "--edit", show, "--engine", "merge"])
+    assert single.exit_code == 0 and single.stdout == EXPECTED
+    for flags in ([], ["--atomic"]):
+        result = CliRunner().invoke(app, ["batch", "--patch", "-", "--in-place", *flags], input=log)
+        assert result.exit_code == 0, result.output
+        assert [json.loads(line)["file"] for line in result.stdout.splitlines()] == ["greet.py", "greet.py", "shout.py"]
+        assert _tree(tmp_path) == after
+        undone = CliRunner().invoke(app, ["batch", "--patch", "-", "--in-place", "-R"], input=log)
+        assert undone.exit_code == 0, undone.output
+        assert _tree(tmp_path) == before
+    for branch, line in (("side", "# side\n"), ("main", "# main\n")):  # the same line changed on two branches
+        _git(tmp_path, "checkout", "-q", "-b" if branch == "side" else "-", *(["side"] if branch == "side" else []))
+        (tmp_path / "greet.py").write_text(line + ORIGINAL)
+        _git(tmp_path, "commit", "-qam", branch)
+    subprocess.run(["git", "merge", "-q", "side"], cwd=tmp_path, capture_output=True)  # a conflict, resolved:
+    (tmp_path / "greet.py").write_text("# both\n" + ORIGINAL)
+    _git(tmp_path, "commit", "-qam", "merge")
+    merge = _git(tmp_path, "show", "HEAD")
+    assert "diff --cc greet.py" in merge and "@@@ " in merge
+    _git(tmp_path, "checkout", "-q", "HEAD~1")
+    refused = CliRunner().invoke(app, ["batch", "--patch", "-"], input=merge)
+    assert refused.exit_code == 1 and "a merge commit's combined diff" in refused.stdout
+    alone = CliRunner().invoke(app, ["greet.py", "--edit", merge, "--engine", "merge"])
+    assert alone.exit_code == 2 and "git diff MERGE^ MERGE" in alone.stderr
+
+
 def test_batch_patch_never_reads_a_files_part_as_a_snippet(tmp_path, monkeypatch):
     """A part that cannot be read as a diff of its file (here a file holding hunk headers of its own, whose
     edits may be its own text, and no git index line naming it) is a usage error, not a snippet to merge;

@@ -313,7 +313,8 @@ def test_what_each_files_part_does_to_it():
              "diff --git a/lib b/lib\nindex 1234567..89abcde 120000\n--- a/lib\n+++ b/lib\n@@ -1 +1 @@\n-old\n"
              "\\ No newline at end of file\n+new\n\\ No newline at end of file\n")
     assert [(p.path, p.problem) for p in split_files(links)] == [  # not written as a file holding the target
-        ("link", "a symbolic link's change"), ("lib", "a symbolic link's change")]
+        ("link", "a symbolic link's change (fastapply edits files' text)"),
+        ("lib", "a symbolic link's change (fastapply edits files' text)")]
     assert apply_patch("", read_patch(parts[0].text), "python").text == "x = 1\n"
     quoted = ('diff --git "a/caf\\303\\251.txt" "b/men\\303\\274 \\"1\\".txt"\nsimilarity index 100%\n'
               'rename from "caf\\303\\251.txt"\nrename to "men\\303\\274 \\"1\\".txt"\n')
