@@ -7,14 +7,19 @@ created, deleted and renamed included.
     python benchmarks/commit_replay.py REPO --commits 150 --filter RDA --name pallets/click \\
         --out benchmarks/results/commit-replay-click.json
     python benchmarks/commit_replay.py REPO --commits 40 --series 5    # 40 runs of 5 commits in a row
+    python benchmarks/commit_replay.py REPO --form diff-c              # GNU diff -rcN of the two trees
 
 ``--filter RDA`` takes the commits that rename, delete or add a file (``git log --diff-filter``).
 ``--reverse`` undoes each instead: its diff applied with ``-R`` to its own tree, against its parent's.
 ``--series N`` replays runs of N commits in a row instead (each the next one's parent, no merge among
 them): their ``git format-patch --stdout -M -C --binary`` mails applied at once with ``--atomic``,
-against the last one's tree. A commit (run) is ``the same`` where the tree left is the commit's but for
-the files whose part the batch refused or could not apply (each listed, with why); ``wrong`` where a
-file differs that no failed part explains: a defect. Prints a table and writes JSON.
+against the last one's tree. ``--form`` writes the diff otherwise: ``log`` as ``git log -p --reverse``
+shows the commit (the run), ``diff-u`` and ``diff-c`` as GNU ``diff -ruN`` and ``diff -rcN`` write the two
+trees' difference (no modes: execute bits are not compared; a file empty on one side and missing on the
+other is not in such a diff, so not compared either). A commit (run) is ``the same`` where the tree left
+is the commit's but for the files whose part the batch refused or could not apply (each listed, with
+why); ``wrong`` where a file differs that no failed part explains: a defect. Prints a table and writes
+JSON.
 """
 
 from __future__ import annotations
@@ -50,18 +55,27 @@ def _tree(root: Path) -> dict[str, tuple[bytes, bool]]:
             for p in sorted(root.rglob("*")) if p.is_file() or p.is_symlink()}
 
 
-def replay(repo: str, commit: str, parent: str, series: bool = False, reverse: bool = False) -> dict:
+FORMS = ("git", "log", "diff-u", "diff-c")
+
+
+def replay(repo: str, commit: str, parent: str, series: bool = False, reverse: bool = False,
+           form: str = "git") -> dict:
     """One commit replayed (``series``: the commits after ``parent`` up to ``commit``, as mails; ``reverse``:
-    undone, its diff applied with -R to its own tree against its parent's): its parts, the failed ones
-    (file, error) and the files wrong."""
-    diff = (_git(repo, "format-patch", "--stdout", "-M", "-C", "--binary", f"{parent}..{commit}") if series
-            else _git(repo, "diff", "-M", "--binary", parent, commit))
+    undone, its diff applied with -R to its own tree against its parent's; ``form``: how the diff is
+    written, ``FORMS``): its parts, the failed ones (file, error) and the files wrong."""
+    since = f"{parent}..{commit}"
+    diff = (_git(repo, "log", "-p", "--reverse", "-M", "-C", "--binary", since) if form == "log" else
+            _git(repo, "format-patch", "--stdout", "-M", "-C", "--binary", since) if series else
+            _git(repo, "diff", "-M", "--binary", parent, commit) if form == "git" else b"")
     with tempfile.TemporaryDirectory() as tmp:
         before, after, patch = Path(tmp, "before"), Path(tmp, "after"), Path(tmp, "commit.diff")
         before.mkdir()
         after.mkdir()
         _export(repo, commit if reverse else parent, before)
         _export(repo, parent if reverse else commit, after)
+        if form.startswith("diff-"):  # the parent's tree against the commit's, as GNU diff -r writes it
+            sides = ["after", "before"] if reverse else ["before", "after"]
+            diff = subprocess.run(["diff", f"-r{form[-1]}N", *sides], cwd=tmp, capture_output=True).stdout
         patch.write_bytes(diff)
         started = time.perf_counter()
         # -P: the fastapply this script runs with, not one the tree holds (fastapply's own commits)
@@ -73,6 +87,10 @@ def replay(repo: str, commit: str, parent: str, series: bool = False, reverse: b
         got, want = _tree(before), _tree(after)
     failed = [(r["file"], r["error"]) for r in records if not r["ok"]]
     refused = {name for name, _ in failed}
+    if form.startswith("diff-"):  # GNU diff writes no modes, nor a file empty on one side and missing on the other
+        got, want = ({name: (data, False) for name, (data, _) in tree.items()} for tree in (got, want))
+        unsaid = {name for name in set(got) ^ set(want) if (got.get(name) or want.get(name))[0] == b""}
+        got, want = ({name: kept for name, kept in tree.items() if name not in unsaid} for tree in (got, want))
     differ = sorted(name for name in set(got) | set(want) if got.get(name) != want.get(name))
     wrong = [name for name in differ if name not in refused and not _moved_from(name, diff, refused)]
     did = Counter(kind for r in records if r["ok"] for kind, key in _DID if r.get(key))
@@ -101,9 +119,13 @@ def main() -> None:
                                                                "of mails, with --atomic")
     parser.add_argument("--reverse", action="store_true", help="undo each commit (or run): its diff applied "
                                                                     "with -R to its tree, against its parent's")
+    parser.add_argument("--form", choices=FORMS, default="git", help="the diff as git diff (a series: "
+                        "format-patch) writes it, as git log -p --reverse, or as GNU diff -ruN / -rcN of the trees")
     parser.add_argument("--name", help="what the JSON calls the repository (default: its path)")
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args()
+    if args.series and args.form.startswith("diff-"):
+        parser.error("--series takes --form git or log: GNU diff writes no commits")
     if args.series:  # runs of commits in a row (each the next one's parent), no merge among them, none twice
         log = ["log", "--format=%H %P", f"-n{args.commits * args.series * 20}"]
         lines = _git(args.repo, *log, "HEAD").decode().splitlines()
@@ -125,7 +147,7 @@ def main() -> None:
     for number, (commit, *parents) in enumerate(commits, 1):
         if len(parents) != 1:
             continue
-        rows.append(replay(args.repo, commit, parents[0], bool(args.series), args.reverse))
+        rows.append(replay(args.repo, commit, parents[0], bool(args.series), args.reverse, args.form))
         if rows[-1]["wrong"]:
             print(f"wrong: {commit[:10]} {rows[-1]['wrong'][:5]}", flush=True)
         print(f"\r{number}/{len(commits)}", end="", file=sys.stderr, flush=True)
@@ -147,7 +169,8 @@ def main() -> None:
                                capture_output=True, text=True).stdout.strip()
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps({"repo": args.name or args.repo, "head": head, "filter": args.filter,
-                                    "series": args.series, "reverse": args.reverse, "fastapply": fastapply,
+                                    "series": args.series, "reverse": args.reverse, "form": args.form,
+                                    "fastapply": fastapply,
                                     "machine": platform.platform(), "summary": summary, "rows": rows}, indent=1))
     print(f"wrote {args.out}")
 
