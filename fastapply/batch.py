@@ -165,6 +165,21 @@ class Planned:
         self._next = {}
 
 
+@dataclass(frozen=True)
+class Write:
+    """What writes an item's change (``plan_item``): ``run`` it where each file of ``was`` still holds what
+    the plan read (path -> bytes; b"": no file, or an empty one), else nothing (``fileio.unchanged``: another
+    program wrote the file meanwhile)."""
+
+    run: Callable[[], None]
+    was: dict[str, bytes]
+
+    def __call__(self) -> None:
+        for path, held in self.was.items():
+            fileio.unchanged(path, held)
+        self.run()
+
+
 def apply_item(item: BatchItem, run_model: ModelRunner | None, in_place: bool, engine: str = "auto",
                force: bool = False, merge_first: bool = False, focus: bool = True) -> dict:
     """Apply one item with ``engine`` (``run_model`` None: no model; ``merge_first``: a certain merge
@@ -176,7 +191,7 @@ def apply_item(item: BatchItem, run_model: ModelRunner | None, in_place: bool, e
 
 def plan_item(item: BatchItem, run_model: ModelRunner | None, engine: str = "auto", force: bool = False,
               merge_first: bool = False, focus: bool = True,
-              files: Planned | None = None) -> tuple[dict, Callable[[], None] | None]:
+              files: Planned | None = None) -> tuple[dict, Write | None]:
     """What applying ``item`` would do, nothing written yet: its record (with its new text, ``written``
     false) and what writes it (None where the item failed or changes nothing). ``files``: the files as the
     items planned before it leave them (None: as they are on the disk)."""
@@ -192,7 +207,8 @@ def plan_item(item: BatchItem, run_model: ModelRunner | None, engine: str = "aut
         if item.part is not None and not item.part.hunks:
             return _unedited(item, files)
         absent = item.action == "create" and not files.exists(item.file)
-        original, fmt = ("", None) if absent else fileio.decode(files.read(item.source), item.source)
+        read = b"" if absent else files.read(item.source)
+        original, fmt = ("", None) if absent else fileio.decode(read, item.source)
         if item.part is not None and read_patch(item.edit, original) is None:  # never read as a snippet
             raise UsageError(f"cannot read the diff's part for {item.file} as a diff of it (a file holding hunk "
                              f"headers of its own takes git's diff, whose index line names it)")
@@ -211,10 +227,10 @@ def plan_item(item: BatchItem, run_model: ModelRunner | None, engine: str = "aut
     stats = outcome.model_run.stats if outcome.model_run is not None else None
     changed = rewrite or executable is not None
     record = _record(item, changed, outcome.engine, problems, outcome.text, stats)
-    return record, _writer(item, data, executable, files) if changed else None
+    return record, _writer(item, data, executable, files, read) if changed else None
 
 
-def _done(record: dict, write: Callable[[], None] | None, in_place: bool) -> dict:
+def _done(record: dict, write: Write | None, in_place: bool) -> dict:
     """The record of an item planned (``plan_item``), its file written where ``in_place`` (and its text
     then left out of the record)."""
     if in_place and write is not None:
@@ -267,11 +283,18 @@ def _executable(item: BatchItem, files: Planned) -> bool | None:
     return wanted if wanted != had or (wanted and item.action in ("move", "copy")) else None
 
 
-def _writer(item: BatchItem, data: bytes | None, executable: bool | None, files: Planned) -> Callable[[], None]:
+def _writer(item: BatchItem, data: bytes | None, executable: bool | None, files: Planned,
+            read: bytes | None = None) -> Write:
     """What writes an item's file: its new bytes (None: its bytes as they are, moved where the item moves
     it), with the folders a created or moved file needs; then its execute permission where that changes.
-    ``files`` learns what it will do."""
+    ``read``: the bytes the new ones were made from, which the file (a moved file's source) must still
+    hold; a file created, moved or copied to must still not be there. ``files`` learns what it will do."""
     files.will(item, data, executable)
+    was = {}
+    if item.action != "edit" or data is not None:  # a mode given alone loses no one's change
+        was[item.file] = read if item.action in ("edit", "create") and read is not None else b""
+    if item.action == "move" and data is not None and read is not None and item.source != item.file:
+        was[item.source] = read
 
     def write() -> None:
         if item.action in ("create", "move", "copy"):
@@ -285,10 +308,10 @@ def _writer(item: BatchItem, data: bytes | None, executable: bool | None, files:
         if executable is not None:
             fileio.set_executable(item.file, executable)
 
-    return write
+    return Write(write, was)
 
 
-def _unedited(item: BatchItem, files: Planned) -> tuple[dict, Callable[[], None] | None]:
+def _unedited(item: BatchItem, files: Planned) -> tuple[dict, Write | None]:
     """A diff's part with no hunks: a file created empty, moved or copied as it is (its bytes, text or
     not) or given a mode alone."""
     executable = _executable(item, files)
@@ -299,13 +322,13 @@ def _unedited(item: BatchItem, files: Planned) -> tuple[dict, Callable[[], None]
     return record, _writer(item, data, executable, files) if changed else None
 
 
-def _binary(item: BatchItem, files: Planned) -> tuple[dict, Callable[[], None]]:
+def _binary(item: BatchItem, files: Planned) -> tuple[dict, Write]:
     """A diff's part holding git's binary patch (``binpatch``): the file's new bytes, its record's text
     null, ``"binary": true``."""
     old = b"" if item.action == "create" and not files.exists(item.file) else files.read(item.source)
     new = apply_binary(item.part.text, old, item.file)
     record = {**_record(item, True, "merge", [], None, None), "binary": True}
-    return record, _writer(item, new, _executable(item, files), files)
+    return record, _writer(item, new, _executable(item, files), files, old)
 
 
 def _under_here(path: str, action: str) -> None:
@@ -316,7 +339,7 @@ def _under_here(path: str, action: str) -> None:
         raise UsageError(f"cannot {action} {path}: it is outside the current directory; nothing was done")
 
 
-def _delete(item: BatchItem, files: Planned) -> tuple[dict, Callable[[], None]]:
+def _delete(item: BatchItem, files: Planned) -> tuple[dict, Write]:
     """A part that deletes its file: the file must be what the diff shows it was (by git's object id, text
     or not; else by the lines it deletes; a ``*** Delete File:`` line shows nothing)."""
     data = files.read(item.file)
@@ -329,7 +352,7 @@ def _delete(item: BatchItem, files: Planned) -> tuple[dict, Callable[[], None]]:
         raise RefusedError(f"{item.file} is not the file the diff deletes (it has changed since); nothing was "
                            f"deleted", ("stale-deletion",))
     files.will(item, None, None)
-    return _record(item, True, "merge", [], None, None), lambda: fileio.remove(item.file)
+    return _record(item, True, "merge", [], None, None), Write(lambda: fileio.remove(item.file), {item.file: data})
 
 
 def run_batch(items: list[BatchItem], run_model: ModelRunner | None, in_place: bool = False, workers: int = 1,
@@ -364,7 +387,26 @@ def run_batch(items: list[BatchItem], run_model: ModelRunner | None, in_place: b
                          workers)
         files.next_commit()
     whole = all(record["ok"] for record, _ in planned)
+    if in_place and whole:
+        planned = _still_as_read(planned)
+        whole = all(record["ok"] for record, _ in planned)
     yield from (_done(record, write, in_place and whole) for record, write in planned)
+
+
+def _still_as_read(planned: list[tuple[dict, Write | None]]) -> list[tuple[dict, Write | None]]:
+    """``--atomic``'s plan with the record of each item whose file another program wrote since it was read
+    failed (the first item of the plan to touch a file read it from the disk), before any is written."""
+    first: dict[str, tuple[str, bytes, int]] = {}
+    for k, (_, write) in enumerate(planned):
+        for path, held in (write.was.items() if write is not None else ()):
+            first.setdefault(os.path.realpath(path), (path, held, k))
+    out = list(planned)
+    for path, held, k in first.values():
+        try:
+            fileio.unchanged(path, held)
+        except FastapplyError as exc:
+            out[k] = (_failed(out[k][0]["line"], out[k][0]["file"], exc), None)
+    return out
 
 
 def summary(records: list[dict], in_place: bool) -> str:

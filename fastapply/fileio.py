@@ -121,19 +121,25 @@ def _failed(doing: str, path: str | Path, exc: OSError) -> FastapplyError:
     return FastapplyError(f"cannot {doing} {path}: {why}")
 
 
+def shown_name(path: str) -> str:
+    """What messages call the file at ``path``: ``stdin`` for ``-``."""
+    return "stdin" if path == STDIN else path
+
+
 def read_text(path: str) -> tuple[str, TextFormat]:
     """(LF text, format) of the file at ``path`` (``-`` is stdin)."""
-    return decode(read_bytes(path), "stdin" if path == STDIN else path)
+    return decode(read_bytes(path), shown_name(path))
 
 
 def read_verbatim(path: str) -> str:
     """The text of the file at ``path`` (``-`` is stdin) with its line ends as they are: the lines a diff
     adds keep their CRs."""
-    return _decoded(read_bytes(path), "stdin" if path == STDIN else path)[0]
+    return _decoded(read_bytes(path), shown_name(path))[0]
 
 
-def write_atomic(path: str | Path, data: bytes) -> None:
-    """Replace the file at ``path`` with ``data`` so that readers see the old file or the new, never part.
+def write_atomic(path: str | Path, data: bytes, was: bytes | None = None) -> None:
+    """Replace the file at ``path`` with ``data`` so that readers see the old file or the new, never part;
+    where ``was`` is given, only if the file still holds it then (``unchanged``), just before it is replaced.
 
     A symlink is followed and its target replaced; an existing file's permission bits are kept. On any
     failure (or Ctrl-C) the temp file is removed and the original is untouched.
@@ -159,6 +165,8 @@ def write_atomic(path: str | Path, data: bytes) -> None:
             tmp.flush()
             os.fsync(tmp.fileno())
         os.chmod(tmp_name, mode)
+        if was is not None:
+            unchanged(path, was)
         os.replace(tmp_name, target)
     except BaseException as exc:
         try:
@@ -169,6 +177,21 @@ def write_atomic(path: str | Path, data: bytes) -> None:
             raise FastapplyError(f"cannot write {path}: {exc.strerror or exc}; the file is unchanged") from None
         raise
     _fsync_directory(directory)
+
+
+def unchanged(path: str | Path, was: bytes) -> None:
+    """Raises where the file at ``path`` no longer holds ``was`` (b"": no file, or an empty one): another
+    program (an editor saving, another agent) wrote it while fastapply worked from what it read, and writing
+    now would undo that program's change."""
+    try:
+        now = Path(path).read_bytes()
+    except FileNotFoundError:
+        now = b""
+    except OSError as exc:
+        raise _failed("read", path, exc) from None
+    if now != was:
+        raise FastapplyError(f"{path} changed while fastapply worked on it (another program wrote it): it is left as "
+                             f"that program wrote it; nothing was written")
 
 
 def remove(path: str | Path) -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from fastapply.batch import BatchItem, apply_item, read_items, run_batch
+from fastapply.batch import BatchItem, apply_item, patch_items, read_items, run_batch
 from fastapply.cli import app
 from fastapply.engine import ModelRun
 from fastapply.errors import UsageError
@@ -46,6 +46,45 @@ def test_apply_item_reports_each_outcome(tmp_path):
     written = apply_item(BatchItem(4, str(path), "new\n"), echo, in_place=True)
     assert written["written"] is True and "text" not in written and path.read_text() == "new\n"
     assert languages == ["python", "python"]
+
+
+def test_a_file_another_program_writes_meanwhile_is_left_as_it_wrote_it(tmp_path, monkeypatch):
+    """An editor saving a file (another agent writing it) while the model works on it: the edit is not
+    written over that change (the record fails, exit 1); with --atomic, a file written while a later item
+    is planned fails its item and nothing is written; a file to delete that changed after it was checked
+    is kept."""
+    monkeypatch.chdir(tmp_path)
+    first, second = tmp_path / "a.py", tmp_path / "b.py"
+    first.write_text(ORIGINAL)
+    second.write_text(ORIGINAL)
+    calls = []
+
+    def saves(path, on_call):
+        def run(original, update, instruction, merged, watch, language):
+            calls.append(path)
+            if len(calls) == on_call:
+                path.write_text("x = 'saved meanwhile'\n")
+            return ModelRun(update, True, {})
+        return run
+
+    record = apply_item(BatchItem(1, "a.py", "new\n"), saves(first, 1), in_place=True)
+    assert record["ok"] is False and record["exit_code"] == 1 and "changed while fastapply worked" in record["error"]
+    assert first.read_text() == "x = 'saved meanwhile'\n"
+    first.write_text(ORIGINAL)
+    calls.clear()
+    items = [BatchItem(1, "a.py", "new\n"), BatchItem(2, "b.py", "other\n")]
+    records = list(run_batch(items, saves(first, 2), in_place=True, atomic=True))
+    assert [r["ok"] for r in records] == [False, True] and not records[1]["written"]
+    assert "changed while fastapply worked" in records[0]["error"]
+    assert first.read_text() == "x = 'saved meanwhile'\n" and second.read_text() == ORIGINAL
+    calls.clear()
+    first.write_text("x = 1\n")
+    deletion = "--- a/a.py\n+++ /dev/null\n@@ -1 +0,0 @@\n-x = 1\n"  # a.py as the diff shows it, saved after
+    records = list(run_batch(patch_items(deletion) + [BatchItem(9, "b.py", "other\n")], saves(first, 1),
+                             in_place=True, atomic=True))
+    assert records[0]["ok"] is False and "changed while" in records[0]["error"]
+    assert first.read_text() == "x = 'saved meanwhile'\n" and second.read_text() == ORIGINAL  # nothing written
+    assert list(run_batch(items, saves(first, 0), in_place=True))[0]["written"]  # none meanwhile: written
 
 
 def test_apply_item_refuses_left_over_markers_unless_forced(tmp_path):

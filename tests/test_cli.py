@@ -79,6 +79,29 @@ def test_in_place_failure_mid_write_leaves_the_file_whole(env, monkeypatch):
     assert [p.name for p in env.parent.iterdir()] == ["config.py"]  # no temp file left behind
 
 
+def test_in_place_leaves_a_file_another_program_wrote_meanwhile(env, monkeypatch):
+    """An editor saving FILE (or another agent writing it) while fastapply works on it: the edit is not
+    written over that change (exit 1, one line), and without one it is."""
+    from fastapply import engine
+
+    real = engine.resolve_edit
+
+    def saved_meanwhile(*args, **kwargs):
+        outcome = real(*args, **kwargs)  # the model runs on the file as read
+        env.write_text(SMALL_PY + "# saved by an editor\n")
+        return outcome
+
+    monkeypatch.setattr(engine, "resolve_edit", saved_meanwhile)
+    result = invoke(env, "--edit", UPDATE, "--in-place")
+    assert result.exit_code == 1 and "changed while fastapply worked on it" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+    assert env.read_text() == SMALL_PY + "# saved by an editor\n"
+    assert [p.name for p in env.parent.iterdir()] == ["config.py"]  # no temp file left behind
+    monkeypatch.setattr(engine, "resolve_edit", real)
+    env.write_text(SMALL_PY)
+    assert invoke(env, "--edit", UPDATE, "--in-place").exit_code == 0
+
+
 def test_crlf_file_keeps_its_line_endings(env):
     env.write_bytes(SMALL_PY.replace("\n", "\r\n").encode())
     result = invoke(env, "--edit", UPDATE, "--in-place")

@@ -77,7 +77,8 @@ def apply_command(
         policy = draft_policy(draft, draft_model, medusa, remote)
         update, raw_edit = _read_edit(edit, edit_file, file, instruction)
         creating = _creates(file, update)
-        original, fmt = ("", None) if creating else fileio.read_text(file)
+        read = b"" if creating else fileio.read_bytes(file)  # FILE must still hold it when written (-i)
+        original, fmt = ("", None) if creating else fileio.decode(read, fileio.shown_name(file))
         if language is not None:
             get_language(language)
         else:
@@ -117,13 +118,13 @@ def apply_command(
         if as_json:
             typer.echo(json.dumps(_report(file, original, outcome, model, remote, policy), indent=1))
         elif diff:
-            name = "stdin" if file == fileio.STDIN else file
+            name = fileio.shown_name(file)
             sys.stdout.write("".join(difflib.unified_diff(
                 original.splitlines(keepends=True), new_text.splitlines(keepends=True), f"a/{name}", f"b/{name}")))
         elif in_place or output is not None:
             if in_place and creating:
                 os.makedirs(os.path.dirname(os.path.abspath(file)), exist_ok=True)
-            fileio.write_atomic(file if in_place else output, fileio.encode(new_text, fmt))
+            fileio.write_atomic(file if in_place else output, fileio.encode(new_text, fmt), read if in_place else None)
             if stderr.is_terminal:
                 stderr.print(f"wrote {file if in_place else output}")
         else:
