@@ -389,11 +389,13 @@ def split_files(diff: str, strip: int | None = None) -> list[FilePart]:
 
 
 def _sides(lines: list[str]) -> int | None:
-    """1 where every ``---`` / ``+++`` pair of a diff names its file under a folder of each side's own,
-    the same path below it (git's ``a/`` and ``b/``, ``diff -ru old new``): those folders are dropped;
-    else None (git's ``a/`` and ``b/`` dropped where a path has them)."""
+    """1 where every ``---`` / ``+++`` pair of a diff (and ``Binary files X and Y differ`` line) names its
+    file under a folder of each side's own, the same path below it (git's ``a/`` and ``b/``, ``diff -ru
+    old new``): those folders are dropped; else None (git's ``a/`` and ``b/`` dropped where a path has
+    them)."""
     names = [(_path(old, 0), _path(new, 0)) for old, new in zip(lines, lines[1:])
              if old.startswith("--- ") and new.startswith("+++ ")]
+    names += [(differ[1], differ[2]) for line in lines if (differ := _DIFFER.match(line))]  # diff -r's binary files
     pairs = [(old.split("/", 1), new.split("/", 1)) for old, new in names if "/dev/null" not in (old, new)]
     same = all(len(old) == len(new) == 2 and old[0] != new[0] and old[1] == new[1] for old, new in pairs)
     return 1 if pairs and same else None

@@ -453,6 +453,7 @@ def test_diff_r_parts_and_the_folders_taken_off_their_paths():
     assert apply_patch("y = 1\n", read_patch(parts[3].text), "python").text == "y = 2\n"  # its diff -ruN line read
     assert [p.path for p in split_files(diff_r, 0)] == ["new/logo.png", "new/docs/guide.md", "old/src/gone.py",
                                                         "new/src/calc.py"]
+    assert [p.path for p in split_files(diff_r.split("Only in")[0])] == ["logo.png"]  # a binary file alone too
     git = ("diff --git a/src/app/x.py b/src/app/x.py\n--- a/src/app/x.py\n+++ b/src/app/x.py\n@@ -1 +1 @@\n-a\n+b\n"
            "diff --git a/src/app/old.py b/src/app/new.py\nsimilarity index 100%\nrename from src/app/old.py\n"
            "rename to src/app/new.py\n")
