@@ -6,13 +6,15 @@ a diff itself (certain) and whether what it writes is the known answer.
 Each task's change (original -> expected) is written as tools and chat models write it: ``git -U3``
 (difflib's unified diff, 3 lines of context, exact line numbers), ``-U0`` (no context), ``@@ no
 numbers`` (the -U3 hunks with bare ``@@`` headers, as chat models write them), ``search/replace``
-(each -U3 hunk's old and new lines as a SEARCH/REPLACE block), ``stale context`` (the -U3 diff with
-the first non-blank context line of each hunk altered; the known answer keeps the file's line),
-``hunks indented more`` and ``hunks dedented`` (the -U3 diff with each hunk's lines 4 spaces further
-in, or with the indentation they all share taken off, where they share some), ``git -U0, index``
-(``git diff --no-index -U0`` run on the two files: no context, with git's ``index OLD..NEW`` line
-naming both) and ``@@ function line`` (git's -U3 diff with each header's numbers dropped and the
-function line git writes after them kept); the last two are left out where git is not installed.
+(each -U3 hunk's old and new lines as a SEARCH/REPLACE block), ``diff -c`` (difflib's context diff of
+3 lines: ``*** 1,5 ****`` / ``--- 1,6 ----`` hunks, as ``diff -c`` writes them), ``stale context``
+(the -U3 diff with the first non-blank context line of each hunk altered; the known answer keeps the
+file's line), ``hunks indented more`` and ``hunks dedented`` (the -U3 diff with each hunk's lines 4
+spaces further in, or with the indentation they all share taken off, where they share some), ``git
+-U0, index`` (``git diff --no-index -U0`` run on the two files: no context, with git's ``index
+OLD..NEW`` line naming both) and ``@@ function line`` (git's -U3 diff with each header's numbers
+dropped and the function line git writes after them kept); the last two are left out where git is
+not installed.
 Each is given to ``engine.merge_edit`` as the update, as ``fastapply FILE --edit-file`` gives it.
 Reported per form: the edits, certain, certain and exact, exact among the rest (the merge of the
 snippet it amounts to, or a line-number placement left likely), and the median time. Prints a table
@@ -42,9 +44,10 @@ RESULTS = Path(__file__).resolve().parent / "results" / "patch.json"
 KNOWN = ["evals/tasks/suite.jsonl.gz", "data/train/train.jsonl.gz", "data/train/valid.jsonl.gz"]
 
 
-def unified(old: str, new: str, context: int) -> str:
-    """The diff as git writes it: a line with no newline (the file's last) is followed by git's mark."""
-    lines = difflib.unified_diff(old.splitlines(True), new.splitlines(True), "a/file", "b/file", n=context)
+def unified(old: str, new: str, context: int, form=difflib.unified_diff) -> str:
+    """The diff as git writes it (``form``: ``difflib.context_diff``, as ``diff -c`` writes it): a line with
+    no newline (the file's last) is followed by git's mark."""
+    lines = form(old.splitlines(True), new.splitlines(True), "a/file", "b/file", n=context)
     return "".join(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in lines)
 
 
@@ -77,6 +80,7 @@ def forms(old: str, new: str, folder: Path | None) -> dict[str, str]:
     return {"git -U3": diff, "-U0": unified(old, new, 0),
             "@@ no numbers": re.sub(r"(?m)^@@ [^\n]*@@", "@@", diff.split("\n", 2)[2]),
             "search/replace": "".join(blocks), "stale context": stale(diff),
+            "diff -c": unified(old, new, 3, difflib.context_diff),
             **{name: edit for name, edit in (("hunks indented more", reindented(diff, False)),
                                              ("hunks dedented", reindented(diff, True))) if edit is not None},
             **(git_forms(old, new, folder) if folder is not None else {})}
