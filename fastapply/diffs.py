@@ -385,7 +385,34 @@ def split_files(diff: str, strip: int | None = None) -> list[FilePart]:
     parts = [replace(part, commit=max(mails[part.line - 1] - 1, 0)) for part in parts if part is not None]
     if not parts:
         raise UsageError("the patch names no file (a diff with --- and +++ lines, or *** Update File:)")
+    if (turned := _newest_first(parts)) is not None:
+        raise UsageError(f"the diff's commits come newest first (an earlier commit changes {turned} from what a later "
+                         f"one makes it): give them oldest first, as git log -p --reverse shows them")
     return parts
+
+
+def _newest_first(parts: list[FilePart]) -> str | None:
+    """A file whose git ids say that a series' commits come newest first (``git log -p`` without
+    ``--reverse``): an earlier commit changes it from what a later one makes it (the later part's new id is
+    the earlier one's old id), and no file's ids follow on the other way; else None."""
+    seen: dict[str, tuple[int, str, str]] = {}  # path -> the last part's (commit, old id, new id)
+    backward, forward = None, False
+    for part in parts:
+        index = next((found for line in part.text.split("\n") if (found := INDEX_LINE.match(line))), None)
+        if index is None:
+            continue
+        old, new = index.group(1), index.group(2)
+        if part.path in seen and seen[part.path][0] < part.commit:
+            _, was_old, was_new = seen[part.path]
+            forward = forward or _same_id(was_new, old)
+            backward = backward or (part.path if _same_id(new, was_old) and not _same_id(was_new, old) else None)
+        seen[part.path] = (part.commit, old, new)
+    return backward if backward and not forward else None
+
+
+def _same_id(one: str, other: str) -> bool:
+    """Whether two git object ids, either shortened, name the same object."""
+    return one.startswith(other) or other.startswith(one)
 
 
 def _sides(lines: list[str]) -> int | None:

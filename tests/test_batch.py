@@ -473,7 +473,8 @@ def test_batch_patch_reads_the_mail_git_format_patch_writes(tmp_path, monkeypatc
 
 def test_batch_patch_reads_git_log_p_and_git_show(tmp_path, monkeypatch):
     """`git log -p --reverse A..B` is a series, applied commit by commit (`--atomic` too), each commit's
-    header and message (its lines indented as a hunk's context is) kept out of the hunk before; `git show`
+    header and message (its lines indented as a hunk's context is) kept out of the hunk before (without
+    `--reverse`, newest first, a usage error where git's ids show it); `git show`
     of one commit is its diff for `fastapply FILE`; `-R` undoes the series; `git show` of a merge (a
     combined diff, `diff --cc`) is refused, saying what to give instead."""
     import subprocess
@@ -493,12 +494,16 @@ def test_batch_patch_reads_git_log_p_and_git_show(tmp_path, monkeypatch):
     _git(tmp_path, "commit", "-qm", "Greet the log")
     after = _tree(tmp_path)
     log = _git(tmp_path, "log", "-p", "--reverse", "--decorate", "HEAD~2..HEAD")
+    newest = _git(tmp_path, "log", "-p", "HEAD~2..HEAD")  # newest first: greet.py's ids say so
     show = _git(tmp_path, "show", "HEAD~1")
     assert log.startswith("commit ") and show.startswith("commit ")
     _git(tmp_path, "reset", "-q", "--hard", "HEAD~2")
     before = _tree(tmp_path)
     single = CliRunner().invoke(app, ["greet.py", "--edit", show, "--engine", "merge"])
     assert single.exit_code == 0 and single.stdout == EXPECTED
+    turned = CliRunner().invoke(app, ["batch", "--patch", "-", "--in-place"], input=newest)
+    assert turned.exit_code == 2 and "newest first" in turned.stderr and "--reverse" in turned.stderr
+    assert _tree(tmp_path) == before
     for flags in ([], ["--atomic"]):
         result = CliRunner().invoke(app, ["batch", "--patch", "-", "--in-place", *flags], input=log)
         assert result.exit_code == 0, result.output
