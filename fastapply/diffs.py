@@ -455,7 +455,7 @@ def _file_part(line: int, part: list[str], raw: list[str] | None, strip: int | N
     if (only := _ONLY_IN.match(part[0])) or (differ := _DIFFER.match(part[0])):
         name = f"{only[1].rstrip('/')}/{only[2]}" if only else differ[2] if differ[2] != "/dev/null" else differ[1]
         problem = (f"a file diff -r shows on one side only ({part[0]}), without its lines (diff -N writes them)"
-                   if only else "a binary file's change without its data (git diff --binary holds it)")
+                   if only else "a binary file's change without its data (diff -r writes none; git diff --binary does)")
         return FilePart(line, _stripped(name, strip, "b/"), text, problem=problem)
     if part[0].startswith(_COMBINED):
         name = next((_path(said, strip) for said in header if said.startswith("+++ ")), part[0].split(" ", 2)[-1])
