@@ -11,7 +11,7 @@ changed files are replaced atomically. A diff of several files (``patch_items``)
 file's part is that file's edit, or creates, deletes, moves or copies the file (its record then says
 ``"created": true``, ``"deleted": true``, ``"moved_from": PATH`` or ``"copied_from": PATH``; a file is
 changed only under the current directory, and deleted only where it holds what the diff shows it held;
-a binary file's part is git's binary patch, ``binpatch``); and so
+a binary file's part is git's binary patch, ``binpatch``; a symbolic link's is made a link); and so
 is a chat model's answer (``answer_items``): each file its code blocks name. Each item is planned
 (``plan_item``: its record and what writes it) and then written, or, ``atomic``, all are planned and
 none is written unless all succeed. This module does not print; the CLI renders progress and writes the
@@ -26,7 +26,7 @@ import os
 from collections import Counter
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from fastapply import fileio
@@ -34,7 +34,7 @@ from fastapply.engine import ModelRun, resolve_edit
 from fastapply.errors import FastapplyError, RefusedError, UsageError
 from fastapply.answer import answer_edit, split_answer
 from fastapply.binpatch import apply_binary, is_binary_patch
-from fastapply.diffs import FilePart, deleted_text, names_blob, read_patch, split_files
+from fastapply.diffs import FilePart, deleted_text, link_targets, names_blob, read_patch, split_files
 from fastapply.markers import count_markers
 from fastapply.syntax import language_for_path
 from fastapply.validate import RefusalWatch
@@ -89,10 +89,20 @@ def read_items(text: str) -> list[BatchItem]:
 
 def patch_items(diff: str, strip: int | None = None) -> list[BatchItem]:
     """The items of a diff of one or more files (``diffs.split_files``, its paths' first ``strip`` folders
-    taken off, ``-p``): each file's part is its edit, its line the one the part starts on."""
-    return [BatchItem(part.line, part.path, part.text, problem=part.problem and f"the diff's part for {part.path} "
-                      f"is {part.problem}; nothing was done", part=part)
-            for part in split_files(diff, strip)]
+    taken off, ``-p``): each file's part is its edit, its line the one the part starts on. A part for a
+    path beyond a symbolic link the diff makes (``link/x``) is not applied, as ``git apply`` refuses it:
+    written after the link, it would be written wherever the link points."""
+    parts = split_files(diff, strip)
+    links = [Path(part.path) for part in parts if part.link and part.action != "delete"]
+    items = []
+    for part in parts:
+        beyond = next((link for link in links if Path(part.path) != link and Path(part.path).is_relative_to(link)),
+                      None)
+        problem = (f"the diff's part for {part.path} is {part.problem}; nothing was done" if part.problem else
+                   f"{part.path} is beyond the symbolic link {beyond} the diff makes; nothing was done" if beyond
+                   else "")
+        items.append(BatchItem(part.line, part.path, part.text, problem=problem, part=part))
+    return items
 
 
 def answer_items(text: str) -> list[BatchItem]:
@@ -125,11 +135,12 @@ class Planned:
         self._files: dict[str, tuple[bytes | str, bool] | None] = {}
         self._next: dict[str, tuple[bytes | str, bool] | None] = {}  # what this commit's items write
 
-    def _known(self, path: str):
-        return self._files.get(os.path.realpath(path), _DISK)
+    def _known(self, path: str, link: bool = False):
+        return self._files.get(_location(path, link), _DISK)
 
-    def exists(self, path: str) -> bool:
-        known = self._known(path)
+    def exists(self, path: str, link: bool = False) -> bool:
+        """Whether there is a file at ``path`` (``link``: the path itself, a symbolic link not followed)."""
+        known = self._known(path, link)
         return os.path.lexists(path) if known is _DISK else known is not None
 
     def read(self, path: str) -> bytes:
@@ -149,13 +160,14 @@ class Planned:
         """What ``item``'s write does: its file's new bytes (``data``; None: its source's, moved or given a
         mode alone, not read until needed) and execute bit (None: its source's); a moved file's old path, a
         deleted file, gone."""
+        link = item.part is not None and item.part.link  # the link itself, not where it points
         if item.action == "delete":
-            self._next[os.path.realpath(item.file)] = None
+            self._next[_location(item.file, link)] = None
             return
         known = self._known(item.source)
         content = data if data is not None else known[0] if isinstance(known, tuple) else os.path.realpath(item.source)
-        self._next[os.path.realpath(item.file)] = (content,
-                                                   self.executable(item.source) if executable is None else executable)
+        self._next[_location(item.file, link)] = (content,
+                                                  self.executable(item.source) if executable is None else executable)
         if item.action == "move" and item.source != item.file:
             self._next[os.path.realpath(item.source)] = None
 
@@ -168,15 +180,19 @@ class Planned:
 @dataclass(frozen=True)
 class Write:
     """What writes an item's change (``plan_item``): ``run`` it where each file of ``was`` still holds what
-    the plan read (path -> bytes; b"": no file, or an empty one), else nothing (``fileio.unchanged``: another
-    program wrote the file meanwhile)."""
+    the plan read (path -> bytes; b"": no file, or an empty one), and each symbolic link of ``links`` still
+    points where it did (None: nothing there), else nothing (``fileio.unchanged``: another program wrote
+    the file meanwhile)."""
 
     run: Callable[[], None]
     was: dict[str, bytes]
+    links: dict[str, str | None] = field(default_factory=dict)
 
     def __call__(self) -> None:
         for path, held in self.was.items():
             fileio.unchanged(path, held)
+        for path, target in self.links.items():
+            fileio.link_unchanged(path, target)
         self.run()
 
 
@@ -200,6 +216,8 @@ def plan_item(item: BatchItem, run_model: ModelRunner | None, engine: str = "aut
         if item.problem:
             raise UsageError(item.problem)
         _claim(item, files)
+        if item.part is not None and item.part.link:
+            return _link(item, files)
         if item.action == "delete":
             return _delete(item, files)
         if item.part is not None and is_binary_patch(item.part.text):
@@ -266,7 +284,9 @@ def _claim(item: BatchItem, files: Planned) -> None:
     (or an empty one)."""
     if item.action != "edit" or item.part is not None:
         for path in dict.fromkeys((item.source, item.file)):
-            _under_here(path, item.action)
+            _under_here(path, item.action, item.part is not None and item.part.link)
+    if item.part is not None and item.part.link:
+        return  # what is at the link's path: _link
     if item.action == "create" and files.exists(item.file) and files.read(item.file).strip():
         raise UsageError(f"cannot create {item.file}: it exists; nothing was done")
     if item.action in ("move", "copy") and item.source != item.file and files.exists(item.file):
@@ -331,12 +351,42 @@ def _binary(item: BatchItem, files: Planned) -> tuple[dict, Write]:
     return record, _writer(item, new, _executable(item, files), files, old)
 
 
-def _under_here(path: str, action: str) -> None:
+def _under_here(path: str, action: str, link: bool = False) -> None:
     """A diff changes files only under the current directory (as ``git apply`` only in its repository, and
     GNU ``patch`` refuses such names): a coding agent's patch naming ``/etc/hosts`` or ``../x``, or a
-    symbolic link out of it, is not followed."""
-    if not Path(os.path.realpath(path)).is_relative_to(Path.cwd().resolve()):
+    symbolic link out of it, is not followed. A symbolic link the diff changes (``link``) is not followed
+    either: the folder that holds it is checked (it may point anywhere, as git's may)."""
+    if not Path(_location(path, link)).is_relative_to(Path.cwd().resolve()):
         raise UsageError(f"cannot {action} {path}: it is outside the current directory; nothing was done")
+
+
+def _location(path: str, link: bool = False) -> str:
+    """Where ``path`` really is (symbolic links followed), or, ``link``, the symbolic link itself (the
+    folders above it followed, not the link)."""
+    if not link:
+        return os.path.realpath(path)
+    return os.path.join(os.path.realpath(os.path.dirname(os.path.abspath(path))), os.path.basename(path))
+
+
+def _link(item: BatchItem, files: Planned) -> tuple[dict, Write]:
+    """A part that makes a symbolic link, points one elsewhere or deletes one (git's mode 120000), only
+    where the link is what the diff shows it was (its target; nothing there, for a link it makes); its
+    record says ``"link": true``, its text the new target (null where deleted)."""
+    old, new = link_targets(item.edit)
+    path = item.file
+    had = os.readlink(path) if os.path.islink(path) else None
+    if item.action == "create" and files.exists(path, link=True):
+        raise UsageError(f"cannot create {path}: it exists; nothing was done")
+    if item.action != "create" and (had is None or had != old):
+        now = "it is not a symbolic link" if had is None else f"it points to {had}"
+        raise RefusedError(f"{path} is not the symbolic link the diff changes ({now}); nothing was done",
+                           ("stale-link",))
+    if item.action != "delete" and not new:
+        raise UsageError(f"the diff's part for the symbolic link {path} shows no target; nothing was done")
+    files.will(item, None if item.action == "delete" else b"", False)
+    run = (lambda: fileio.remove(path)) if item.action == "delete" else (lambda: fileio.make_link(path, new))
+    record = {**_record(item, True, "merge", [], None if item.action == "delete" else new, None), "link": True}
+    return record, Write(run, {}, {path: had})
 
 
 def _delete(item: BatchItem, files: Planned) -> tuple[dict, Write]:
@@ -365,7 +415,7 @@ def run_batch(items: list[BatchItem], run_model: ModelRunner | None, in_place: b
     commits = [list(group) for _, group in itertools.groupby(items, lambda item: item.part and item.part.commit)]
 
     def paths(group: list[BatchItem]) -> list[str]:  # what the items write (a copy's original is read alone)
-        return [os.path.realpath(path) for item in group if not item.problem
+        return [_location(path, item.part is not None and item.part.link) for item in group if not item.problem
                 for path in ({item.file} if item.action == "copy" else {item.file, item.source})]
 
     if in_place and atomic and any(len(set(paths(group))) < len(paths(group)) for group in commits):
@@ -396,14 +446,17 @@ def run_batch(items: list[BatchItem], run_model: ModelRunner | None, in_place: b
 def _still_as_read(planned: list[tuple[dict, Write | None]]) -> list[tuple[dict, Write | None]]:
     """``--atomic``'s plan with the record of each item whose file another program wrote since it was read
     failed (the first item of the plan to touch a file read it from the disk), before any is written."""
-    first: dict[str, tuple[str, bytes, int]] = {}
+    first: dict[str, tuple[Callable[[], None], int]] = {}
     for k, (_, write) in enumerate(planned):
         for path, held in (write.was.items() if write is not None else ()):
-            first.setdefault(os.path.realpath(path), (path, held, k))
+            first.setdefault(os.path.realpath(path), (lambda path=path, held=held: fileio.unchanged(path, held), k))
+        for path, target in (write.links.items() if write is not None else ()):
+            first.setdefault(_location(path, True), (lambda path=path, target=target: fileio.link_unchanged(path, target),
+                                                     k))
     out = list(planned)
-    for path, held, k in first.values():
+    for check, k in first.values():
         try:
-            fileio.unchanged(path, held)
+            check()
         except FastapplyError as exc:
             out[k] = (_failed(out[k][0]["line"], out[k][0]["file"], exc), None)
     return out

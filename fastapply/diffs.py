@@ -162,6 +162,9 @@ def _unified(lines: list[str]) -> Patch | None:
         elif line.startswith(_DELETES):
             raise UsageError(f"the diff deletes a file ({line.strip()}); fastapply FILE applies an edit to the file "
                              f"it is given: give the whole diff to fastapply batch --patch")
+        elif line.startswith(("new file mode ", "new mode ", "index ")) and line.rstrip().endswith(" 120000"):
+            raise UsageError("the diff changes a symbolic link (mode 120000), not a file's text: give it to fastapply "
+                             "batch --patch")
         elif line.startswith("*** Add File: "):  # the new file's lines follow, each after a +
             files.add(_path(line))
             end = next((j for j in range(i + 1, len(lines)) if not lines[j].startswith("+")), len(lines))
@@ -333,6 +336,7 @@ class FilePart:
     blob: str | None = None  # the file's git object id before the change (its ``index`` line), where given
     ends: TextFormat | None = None  # a file it creates with other than LF line ends: those its lines have in the diff
     commit: int = 0  # of a series of commits (``git format-patch``'s mails, ``git log -p``), the one it is in (from 0)
+    link: bool = False  # a symbolic link made, pointed elsewhere or deleted (git's mode 120000): its lines are targets
 
     @property
     def hunks(self) -> bool:
@@ -489,11 +493,12 @@ def _file_part(line: int, part: list[str], raw: list[str] | None, strip: int | N
     modes = {said.split()[-1] for said in header if said.startswith(("new mode ", "old mode ", "new file mode ",
                                                                       "deleted file mode ", "index "))}
     unheld = binary and action != "delete"  # a binary file's deletion checks its blob instead
-    problem = ("a symbolic link's change (fastapply edits files' text)" if "120000" in modes else
-               "a submodule's change (git's commit of another repository, not a file)" if "160000" in modes else
+    link = "120000" in modes
+    problem = (f"a symbolic link's {action} (fastapply moves and copies files)" if link and action in ("move", "copy")
+               else "a submodule's change (git's commit of another repository, not a file)" if "160000" in modes else
                "a binary file's change without its data (git diff --binary holds it)" if unheld else "")
     ends = _ends(raw[len(header):]) if raw and action == "create" else None
-    return FilePart(line, name, text, action, source, problem, mode, blob, ends) if name else None
+    return FilePart(line, name, text, action, source, problem, mode, blob, ends, link=link) if name else None
 
 
 def _ends(raw: list[str]) -> TextFormat | None:
@@ -524,6 +529,20 @@ def deleted_text(part: str) -> str | None:
     lines = part.split("\n")
     first = next((k for k, line in enumerate(lines) if line.startswith("@@")), len(lines))
     return "".join(line[1:] + "\n" for line in lines[first:] if line.startswith("-"))
+
+
+def link_targets(part: str) -> tuple[str | None, str | None]:
+    """The targets a symbolic link's part shows (git writes a link as one line, its target, with no
+    newline): before (None: no link) and after (None: deleted).
+
+    >>> link_targets("--- a/l\\n+++ b/l\\n@@ -1 +1 @@\\n-old\\n\\\\ No newline at end of file\\n+new\\n")
+    ('old', 'new')
+    """
+    lines = part.split("\n")
+    first = next((k for k, line in enumerate(lines) if line.startswith("@@")), len(lines))
+    old = [line[1:] for line in lines[first:] if line.startswith("-")]
+    new = [line[1:] for line in lines[first:] if line.startswith("+")]
+    return (old[0] if len(old) == 1 else None), (new[0] if len(new) == 1 else None)
 
 
 def git_path(line: str) -> str | None:

@@ -3,7 +3,8 @@
 Text reaches the model as LF-only ``str``; ``TextFormat`` remembers what the file had (encoding,
 BOM, newline style, final newline) so the result is written back in the file's own format. Writes
 are atomic: a temp file in the same directory, fsync, ``os.replace``; the mode is kept and a symlink
-stays a symlink (its target is replaced). This module does not judge content; ``validate.py`` does.
+stays a symlink (its target is replaced); a symlink a diff makes is made the same way (``make_link``).
+This module does not judge content; ``validate.py`` does.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import codecs
 import difflib
 import os
+import secrets
 import sys
 import tempfile
 from dataclasses import dataclass
@@ -192,6 +194,36 @@ def unchanged(path: str | Path, was: bytes) -> None:
     if now != was:
         raise FastapplyError(f"{path} changed while fastapply worked on it (another program wrote it): it is left as "
                              f"that program wrote it; nothing was written")
+
+
+def link_unchanged(path: str | Path, target: str | None) -> None:
+    """Raises where the symbolic link at ``path`` no longer points to ``target`` (None: there is nothing
+    at ``path``): another program changed it while fastapply worked."""
+    now = os.readlink(path) if os.path.islink(path) else "" if os.path.lexists(path) else None
+    if now != target:
+        raise FastapplyError(f"{path} changed while fastapply worked on it (another program wrote it): it is left as "
+                             f"that program wrote it; nothing was written")
+
+
+def make_link(path: str | Path, target: str) -> None:
+    """Make the symbolic link ``path`` point to ``target`` (the link itself, not a file it points to),
+    replacing a link there at once: readers see the old link or the new."""
+    directory = Path(os.path.abspath(path)).parent
+    while True:
+        temporary = directory / f".{Path(path).name}.{secrets.token_hex(4)}.fastapply-tmp"
+        try:
+            os.symlink(target, temporary)
+            break
+        except FileExistsError:
+            continue
+        except OSError as exc:
+            raise _failed("write", path, exc) from None
+    try:
+        os.replace(temporary, path)
+    except OSError as exc:
+        os.unlink(temporary)
+        raise _failed("write", path, exc) from None
+    _fsync_directory(directory)
 
 
 def remove(path: str | Path) -> None:

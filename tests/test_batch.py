@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -266,11 +267,13 @@ def _git(repo, *args, text=True):
 
 
 def _tree(root) -> dict:
-    """Every file under ``root`` but git's own: its text and whether it is executable."""
+    """Every file under ``root`` but git's own: its text and whether it is executable (a symbolic link:
+    ``-> target``)."""
     import os
 
-    return {str(p.relative_to(root)): (p.read_bytes().decode("latin-1"), os.access(p, os.X_OK))
-            for p in sorted(root.rglob("*")) if p.is_file() and ".git" not in p.parts}
+    return {str(p.relative_to(root)): (f"-> {os.readlink(p)}", False) if p.is_symlink() else
+            (p.read_bytes().decode("latin-1"), os.access(p, os.X_OK))
+            for p in sorted(root.rglob("*")) if (p.is_file() or p.is_symlink()) and ".git" not in p.parts}
 
 
 def test_batch_patch_creates_deletes_and_moves_files_as_git_diff_says(tmp_path, monkeypatch):
@@ -741,6 +744,64 @@ def test_batch_patch_applies_diff_ru_of_two_folders(tmp_path, monkeypatch):
     one = diffs["-ruN"][diffs["-ruN"].index("diff -ruN old/calc.py"):diffs["-ruN"].index("diff -ruN old/sub")]
     single = CliRunner().invoke(app, ["calc.py", "--edit", one])
     assert single.exit_code == 0 and single.stdout == "x = 1\ny = 3\n"
+
+
+def test_batch_patch_makes_points_and_deletes_symbolic_links(tmp_path, monkeypatch):
+    """git's diff of a commit that makes a symbolic link (one pointing out of the folder too: a link may
+    point anywhere), points another elsewhere and deletes a third: `batch --patch -i` leaves the commit's
+    tree, links as links (`--atomic` too, and `-R` undoes it); a link not as the diff shows it is refused
+    (`stale-link`), and a part beyond a link the diff makes is not written through it."""
+    _needs("git")
+    monkeypatch.delenv("FASTAPPLY_MODEL", raising=False)
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    (work / "calc.py").write_text("x = 1\n")
+    (work / "docs").mkdir()
+    (work / "docs" / "guide.md").write_text("# guide\n")
+    (work / "latest").symlink_to("calc.py")
+    (work / "gone").symlink_to("docs")
+    _git(work, "init", "-q")
+    _git(work, "add", "-A")
+    _git(work, "commit", "-qm", "before")
+    before = _tree(work)
+    (work / "latest").unlink()
+    (work / "latest").symlink_to("docs/guide.md")
+    (work / "gone").unlink()
+    (work / "made").symlink_to("calc.py")
+    (work / "outside").symlink_to("../elsewhere")
+    (work / "calc.py").write_text("x = 2\n")
+    _git(work, "add", "-A")
+    _git(work, "commit", "-qm", "links")
+    after = _tree(work)
+    diff = _git(work, "diff", "HEAD~1", "HEAD")
+    assert diff.count("120000") >= 4
+    _git(work, "checkout", "-q", "HEAD~1")
+    assert _tree(work) == before
+    for flags in ([], ["--atomic"]):
+        result = CliRunner().invoke(app, ["batch", "--patch", "-", "--in-place", *flags], input=diff)
+        assert result.exit_code == 0, result.output
+        records = {r["file"]: r for r in map(json.loads, result.stdout.splitlines())}
+        assert records["made"]["link"] and records["made"]["created"] and records["gone"]["deleted"]
+        assert _tree(work) == after and (work / "outside").is_symlink()
+        undone = CliRunner().invoke(app, ["batch", "--patch", "-", "--in-place", "-R", *flags], input=diff)
+        assert undone.exit_code == 0, undone.output
+        assert _tree(work) == before
+    (work / "latest").unlink()
+    (work / "latest").symlink_to("calc.py.bak")  # pointed elsewhere since the diff was made
+    stale = CliRunner().invoke(app, ["batch", "--patch", "-", "--in-place", "--atomic"], input=diff)
+    records = {r["file"]: r for r in map(json.loads, stale.stdout.splitlines())}
+    assert stale.exit_code == 1 and records["latest"]["reasons"] == ["stale-link"]
+    assert os.readlink(work / "latest") == "calc.py.bak" and not (work / "made").exists()
+    beyond = ("diff --git a/out b/out\nnew file mode 120000\n--- /dev/null\n+++ b/out\n@@ -0,0 +1 @@\n+..\n"
+              "\\ No newline at end of file\ndiff --git a/out/x.txt b/out/x.txt\nnew file mode 100644\n--- /dev/null\n"
+              "+++ b/out/x.txt\n@@ -0,0 +1 @@\n+escaped\n")
+    result = CliRunner().invoke(app, ["batch", "--patch", "-", "--in-place"], input=beyond)
+    records = {r["file"]: r for r in map(json.loads, result.stdout.splitlines())}
+    assert result.exit_code == 1 and "beyond the symbolic link out" in records["out/x.txt"]["error"]
+    assert not (tmp_path / "x.txt").exists() and os.readlink(work / "out") == ".."
+    alone = CliRunner().invoke(app, ["made", "--edit", diff[diff.index("diff --git a/made"):], "--in-place"])
+    assert alone.exit_code == 2 and "symbolic link" in alone.stderr  # fastapply FILE writes no link as a file
 
 
 def test_batch_patch_applies_context_diffs(tmp_path, monkeypatch):

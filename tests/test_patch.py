@@ -11,7 +11,7 @@ import pytest
 from fastapply.engine import EditRefused, read_edit, resolve_edit
 from fastapply.errors import UsageError
 from fastapply.merge import merge
-from fastapply.diffs import deleted_text, read_patch
+from fastapply.diffs import deleted_text, link_targets, read_patch
 from fastapply.patch import apply_patch, as_snippet, as_update
 
 CALC = '''import math
@@ -312,9 +312,8 @@ def test_what_each_files_part_does_to_it():
              "@@ -0,0 +1 @@\n+calc.py\n\\ No newline at end of file\n"
              "diff --git a/lib b/lib\nindex 1234567..89abcde 120000\n--- a/lib\n+++ b/lib\n@@ -1 +1 @@\n-old\n"
              "\\ No newline at end of file\n+new\n\\ No newline at end of file\n")
-    assert [(p.path, p.problem) for p in split_files(links)] == [  # not written as a file holding the target
-        ("link", "a symbolic link's change (fastapply edits files' text)"),
-        ("lib", "a symbolic link's change (fastapply edits files' text)")]
+    assert [(p.path, p.action, p.link, p.problem, link_targets(p.text)) for p in split_files(links)] == [
+        ("link", "create", True, "", (None, "calc.py")), ("lib", "edit", True, "", ("old", "new"))]
     assert apply_patch("", read_patch(parts[0].text), "python").text == "x = 1\n"
     quoted = ('diff --git "a/caf\\303\\251.txt" "b/men\\303\\274 \\"1\\".txt"\nsimilarity index 100%\n'
               'rename from "caf\\303\\251.txt"\nrename to "men\\303\\274 \\"1\\".txt"\n')
