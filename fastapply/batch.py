@@ -310,11 +310,15 @@ def _writer(item: BatchItem, data: bytes | None, executable: bool | None, files:
     ``read``: the bytes the new ones were made from, which the file (a moved file's source) must still
     hold; a file created, moved or copied to must still not be there. ``files`` learns what it will do."""
     files.will(item, data, executable)
-    was = {}
-    if item.action != "edit" or data is not None:  # a mode given alone loses no one's change
-        was[item.file] = read if item.action in ("edit", "create") and read is not None else b""
-    if item.action == "move" and data is not None and read is not None and item.source != item.file:
-        was[item.source] = read
+    was = {}  # a mode given alone loses no one's change: nothing to check
+    if item.action in ("move", "copy") and item.source != item.file:
+        was[item.file] = b""
+        if item.action == "move" and data is not None and read is not None:
+            was[item.source] = read
+    elif data is not None and read is not None:
+        was[item.file] = read
+    elif item.action == "create":
+        was[item.file] = b""
 
     def write() -> None:
         if item.action in ("create", "move", "copy"):
@@ -384,7 +388,14 @@ def _link(item: BatchItem, files: Planned) -> tuple[dict, Write]:
     if item.action != "delete" and not new:
         raise UsageError(f"the diff's part for the symbolic link {path} shows no target; nothing was done")
     files.will(item, None if item.action == "delete" else b"", False)
-    run = (lambda: fileio.remove(path)) if item.action == "delete" else (lambda: fileio.make_link(path, new))
+
+    def run() -> None:
+        if item.action == "delete":
+            fileio.remove(path)
+            return
+        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+        fileio.make_link(path, new)
+
     record = {**_record(item, True, "merge", [], None if item.action == "delete" else new, None), "link": True}
     return record, Write(run, {}, {path: had})
 

@@ -192,8 +192,7 @@ def unchanged(path: str | Path, was: bytes) -> None:
     except OSError as exc:
         raise _failed("read", path, exc) from None
     if now != was:
-        raise FastapplyError(f"{path} changed while fastapply worked on it (another program wrote it): it is left as "
-                             f"that program wrote it; nothing was written")
+        raise _changed_meanwhile(path)
 
 
 def link_unchanged(path: str | Path, target: str | None) -> None:
@@ -201,8 +200,12 @@ def link_unchanged(path: str | Path, target: str | None) -> None:
     at ``path``): another program changed it while fastapply worked."""
     now = os.readlink(path) if os.path.islink(path) else "" if os.path.lexists(path) else None
     if now != target:
-        raise FastapplyError(f"{path} changed while fastapply worked on it (another program wrote it): it is left as "
-                             f"that program wrote it; nothing was written")
+        raise _changed_meanwhile(path)
+
+
+def _changed_meanwhile(path: str | Path) -> FastapplyError:
+    return FastapplyError(f"{path} changed while fastapply worked on it (another program wrote it): it is left as that "
+                          f"program wrote it; nothing was written")
 
 
 def make_link(path: str | Path, target: str) -> None:

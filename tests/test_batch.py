@@ -770,6 +770,8 @@ def test_batch_patch_makes_points_and_deletes_symbolic_links(tmp_path, monkeypat
     (work / "gone").unlink()
     (work / "made").symlink_to("calc.py")
     (work / "outside").symlink_to("../elsewhere")
+    (work / "new" / "folder").mkdir(parents=True)
+    (work / "new" / "folder" / "up").symlink_to("../../calc.py")  # a link in a folder the diff makes
     (work / "calc.py").write_text("x = 2\n")
     _git(work, "add", "-A")
     _git(work, "commit", "-qm", "links")
