@@ -66,6 +66,13 @@ class BatchItem:
         """The path the file is read from: a moved file's old one, a copy's original, else its own."""
         return self.part.source if self.part is not None and self.part.source else self.file
 
+    @property
+    def link(self) -> bool:
+        """Whether the item makes, points elsewhere, deletes, moves or copies a symbolic link: git's mode
+        120000, or a rename or copy with no hunks of a path that is a link (for which git writes no mode)."""
+        return self.part is not None and (self.part.link or (self.action in ("move", "copy") and not self.part.hunks
+                                                             and os.path.islink(self.source)))
+
 
 def read_items(text: str) -> list[BatchItem]:
     """The records of a JSONL text; blank lines are skipped, a bad line becomes an item with a problem."""
@@ -134,6 +141,15 @@ class Planned:
         # by real path: the file's bytes (or the path on the disk that holds them) and execute bit; None: gone
         self._files: dict[str, tuple[bytes | str, bool] | None] = {}
         self._next: dict[str, tuple[bytes | str, bool] | None] = {}  # what this commit's items write
+        self._links: dict[str, str | None] = {}  # by the link's own path: where it points; None: no link there
+        self._next_links: dict[str, str | None] = {}
+
+    def link(self, path: str) -> str | None:
+        """Where the symbolic link at ``path`` points (None: there is none)."""
+        known = self._links.get(_location(path, True), _DISK)
+        if known is not _DISK:
+            return known
+        return os.readlink(path) if os.path.islink(path) else None
 
     def _known(self, path: str, link: bool = False):
         return self._files.get(_location(path, link), _DISK)
@@ -153,14 +169,14 @@ class Planned:
     def executable(self, path: str) -> bool:
         known = self._known(path)
         if known is _DISK:
-            return os.path.lexists(path) and bool(os.stat(path).st_mode & 0o111)
+            return os.path.exists(path) and bool(os.stat(path).st_mode & 0o111)
         return known is not None and known[1]
 
     def will(self, item: BatchItem, data: bytes | None, executable: bool | None) -> None:
         """What ``item``'s write does: its file's new bytes (``data``; None: its source's, moved or given a
         mode alone, not read until needed) and execute bit (None: its source's); a moved file's old path, a
         deleted file, gone."""
-        link = item.part is not None and item.part.link  # the link itself, not where it points
+        link = item.link  # the link itself, not where it points
         if item.action == "delete":
             self._next[_location(item.file, link)] = None
             return
@@ -169,12 +185,17 @@ class Planned:
         self._next[_location(item.file, link)] = (content,
                                                   self.executable(item.source) if executable is None else executable)
         if item.action == "move" and item.source != item.file:
-            self._next[os.path.realpath(item.source)] = None
+            self._next[_location(item.source, link)] = None
+
+    def will_link(self, path: str, target: str | None) -> None:
+        """That the symbolic link at ``path`` will point to ``target`` (None: be gone)."""
+        self._next_links[_location(path, True)] = target
 
     def next_commit(self) -> None:
         """The items planned so far are seen from here on."""
         self._files.update(self._next)
-        self._next = {}
+        self._links.update(self._next_links)
+        self._next, self._next_links = {}, {}
 
 
 @dataclass(frozen=True)
@@ -216,7 +237,7 @@ def plan_item(item: BatchItem, run_model: ModelRunner | None, engine: str = "aut
         if item.problem:
             raise UsageError(item.problem)
         _claim(item, files)
-        if item.part is not None and item.part.link:
+        if item.link:
             return _link(item, files)
         if item.action == "delete":
             return _delete(item, files)
@@ -282,16 +303,15 @@ def _claim(item: BatchItem, files: Planned) -> None:
     """Whether ``item`` may do what it does: a file a diff names is changed only under the current
     directory (one an answer names, created only there), created, moved or copied to only where none is
     (or an empty one)."""
+    link = item.link  # the link itself is checked, not where it points
     if item.action != "edit" or item.part is not None:
         for path in dict.fromkeys((item.source, item.file)):
-            _under_here(path, item.action, item.part is not None and item.part.link)
-    if item.part is not None and item.part.link:
-        return  # what is at the link's path: _link
-    if item.action == "create" and files.exists(item.file) and files.read(item.file).strip():
+            _under_here(path, item.action, link)
+    if item.action == "create" and not link and files.exists(item.file) and files.read(item.file).strip():
         raise UsageError(f"cannot create {item.file}: it exists; nothing was done")
-    if item.action in ("move", "copy") and item.source != item.file and files.exists(item.file):
+    if item.action in ("move", "copy") and item.source != item.file and files.exists(item.file, link):
         raise UsageError(f"cannot {item.action} {item.source} to {item.file}: it exists; nothing was done")
-    if item.action in ("move", "copy") and not files.exists(item.source):
+    if item.action in ("move", "copy") and not files.exists(item.source, link):
         raise FastapplyError(f"cannot {item.action} {item.source}: no such file; nothing was done")
 
 
@@ -373,31 +393,41 @@ def _location(path: str, link: bool = False) -> str:
 
 
 def _link(item: BatchItem, files: Planned) -> tuple[dict, Write]:
-    """A part that makes a symbolic link, points one elsewhere or deletes one (git's mode 120000), only
-    where the link is what the diff shows it was (its target; nothing there, for a link it makes); its
-    record says ``"link": true``, its text the new target (null where deleted)."""
-    old, new = link_targets(item.edit)
-    path = item.file
-    had = os.readlink(path) if os.path.islink(path) else None
+    """A part that makes a symbolic link, points one elsewhere, deletes, moves or copies one (``item.link``),
+    only where the link is what the diff shows it was (its target; nothing there, for a link it makes); the
+    link itself is written, moved or copied, never a file it points to. Its record says ``"link": true``,
+    its text the new target (null where deleted)."""
+    path, source = item.file, item.source
+    had = files.link(source)
+    old, new = link_targets(item.edit) if item.part.hunks else (had, had)  # moved or copied as it is
     if item.action == "create" and files.exists(path, link=True):
         raise UsageError(f"cannot create {path}: it exists; nothing was done")
     if item.action != "create" and (had is None or had != old):
         now = "it is not a symbolic link" if had is None else f"it points to {had}"
-        raise RefusedError(f"{path} is not the symbolic link the diff changes ({now}); nothing was done",
+        raise RefusedError(f"{source} is not the symbolic link the diff changes ({now}); nothing was done",
                            ("stale-link",))
     if item.action != "delete" and not new:
         raise UsageError(f"the diff's part for the symbolic link {path} shows no target; nothing was done")
     files.will(item, None if item.action == "delete" else b"", False)
+    files.will_link(path, None if item.action == "delete" else new)
+    if item.action == "move":
+        files.will_link(source, None)
 
     def run() -> None:
         if item.action == "delete":
             fileio.remove(path)
             return
         os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+        if item.action == "move" and new == had:
+            fileio.move(source, path)
+            return
         fileio.make_link(path, new)
+        if item.action == "move" and source != path:
+            fileio.remove(source)
 
     record = {**_record(item, True, "merge", [], None if item.action == "delete" else new, None), "link": True}
-    return record, Write(run, {}, {path: had})
+    was = {source: had} if item.action in ("move", "copy") else {}
+    return record, Write(run, {}, {**was, path: had if item.action in ("edit", "delete") else None})
 
 
 def _delete(item: BatchItem, files: Planned) -> tuple[dict, Write]:
@@ -426,7 +456,7 @@ def run_batch(items: list[BatchItem], run_model: ModelRunner | None, in_place: b
     commits = [list(group) for _, group in itertools.groupby(items, lambda item: item.part and item.part.commit)]
 
     def paths(group: list[BatchItem]) -> list[str]:  # what the items write (a copy's original is read alone)
-        return [_location(path, item.part is not None and item.part.link) for item in group if not item.problem
+        return [_location(path, item.link) for item in group if not item.problem
                 for path in ({item.file} if item.action == "copy" else {item.file, item.source})]
 
     if in_place and atomic and any(len(set(paths(group))) < len(paths(group)) for group in commits):

@@ -494,8 +494,7 @@ def _file_part(line: int, part: list[str], raw: list[str] | None, strip: int | N
                                                                       "deleted file mode ", "index "))}
     unheld = binary and action != "delete"  # a binary file's deletion checks its blob instead
     link = "120000" in modes
-    problem = (f"a symbolic link's {action} (fastapply moves and copies files)" if link and action in ("move", "copy")
-               else "a submodule's change (git's commit of another repository, not a file)" if "160000" in modes else
+    problem = ("a submodule's change (git's commit of another repository, not a file)" if "160000" in modes else
                "a binary file's change without its data (git diff --binary holds it)" if unheld else "")
     ends = _ends(raw[len(header):]) if raw and action == "create" else None
     return FilePart(line, name, text, action, source, problem, mode, blob, ends, link=link) if name else None

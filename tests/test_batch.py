@@ -806,6 +806,59 @@ def test_batch_patch_makes_points_and_deletes_symbolic_links(tmp_path, monkeypat
     assert alone.exit_code == 2 and "symbolic link" in alone.stderr  # fastapply FILE writes no link as a file
 
 
+def test_batch_patch_moves_links_and_follows_them_through_a_series(tmp_path, monkeypatch):
+    """A link renamed (git writes no mode for a rename with no hunks: the path is a link) is moved as a
+    link, a dangling one and one pointing out of the folder too, its target untouched; `git diff -C`'s
+    copy of a link is a link; a link made in one commit of a series and pointed elsewhere in the next
+    applies with `--atomic` (each commit sees the links the ones before it make); a link renamed and
+    pointed anew (mode 120000 and a hunk) is moved with its new target."""
+    _needs("git")
+    monkeypatch.delenv("FASTAPPLY_MODEL", raising=False)
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    (work / "calc.py").write_text("x = 1\n")
+    (work / "dangling").symlink_to("missing")
+    (work / "away").symlink_to("../elsewhere")
+    (work / "tool").symlink_to("calc.py")
+    _git(work, "init", "-q")
+    _git(work, "add", "-A")
+    _git(work, "commit", "-qm", "before")
+    (work / "bin").mkdir()
+    for name in ("dangling", "away"):
+        (work / name).rename(work / "bin" / name)
+    (work / "tool2").symlink_to("calc.py")
+    _git(work, "add", "-A")
+    _git(work, "commit", "-qm", "moved")
+    (work / "new").symlink_to("calc.py")
+    _git(work, "add", "-A")
+    _git(work, "commit", "-qm", "made")
+    (work / "new").unlink()
+    (work / "new").symlink_to("bin")
+    _git(work, "add", "-A")
+    _git(work, "commit", "-qm", "pointed")
+    after = _tree(work)
+    moved = _git(work, "diff", "-M", "-C", "--find-copies-harder", "HEAD~3", "HEAD~2")
+    assert "rename from dangling" in moved and "copy from tool" in moved
+    series = _git(work, "format-patch", "--stdout", "-M", "HEAD~3..HEAD")
+    _git(work, "checkout", "-q", "HEAD~3")
+    result = CliRunner().invoke(app, ["batch", "--patch", "-", "--in-place"], input=moved)
+    assert result.exit_code == 0, result.output
+    assert os.readlink(work / "bin" / "dangling") == "missing" and os.readlink(work / "bin" / "away") == "../elsewhere"
+    assert os.readlink(work / "tool2") == "calc.py" and (work / "calc.py").read_text() == "x = 1\n"
+    _git(work, "checkout", "-q", "-f", ".")
+    _git(work, "clean", "-qfd")
+    result = CliRunner().invoke(app, ["batch", "--patch", "-", "--in-place", "--atomic"], input=series)
+    assert result.exit_code == 0, result.output
+    assert _tree(work) == after
+    retarget = ("diff --git a/tool b/sub/tool\nsimilarity index 80%\nrename from tool\nrename to sub/tool\n"
+                "index 8ce4f79..1234567 120000\n--- a/tool\n+++ b/sub/tool\n@@ -1 +1 @@\n-calc.py\n"
+                "\\ No newline at end of file\n+../calc.py\n\\ No newline at end of file\n")  # moved and pointed anew
+    result = CliRunner().invoke(app, ["batch", "--patch", "-", "--in-place"], input=retarget)
+    assert result.exit_code == 0, result.output
+    assert not os.path.lexists(work / "tool") and os.readlink(work / "sub" / "tool") == "../calc.py"
+
+
 def test_batch_patch_applies_context_diffs(tmp_path, monkeypatch):
     """`diff -rcN old new` (context diffs) applied inside a copy of old leaves new, records naming the
     lines of the input their parts start on; `-R` undoes it; `fastapply FILE` takes one file's `diff -c`."""
