@@ -66,12 +66,6 @@ class BatchItem:
         """The path the file is read from: a moved file's old one, a copy's original, else its own."""
         return self.part.source if self.part is not None and self.part.source else self.file
 
-    @property
-    def link(self) -> bool:
-        """Whether the item makes, points elsewhere, deletes, moves or copies a symbolic link: git's mode
-        120000, or a rename or copy with no hunks of a path that is a link (for which git writes no mode)."""
-        return self.part is not None and (self.part.link or (self.action in ("move", "copy") and not self.part.hunks
-                                                             and os.path.islink(self.source)))
 
 
 def read_items(text: str) -> list[BatchItem]:
@@ -176,7 +170,7 @@ class Planned:
         """What ``item``'s write does: its file's new bytes (``data``; None: its source's, moved or given a
         mode alone, not read until needed) and execute bit (None: its source's); a moved file's old path, a
         deleted file, gone."""
-        link = item.link  # the link itself, not where it points
+        link = _is_link(item, self)  # the link itself, not where it points
         if item.action == "delete":
             self._next[_location(item.file, link)] = None
             return
@@ -206,12 +200,13 @@ class Write:
     the file meanwhile)."""
 
     run: Callable[[], None]
-    was: dict[str, bytes]
+    was: dict[str, bytes | None]  # None: a path it changes without having read it (a file moved as it is)
     links: dict[str, str | None] = field(default_factory=dict)
 
     def __call__(self) -> None:
         for path, held in self.was.items():
-            fileio.unchanged(path, held)
+            if held is not None:
+                fileio.unchanged(path, held)
         for path, target in self.links.items():
             fileio.link_unchanged(path, target)
         self.run()
@@ -237,7 +232,7 @@ def plan_item(item: BatchItem, run_model: ModelRunner | None, engine: str = "aut
         if item.problem:
             raise UsageError(item.problem)
         _claim(item, files)
-        if item.link:
+        if _is_link(item, files):
             return _link(item, files)
         if item.action == "delete":
             return _delete(item, files)
@@ -303,7 +298,7 @@ def _claim(item: BatchItem, files: Planned) -> None:
     """Whether ``item`` may do what it does: a file a diff names is changed only under the current
     directory (one an answer names, created only there), created, moved or copied to only where none is
     (or an empty one)."""
-    link = item.link  # the link itself is checked, not where it points
+    link = _is_link(item, files)  # the link itself is checked, not where it points
     if item.action != "edit" or item.part is not None:
         for path in dict.fromkeys((item.source, item.file)):
             _under_here(path, item.action, link)
@@ -333,8 +328,8 @@ def _writer(item: BatchItem, data: bytes | None, executable: bool | None, files:
     was = {}  # a mode given alone loses no one's change: nothing to check
     if item.action in ("move", "copy") and item.source != item.file:
         was[item.file] = b""
-        if item.action == "move" and data is not None and read is not None:
-            was[item.source] = read
+        if item.action == "move":
+            was[item.source] = read if data is not None else None
     elif data is not None and read is not None:
         was[item.file] = read
     elif item.action == "create":
@@ -384,6 +379,14 @@ def _under_here(path: str, action: str, link: bool = False) -> None:
         raise UsageError(f"cannot {action} {path}: it is outside the current directory; nothing was done")
 
 
+def _is_link(item: BatchItem, files: Planned) -> bool:
+    """Whether ``item`` makes, points elsewhere, deletes, moves or copies a symbolic link: git's mode
+    120000, or a rename or copy with no hunks of a path that is a link (git writes no mode for it), as the
+    items planned before it leave it (``files``)."""
+    return item.part is not None and (item.part.link or (item.action in ("move", "copy") and not item.part.hunks
+                                                         and files.link(item.source) is not None))
+
+
 def _location(path: str, link: bool = False) -> str:
     """Where ``path`` really is (symbolic links followed), or, ``link``, the symbolic link itself (the
     folders above it followed, not the link)."""
@@ -393,7 +396,7 @@ def _location(path: str, link: bool = False) -> str:
 
 
 def _link(item: BatchItem, files: Planned) -> tuple[dict, Write]:
-    """A part that makes a symbolic link, points one elsewhere, deletes, moves or copies one (``item.link``),
+    """A part that makes a symbolic link, points one elsewhere, deletes, moves or copies one (``_is_link``),
     only where the link is what the diff shows it was (its target; nothing there, for a link it makes); the
     link itself is written, moved or copied, never a file it points to. Its record says ``"link": true``,
     its text the new target (null where deleted)."""
@@ -456,7 +459,7 @@ def run_batch(items: list[BatchItem], run_model: ModelRunner | None, in_place: b
     commits = [list(group) for _, group in itertools.groupby(items, lambda item: item.part and item.part.commit)]
 
     def paths(group: list[BatchItem]) -> list[str]:  # what the items write (a copy's original is read alone)
-        return [_location(path, item.link) for item in group if not item.problem
+        return [_location(path, _is_link(item, Planned())) for item in group if not item.problem
                 for path in ({item.file} if item.action == "copy" else {item.file, item.source})]
 
     if in_place and atomic and any(len(set(paths(group))) < len(paths(group)) for group in commits):
@@ -490,7 +493,8 @@ def _still_as_read(planned: list[tuple[dict, Write | None]]) -> list[tuple[dict,
     first: dict[str, tuple[Callable[[], None], int]] = {}
     for k, (_, write) in enumerate(planned):
         for path, held in (write.was.items() if write is not None else ()):
-            first.setdefault(os.path.realpath(path), (lambda path=path, held=held: fileio.unchanged(path, held), k))
+            check = (lambda: None) if held is None else lambda path=path, held=held: fileio.unchanged(path, held)
+            first.setdefault(os.path.realpath(path), (check, k))
         for path, target in (write.links.items() if write is not None else ()):
             first.setdefault(_location(path, True), (lambda path=path, target=target: fileio.link_unchanged(path, target),
                                                      k))

@@ -810,8 +810,9 @@ def test_batch_patch_moves_links_and_follows_them_through_a_series(tmp_path, mon
     """A link renamed (git writes no mode for a rename with no hunks: the path is a link) is moved as a
     link, a dangling one and one pointing out of the folder too, its target untouched; `git diff -C`'s
     copy of a link is a link; a link made in one commit of a series and pointed elsewhere in the next
-    applies with `--atomic` (each commit sees the links the ones before it make); a link renamed and
-    pointed anew (mode 120000 and a hunk) is moved with its new target."""
+    applies with `--atomic` (each commit sees the links the ones before it make: a copy of one is a link,
+    one is moved to a path a file left in the commit before); a link renamed and pointed anew (mode 120000
+    and a hunk) is moved with its new target."""
     _needs("git")
     monkeypatch.delenv("FASTAPPLY_MODEL", raising=False)
     work = tmp_path / "work"
@@ -835,13 +836,19 @@ def test_batch_patch_moves_links_and_follows_them_through_a_series(tmp_path, mon
     _git(work, "commit", "-qm", "made")
     (work / "new").unlink()
     (work / "new").symlink_to("bin")
+    (work / "calc.py").rename(work / "kept.py")
     _git(work, "add", "-A")
-    _git(work, "commit", "-qm", "pointed")
+    _git(work, "commit", "-qm", "pointed, calc.py moved away")
+    (work / "new").rename(work / "calc.py")  # a link moved to the path the commit before freed
+    (work / "copy").symlink_to("bin")  # a copy of the link the series made
+    _git(work, "add", "-A")
+    _git(work, "commit", "-qm", "taken")
     after = _tree(work)
-    moved = _git(work, "diff", "-M", "-C", "--find-copies-harder", "HEAD~3", "HEAD~2")
+    moved = _git(work, "diff", "-M", "-C", "--find-copies-harder", "HEAD~4", "HEAD~3")
     assert "rename from dangling" in moved and "copy from tool" in moved
-    series = _git(work, "format-patch", "--stdout", "-M", "HEAD~3..HEAD")
-    _git(work, "checkout", "-q", "HEAD~3")
+    series = _git(work, "format-patch", "--stdout", "-M", "-C", "--find-copies-harder", "HEAD~4..HEAD")
+    assert "rename from new" in series and "copy from new" in series  # git pairs the two as it likes
+    _git(work, "checkout", "-q", "HEAD~4")
     result = CliRunner().invoke(app, ["batch", "--patch", "-", "--in-place"], input=moved)
     assert result.exit_code == 0, result.output
     assert os.readlink(work / "bin" / "dangling") == "missing" and os.readlink(work / "bin" / "away") == "../elsewhere"
