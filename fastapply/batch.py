@@ -27,6 +27,7 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 from fastapply import fileio
@@ -203,12 +204,18 @@ class Write:
     was: dict[str, bytes | None]  # None: a path it changes without having read it (a file moved as it is)
     links: dict[str, str | None] = field(default_factory=dict)
 
+    def checks(self) -> list[tuple[str, Callable[[], None] | None]]:
+        """Each place the write changes (a real path; a link's own) and what checks it is as planned (None:
+        nothing to check)."""
+        files = [(os.path.realpath(path), None if held is None else partial(fileio.unchanged, path, held))
+                 for path, held in self.was.items()]
+        return files + [(_location(path, True), partial(fileio.link_unchanged, path, target))
+                        for path, target in self.links.items()]
+
     def __call__(self) -> None:
-        for path, held in self.was.items():
-            if held is not None:
-                fileio.unchanged(path, held)
-        for path, target in self.links.items():
-            fileio.link_unchanged(path, target)
+        for _, check in self.checks():
+            if check is not None:
+                check()
         self.run()
 
 
@@ -490,18 +497,15 @@ def run_batch(items: list[BatchItem], run_model: ModelRunner | None, in_place: b
 def _still_as_read(planned: list[tuple[dict, Write | None]]) -> list[tuple[dict, Write | None]]:
     """``--atomic``'s plan with the record of each item whose file another program wrote since it was read
     failed (the first item of the plan to touch a file read it from the disk), before any is written."""
-    first: dict[str, tuple[Callable[[], None], int]] = {}
+    first: dict[str, tuple[Callable[[], None] | None, int]] = {}
     for k, (_, write) in enumerate(planned):
-        for path, held in (write.was.items() if write is not None else ()):
-            check = (lambda: None) if held is None else lambda path=path, held=held: fileio.unchanged(path, held)
-            first.setdefault(os.path.realpath(path), (check, k))
-        for path, target in (write.links.items() if write is not None else ()):
-            first.setdefault(_location(path, True), (lambda path=path, target=target: fileio.link_unchanged(path, target),
-                                                     k))
+        for where, check in (write.checks() if write is not None else ()):
+            first.setdefault(where, (check, k))
     out = list(planned)
     for check, k in first.values():
         try:
-            check()
+            if check is not None:
+                check()
         except FastapplyError as exc:
             out[k] = (_failed(out[k][0]["line"], out[k][0]["file"], exc), None)
     return out

@@ -258,6 +258,13 @@ def _needs(tool: str) -> None:
         pytest.skip(f"{tool} is not installed")
 
 
+def _repository(root) -> None:
+    """``root`` made a git repository whose one commit, "before", holds every file in it."""
+    _git(root, "init", "-q")
+    _git(root, "add", "-A")
+    _git(root, "commit", "-qm", "before")
+
+
 def _git(repo, *args, text=True):
     """git's output (``text``: decoded, its line ends made LF; else its bytes)."""
     import subprocess
@@ -293,9 +300,7 @@ def test_batch_patch_creates_deletes_and_moves_files_as_git_diff_says(tmp_path, 
         (repo / name).write_text(text)
     (repo / "logo.png").write_bytes(b"\x89PNG\x00\xff\x01")
     (repo / "old.png").write_bytes(b"\x89PNG\x00\xfe")
-    _git(repo, "init", "-q")
-    _git(repo, "add", "-A")
-    _git(repo, "commit", "-qm", "before")
+    _repository(repo)
     (repo / "bin").mkdir()
     (repo / "bin/tool").write_text("#!/bin/sh\necho tool\n")
     (repo / "bin/tool").chmod(0o755)
@@ -437,9 +442,7 @@ def test_batch_patch_reads_the_mail_git_format_patch_writes(tmp_path, monkeypatc
     monkeypatch.delenv("FASTAPPLY_MODEL", raising=False)
     monkeypatch.chdir(tmp_path)
     (tmp_path / "greet.py").write_text(ORIGINAL)
-    _git(tmp_path, "init", "-q")
-    _git(tmp_path, "add", "-A")
-    _git(tmp_path, "commit", "-qm", "before")
+    _repository(tmp_path)
     (tmp_path / "greet.py").write_text(EXPECTED)
     (tmp_path / "shout.py").write_text("def shout(text):\n    return text.upper()\n")
     _git(tmp_path, "add", "-A")
@@ -486,9 +489,7 @@ def test_batch_patch_reads_git_log_p_and_git_show(tmp_path, monkeypatch):
     monkeypatch.delenv("FASTAPPLY_MODEL", raising=False)
     monkeypatch.chdir(tmp_path)
     (tmp_path / "greet.py").write_text(ORIGINAL)
-    _git(tmp_path, "init", "-q")
-    _git(tmp_path, "add", "-A")
-    _git(tmp_path, "commit", "-qm", "before")
+    _repository(tmp_path)
     (tmp_path / "greet.py").write_text(EXPECTED)
     _git(tmp_path, "commit", "-qam", "Greet louder\n\n a message line that reads as context")
     (tmp_path / "greet.py").write_text(EXPECTED.replace('print(greet("git"))', 'print(greet("log"))'))
@@ -631,9 +632,7 @@ def test_batch_patch_applies_the_binary_patches_git_writes(tmp_path, monkeypatch
     (tmp_path / "icon.ico").write_bytes(b"\x00\x00\x01\x00")
     (tmp_path / "font.ttf").write_bytes(photo[:4000])
     (tmp_path / "notes.txt").write_text("binary files beside text\n")
-    _git(tmp_path, "init", "-q")
-    _git(tmp_path, "add", "-A")
-    _git(tmp_path, "commit", "-qm", "before")
+    _repository(tmp_path)
     before = _tree(tmp_path)
     (tmp_path / "photo.jpg").write_bytes(photo[:9000] + b"\xff\xd8edited" + photo[9008:])
     (tmp_path / "icon.ico").write_bytes(b"\x00\x00\x01\x00\x02\xff\x00")
@@ -686,9 +685,7 @@ def test_batch_patch_creates_files_with_the_line_ends_their_lines_have(tmp_path,
     monkeypatch.delenv("FASTAPPLY_MODEL", raising=False)
     monkeypatch.chdir(tmp_path)
     (tmp_path / "old.bat").write_bytes(b"@echo off\r\necho old\r\n")
-    _git(tmp_path, "init", "-q")
-    _git(tmp_path, "add", "-A")
-    _git(tmp_path, "commit", "-qm", "before")
+    _repository(tmp_path)
     made = {"run.bat": b"@echo off\r\necho hi\r\n", "lone.txt": b"x\r", "mixed.txt": b"p\nq\r\nr"}
     for name, data in made.items():
         (tmp_path / name).write_bytes(data)
@@ -761,9 +758,7 @@ def test_batch_patch_makes_points_and_deletes_symbolic_links(tmp_path, monkeypat
     (work / "docs" / "guide.md").write_text("# guide\n")
     (work / "latest").symlink_to("calc.py")
     (work / "gone").symlink_to("docs")
-    _git(work, "init", "-q")
-    _git(work, "add", "-A")
-    _git(work, "commit", "-qm", "before")
+    _repository(work)
     before = _tree(work)
     (work / "latest").unlink()
     (work / "latest").symlink_to("docs/guide.md")
@@ -822,9 +817,7 @@ def test_batch_patch_moves_links_and_follows_them_through_a_series(tmp_path, mon
     (work / "dangling").symlink_to("missing")
     (work / "away").symlink_to("../elsewhere")
     (work / "tool").symlink_to("calc.py")
-    _git(work, "init", "-q")
-    _git(work, "add", "-A")
-    _git(work, "commit", "-qm", "before")
+    _repository(work)
     (work / "bin").mkdir()
     for name in ("dangling", "away"):
         (work / name).rename(work / "bin" / name)
@@ -913,9 +906,7 @@ def test_batch_patch_copies_files_as_git_diff_c_says(tmp_path, monkeypatch):
     (tmp_path / "run.sh").chmod(0o755)
     (tmp_path / "old.sh").write_text("#!/bin/sh\n" + lines)
     (tmp_path / "old.sh").chmod(0o755)
-    _git(tmp_path, "init", "-q")
-    _git(tmp_path, "add", "-A")
-    _git(tmp_path, "commit", "-qm", "before")
+    _repository(tmp_path)
     (tmp_path / "b.txt").write_text(lines.replace("line 5\n", "line five\n"))
     (tmp_path / "docs").mkdir()
     (tmp_path / "docs/c.txt").write_text(lines)
@@ -953,9 +944,7 @@ def test_batch_atomic_applies_a_series_of_commits_each_to_the_files_the_last_lef
     monkeypatch.chdir(tmp_path)
     body = "".join(f"def f{i}(x):\n    return x + {i}\n\n\n" for i in range(8))
     (tmp_path / "calc.py").write_text(body)
-    _git(tmp_path, "init", "-q")
-    _git(tmp_path, "add", "-A")
-    _git(tmp_path, "commit", "-qm", "before")
+    _repository(tmp_path)
     (tmp_path / "util.py").write_text(body.replace("def f", "def g"))
     (tmp_path / "calc.py").write_text(body.replace("x + 1\n", "x - 1\n"))
     _git(tmp_path, "add", "-A")
@@ -1017,9 +1006,7 @@ def test_batch_patch_reverse_undoes_what_the_diff_did(tmp_path, monkeypatch):
     for name, data in files.items():
         (tmp_path / name).parent.mkdir(exist_ok=True)
         (tmp_path / name).write_bytes(data if isinstance(data, bytes) else data.encode())
-    _git(tmp_path, "init", "-q")
-    _git(tmp_path, "add", "-A")
-    _git(tmp_path, "commit", "-qm", "before")
+    _repository(tmp_path)
     before = _tree(tmp_path)
     (tmp_path / "calc.py").write_text(body.replace("x + 5", "x - 5").rstrip("\n"))
     (tmp_path / "win.bat").write_bytes(b"@echo off\r\necho hi\r\n")
