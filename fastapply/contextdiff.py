@@ -58,14 +58,14 @@ def as_unified(text: str) -> str:
         if i - 2 >= end and bare[i - 2].startswith("*** ") and bare[i - 1].startswith("--- "):  # the file's header
             out[i - 2], out[i - 1] = "--- " + lines[i - 2][4:], "+++ " + lines[i - 1][4:]
         end, hunk = _hunk(bare, lines, i)
-        cr = "\r" if lines[i].endswith("\r") else ""
-        out[i:end] = [line + cr for line in hunk] + [""] * (end - i - len(hunk))
+        out[i:end] = hunk + [""] * (end - i - len(hunk))
     return "\n".join(out)
 
 
 def _hunk(bare: list[str], lines: list[str], i: int) -> tuple[int, list[str]]:
     """The context hunk whose line of stars is ``bare[i]``: the index after it and its unified lines (the
-    ``@@`` header first; each line's CR, where ``lines`` has one, kept)."""
+    ``@@`` header first; each line's CR, where ``lines`` has one, kept, and the lines written here ending
+    as the line of stars does)."""
     old_start = int(_OLD.match(bare[i + 1]).group(1))
     old, j = _section(bare, lines, i + 2, "-!")
     new_range = _NEW.match(bare[j]) if j < len(bare) else None
@@ -78,9 +78,10 @@ def _hunk(bare: list[str], lines: list[str], i: int) -> tuple[int, list[str]]:
     if not new:
         new = [_Line(" ", line.text, line.unended) for line in old if line.tag == " "]
     ops = _paired(old, new, i)
-    counts = [sum(tag != "+" for tag, _ in ops), sum(tag != "-" for tag, _ in ops)]
+    counts = [sum(tag in " -" for tag, _ in ops), sum(tag in " +" for tag, _ in ops)]
+    cr = lines[i][len(bare[i]):]
     header = f"@@ -{old_start},{counts[0]} +{new_start},{counts[1]} @@"
-    return end, [header] + [tag + text for tag, text in ops]
+    return end, [header + cr] + [tag + text + (cr if tag == "\\" else "") for tag, text in ops]
 
 
 def _section(bare: list[str], lines: list[str], j: int, tags: str) -> tuple[list[_Line], int]:

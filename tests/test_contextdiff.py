@@ -53,6 +53,9 @@ def test_no_newline_marks_created_files_and_stripped_blank_lines():
                "--- 1,2 ----\n  a\n! c\n\\ No newline at end of file\n")
     patch = read_patch(unended)
     assert patch.final_newline is False and apply_patch("a\nb", patch, None).text == "a\nc"
+    assert as_unified(unended).split("\n")[2] == "@@ -1,2 +1,2 @@"  # the marks are no lines of the file
+    one = "*** a\r\n--- a\r\n***************\r\n*** 1 ****\r\n! y\r\n\\ No newline at end of file\r\n--- 1 ----\r\n! z\r\n"
+    assert as_unified(one).split("\n")[2:6] == ["@@ -1,1 +1,1 @@\r", "-y\r", "\\ No newline at end of file\r", "+z\r"]
     ended = "*** s1\n--- s2\n***************\n*** 1,2 ****\n  a\n! b\n\\ No newline at end of file\n--- 1,2 ----\n  a\n! b\n"
     assert read_patch(ended).final_newline is True
     created = "*** /dev/null\n--- new.py\n***************\n*** 0 ****\n--- 1,2 ----\n+ x = 1\n+ y = 2\n"
@@ -68,6 +71,7 @@ def test_a_diff_of_several_files_is_split_and_crlf_kept():
     parts = split_files(diff)
     assert [(p.line, p.path, p.action) for p in parts] == [(1, "a.py", "edit"), (9, "b.py", "create")]
     assert parts[1].ends is not None and parts[1].ends.newline == "\r\n"  # the created file's lines end in CRLF
+    assert parts[1].ends.original_lines is None and "+z\r\n" in as_unified(diff)  # one CR each, not two
 
 
 def test_text_without_a_context_hunk_is_left_as_it_is_and_a_broken_hunk_is_named():
