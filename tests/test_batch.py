@@ -258,11 +258,26 @@ def _needs(tool: str) -> None:
         pytest.skip(f"{tool} is not installed")
 
 
-def _repository(root) -> None:
-    """``root`` made a git repository whose one commit, "before", holds every file in it."""
+def _repository(root, files: dict | None = None) -> None:
+    """``root`` made a git repository whose one commit, "before", holds every file in it (``files``, path ->
+    text, written first)."""
+    for name, text in (files or {}).items():
+        (root / name).write_text(text)
     _git(root, "init", "-q")
     _git(root, "add", "-A")
     _git(root, "commit", "-qm", "before")
+
+
+def _linked_work(tmp_path, monkeypatch):
+    """A folder inside ``tmp_path`` (so that a link may point out of it) made the current one, holding
+    ``calc.py``; no default model (the merge engine alone)."""
+    _needs("git")
+    monkeypatch.delenv("FASTAPPLY_MODEL", raising=False)
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    (work / "calc.py").write_text("x = 1\n")
+    return work
 
 
 def _git(repo, *args, text=True):
@@ -441,8 +456,7 @@ def test_batch_patch_reads_the_mail_git_format_patch_writes(tmp_path, monkeypatc
     _needs("git")
     monkeypatch.delenv("FASTAPPLY_MODEL", raising=False)
     monkeypatch.chdir(tmp_path)
-    (tmp_path / "greet.py").write_text(ORIGINAL)
-    _repository(tmp_path)
+    _repository(tmp_path, {"greet.py": ORIGINAL})
     (tmp_path / "greet.py").write_text(EXPECTED)
     (tmp_path / "shout.py").write_text("def shout(text):\n    return text.upper()\n")
     _git(tmp_path, "add", "-A")
@@ -488,8 +502,7 @@ def test_batch_patch_reads_git_log_p_and_git_show(tmp_path, monkeypatch):
     _needs("git")
     monkeypatch.delenv("FASTAPPLY_MODEL", raising=False)
     monkeypatch.chdir(tmp_path)
-    (tmp_path / "greet.py").write_text(ORIGINAL)
-    _repository(tmp_path)
+    _repository(tmp_path, {"greet.py": ORIGINAL})
     (tmp_path / "greet.py").write_text(EXPECTED)
     _git(tmp_path, "commit", "-qam", "Greet louder\n\n a message line that reads as context")
     (tmp_path / "greet.py").write_text(EXPECTED.replace('print(greet("git"))', 'print(greet("log"))'))
@@ -748,12 +761,7 @@ def test_batch_patch_makes_points_and_deletes_symbolic_links(tmp_path, monkeypat
     point anywhere), points another elsewhere and deletes a third: `batch --patch -i` leaves the commit's
     tree, links as links (`--atomic` too, and `-R` undoes it); a link not as the diff shows it is refused
     (`stale-link`), and a part beyond a link the diff makes is not written through it."""
-    _needs("git")
-    monkeypatch.delenv("FASTAPPLY_MODEL", raising=False)
-    work = tmp_path / "work"
-    work.mkdir()
-    monkeypatch.chdir(work)
-    (work / "calc.py").write_text("x = 1\n")
+    work = _linked_work(tmp_path, monkeypatch)
     (work / "docs").mkdir()
     (work / "docs" / "guide.md").write_text("# guide\n")
     (work / "latest").symlink_to("calc.py")
@@ -808,12 +816,7 @@ def test_batch_patch_moves_links_and_follows_them_through_a_series(tmp_path, mon
     applies with `--atomic` (each commit sees the links the ones before it make: a copy of one is a link,
     one is moved to a path a file left in the commit before); a link renamed and pointed anew (mode 120000
     and a hunk) is moved with its new target."""
-    _needs("git")
-    monkeypatch.delenv("FASTAPPLY_MODEL", raising=False)
-    work = tmp_path / "work"
-    work.mkdir()
-    monkeypatch.chdir(work)
-    (work / "calc.py").write_text("x = 1\n")
+    work = _linked_work(tmp_path, monkeypatch)
     (work / "dangling").symlink_to("missing")
     (work / "away").symlink_to("../elsewhere")
     (work / "tool").symlink_to("calc.py")
