@@ -38,6 +38,8 @@ class _Line:
 
 def holds_context_hunk(text: str) -> bool:
     """Whether ``text`` holds a context diff's hunk: the line of stars, then an old range."""
+    if STARS not in text:  # every edit's original is asked: most have no line of stars at all
+        return False
     lines = [line.removesuffix("\r") for line in text.split("\n")]
     return any(line == STARS and _OLD.match(after) for line, after in zip(lines, lines[1:]))
 
@@ -46,7 +48,7 @@ def as_unified(text: str) -> str:
     """``text`` with each context diff in it written as a unified diff, line for line (the lines saved
     blank, at the hunk's end); ``text`` itself where it holds no context hunk. A hunk whose old and new
     lines do not pair up is a usage error naming its line."""
-    if STARS not in text or not holds_context_hunk(text):
+    if not holds_context_hunk(text):
         return text
     lines = text.split("\n")
     bare = [line.removesuffix("\r") for line in lines]
