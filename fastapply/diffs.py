@@ -337,6 +337,7 @@ class FilePart:
     ends: TextFormat | None = None  # a file it creates with other than LF line ends: those its lines have in the diff
     commit: int = 0  # of a series of commits (``git format-patch``'s mails, ``git log -p``), the one it is in (from 0)
     link: bool = False  # a symbolic link made, pointed elsewhere or deleted (git's mode 120000): its lines are targets
+    new_blob: str | None = None  # the file's git object id after the change, where its ``index`` line gives it
 
     @property
     def hunks(self) -> bool:
@@ -402,10 +403,9 @@ def _newest_first(parts: list[FilePart]) -> str | None:
     seen: dict[str, tuple[int, str, str]] = {}  # path -> the last part's (commit, old id, new id)
     backward, forward = None, False
     for part in parts:
-        index = next((found for line in part.text.split("\n") if (found := INDEX_LINE.match(line))), None)
-        if index is None:
+        old, new = part.blob, part.new_blob
+        if old is None or new is None:
             continue
-        old, new = index.group(1), index.group(2)
         if part.path in seen and seen[part.path][0] < part.commit:
             _, was_old, was_new = seen[part.path]
             forward = forward or _same_id(was_new, old)
@@ -478,7 +478,7 @@ def _file_part(line: int, part: list[str], raw: list[str] | None, strip: int | N
     binary = any(said.startswith("Binary files ") for said in header)  # a change the diff does not hold
     said_mode = named("new mode ") or named("new file mode ") or ""
     mode = int(said_mode, 8) if re.fullmatch(r"[0-7]{6}", said_mode) else None
-    blob = next((index.group(1) for said in header if (index := INDEX_LINE.match(said))), None)
+    blob, new_blob = next((index.groups()[:2] for said in header if (index := INDEX_LINE.match(said))), (None, None))
     source = None
     if path("rename from ") and path("rename to "):
         action, name, source = "move", path("rename to "), path("rename from ")
@@ -497,7 +497,8 @@ def _file_part(line: int, part: list[str], raw: list[str] | None, strip: int | N
     problem = ("a submodule's change (git's commit of another repository, not a file)" if "160000" in modes else
                "a binary file's change without its data (git diff --binary holds it)" if unheld else "")
     ends = _ends(raw[len(header):]) if raw and action == "create" else None
-    return FilePart(line, name, text, action, source, problem, mode, blob, ends, link=link) if name else None
+    return FilePart(line, name, text, action, source, problem, mode, blob, ends, new_blob=new_blob,
+                    link=link) if name else None
 
 
 def _ends(raw: list[str]) -> TextFormat | None:
@@ -525,9 +526,14 @@ def deleted_text(part: str) -> str | None:
     empty file), or None where it shows none (``*** Delete File:``)."""
     if part.startswith("*** "):
         return None
+    return "".join(line + "\n" for line in _hunk_lines(part, "-"))
+
+
+def _hunk_lines(part: str, kind: str) -> list[str]:
+    """The lines of a part's hunks marked ``kind`` (``-`` deleted, ``+`` added), without the mark."""
     lines = part.split("\n")
     first = next((k for k, line in enumerate(lines) if line.startswith("@@")), len(lines))
-    return "".join(line[1:] + "\n" for line in lines[first:] if line.startswith("-"))
+    return [line[1:] for line in lines[first:] if line.startswith(kind)]
 
 
 def link_targets(part: str) -> tuple[str | None, str | None]:
@@ -537,10 +543,7 @@ def link_targets(part: str) -> tuple[str | None, str | None]:
     >>> link_targets("--- a/l\\n+++ b/l\\n@@ -1 +1 @@\\n-old\\n\\\\ No newline at end of file\\n+new\\n")
     ('old', 'new')
     """
-    lines = part.split("\n")
-    first = next((k for k, line in enumerate(lines) if line.startswith("@@")), len(lines))
-    old = [line[1:] for line in lines[first:] if line.startswith("-")]
-    new = [line[1:] for line in lines[first:] if line.startswith("+")]
+    old, new = _hunk_lines(part, "-"), _hunk_lines(part, "+")
     return (old[0] if len(old) == 1 else None), (new[0] if len(new) == 1 else None)
 
 

@@ -20,10 +20,11 @@ from fastapply.errors import UsageError
 @app.command("batch")
 def batch_command(
     edits: Annotated[str, typer.Argument(help='JSONL of {"file": ..., "edit": ..., "instruction"?: ...}; - reads stdin.')],
-    patch: Annotated[bool, typer.Option("--patch", help="EDITS is a diff of one or more files (git diff or "
-                                                        "format-patch, diff -ruN, svn or hg diff, *** Begin "
-                                                        "Patch): each file's part is its edit, or creates, "
-                                                        "deletes, moves or copies the file.")] = False,
+    patch: Annotated[bool, typer.Option("--patch", help="EDITS is a diff of one or more files (git diff, "
+                                                        "format-patch, show or log -p, diff -ruN or -rcN, svn or "
+                                                        "hg diff, *** Begin Patch): each file's part is its edit, "
+                                                        "or creates, deletes, moves or copies the file (or "
+                                                        "link).")] = False,
     strip: Annotated[Optional[int], typer.Option("-p", "--strip", min=0, help="With --patch, take this many leading "
                                                  "folders off the diff's paths, as git apply -p and patch -p do "
                                                  "(default: each side's own folder, git's a/ and b/ or diff -ru "
