@@ -117,6 +117,30 @@ def block_edit(rng: random.Random, text: str) -> tuple[str, str, str] | None:
     return "".join(lines[:start] + edited + lines[end:]), "".join(edited), f"block-{kind}"
 
 
+def region_edit(rng: random.Random, text: str) -> tuple[str, str, str] | None:
+    """(edited text, snippet, kind of edit): one line inside a run of 3 to 25 lines anywhere in the file
+    replaced, inserted or deleted, and the edited run alone as the snippet, with no marker (the part of a
+    file that changed, pasted as it is: a section of a README, a class without the imports above it);
+    None where the file is too short. The run starts and ends at a line that is not blank, and leaves
+    out lines of the file before it or after it that are not blank: it is never the whole file."""
+    lines = text.splitlines(keepends=True)
+    full = [i for i, line in enumerate(lines) if line.strip()]
+    if len(full) < 6:
+        return None
+    start = rng.choice(full[:-2])
+    ends = [i + 1 for i in full if start + 3 <= i + 1 <= start + 25]
+    ends = [end for end in ends if start > full[0] or end <= full[-1]]  # never the whole file
+    if not ends:
+        return None
+    end = rng.choice(ends)
+    run = lines[start:end]
+    k = rng.randrange(1, len(run) - 1)
+    kind = rng.choice(["replace", "insert", "delete"])
+    new = [_new_line(rng, run[k], None, lines)]
+    edited = run[:k] + (new if kind == "replace" else [run[k]] + new if kind == "insert" else []) + run[k + 1:]
+    return "".join(lines[:start] + edited + lines[end:]), "".join(edited), f"region-{kind}"
+
+
 def _new_line(rng: random.Random, like: str, language: str | None, lines: list[str]) -> str:
     indent = like[: len(like) - len(like.lstrip())] if like.strip() else ""
     if language is None:  # another line of the file, a word of it changed

@@ -21,7 +21,9 @@ each language drawn as often, and every edit is of lines alone (inserted, replac
 are other lines of the file with a word changed), the same kinds in every language so that languages
 compare; written to ``benchmarks/results/merge-languages.json``. With ``--blocks`` as well, each
 snippet is an indented block of the file alone, one line inside it edited, with no marker (a changed
-block pasted as it is, ``edits.block_edit``): ``merge-blocks.json``.
+block pasted as it is, ``edits.block_edit``): ``merge-blocks.json``; with ``--regions``, a run of lines
+anywhere in the file that is not the whole file, edited the same way (the part that changed, pasted as
+it is: a README's section, a class without its imports, ``edits.region_edit``): ``merge-regions.json``.
 
 With ``--known``, the edits are tasks in the eval suite's schema (the suite, the training set): each
 update is merged into its original and compared with the task's expected file; the same figures by
@@ -50,7 +52,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from edits import block_edit, corpus, random_edit, sources  # noqa: E402
+from edits import block_edit, corpus, random_edit, region_edit, sources  # noqa: E402
 
 from fastapply.bench import cpu_model  # noqa: E402
 from fastapply.engine import merge_edit  # noqa: E402
@@ -62,13 +64,15 @@ RESULTS = Path(__file__).resolve().parent / "results" / "merge.json"
 KNOWN_RESULTS = RESULTS.with_name("merge-known.json")
 SOURCES_RESULTS = RESULTS.with_name("merge-languages.json")
 BLOCKS_RESULTS = RESULTS.with_name("merge-blocks.json")
+REGIONS_RESULTS = RESULTS.with_name("merge-regions.json")
+ALONE = {"blocks": block_edit, "regions": region_edit}  # snippets of one changed part alone, no marker
 
 
 def run(n_edits: int, seed: int, js_share: float, replay: int, dirs: list[Path] | None = None,
-        blocks: bool = False) -> dict:
+        alone: str | None = None) -> dict:
     """``n_edits`` generated edits: of Python and JavaScript (``js_share`` of them) files, or with ``dirs``,
-    of the files under them, each language drawn as often; with ``blocks``, each snippet is a changed
-    block alone (``edits.block_edit``)."""
+    of the files under them, each language drawn as often; with ``alone`` (a key of ``ALONE``), each
+    snippet is a changed part alone, with no marker."""
     rng = random.Random(seed)
     files = sources(dirs) if dirs else {"python": corpus("python"), "javascript": corpus("javascript")}
     if not dirs and not files["javascript"]:
@@ -83,8 +87,8 @@ def run(n_edits: int, seed: int, js_share: float, replay: int, dirs: list[Path] 
             language = "javascript" if rng.random() < js_share else "python"
         path = rng.choice(files[language])
         text = texts.setdefault(path, path.read_text("utf-8"))
-        if blocks:
-            edited, snippet, kind = block_edit(rng, text) or (text, "", "")
+        if alone:
+            edited, snippet, kind = ALONE[alone](rng, text) or (text, "", "")
             context = 0
         else:
             edited, kind = random_edit(rng, text, language, lines_only=bool(dirs))
@@ -92,7 +96,7 @@ def run(n_edits: int, seed: int, js_share: float, replay: int, dirs: list[Path] 
         if edited == text or count_errors(edited, language) > count_errors(text, language):
             redrawn += 1
             continue
-        if not blocks:
+        if not alone:
             snippet = make_snippet(text, edited, language, context=context)
         start = time.perf_counter()
         result = merge(text, snippet, language)
@@ -105,7 +109,7 @@ def run(n_edits: int, seed: int, js_share: float, replay: int, dirs: list[Path] 
             passes = replay_passes(text, snippet, edited, result.text)
             if passes is not None:
                 rows[-1]["passes"] = passes
-    return summarise(rows, redrawn, seed, js_share, dirs, blocks)
+    return summarise(rows, redrawn, seed, js_share, dirs, alone)
 
 
 def replay_passes(original: str, snippet: str, edited: str, merged: str | None) -> dict | None:
@@ -206,7 +210,7 @@ def run_known(paths: list[Path], merges: Path | None = None, against: Path | Non
 
 
 def summarise(rows: list[dict], redrawn: int, seed: int, js_share: float, dirs: list[Path] | None = None,
-              blocks: bool = False) -> dict:
+              alone: str | None = None) -> dict:
     around_400 = [r["seconds"] for r in rows if 350 <= r["lines"] <= 450]
     replayed = [r for r in rows if "passes" in r]
 
@@ -222,7 +226,7 @@ def summarise(rows: list[dict], redrawn: int, seed: int, js_share: float, dirs: 
     return {
         "command": f"python benchmarks/merge_bench.py --edits {len(rows)} --seed {seed} "
                    + (f"--sources {' '.join(str(d) for d in dirs)} " if dirs else f"--js-share {js_share} ")
-                   + ("--blocks " if blocks else "")
+                   + (f"--{alone} " if alone else "")
                    + f"--replay {len(replayed)}",
         "machine": machine(),
         "redrawn_edits": redrawn,
@@ -313,6 +317,9 @@ def main() -> None:
                              "language as often (instead of Python and JavaScript)")
     parser.add_argument("--blocks", action="store_true",
                         help="with --sources: each snippet is a changed indented block alone, with no marker")
+    parser.add_argument("--regions", action="store_true",
+                        help="with --sources: each snippet is a changed run of lines alone (not the whole file), "
+                             "with no marker")
     parser.add_argument("--known", type=Path, nargs="+", metavar="TASKS",
                         help="merge these task files (eval-suite schema, .jsonl or .jsonl.gz) instead of "
                              "generated edits")
@@ -325,14 +332,18 @@ def main() -> None:
     args = parser.parse_args()
     if (args.merges or args.against) and not args.known:
         parser.error("--merges and --against go with --known")
-    if args.blocks and not args.sources:
-        parser.error("--blocks goes with --sources")
+    if (args.blocks or args.regions) and not args.sources:
+        parser.error("--blocks and --regions go with --sources")
+    if args.blocks and args.regions:
+        parser.error("--blocks or --regions, not both")
+    alone = "blocks" if args.blocks else "regions" if args.regions else None
     if args.known:
         report = run_known(args.known, args.merges, args.against)
         out = args.out or KNOWN_RESULTS
     else:
-        report = run(args.edits, args.seed, args.js_share, args.replay, args.sources, args.blocks)
-        out = args.out or (BLOCKS_RESULTS if args.blocks else SOURCES_RESULTS if args.sources else RESULTS)
+        report = run(args.edits, args.seed, args.js_share, args.replay, args.sources, alone)
+        out = args.out or {"blocks": BLOCKS_RESULTS, "regions": REGIONS_RESULTS}.get(
+            alone, SOURCES_RESULTS if args.sources else RESULTS)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(report, indent=2) + "\n")
     (show_known if args.known else show)(report)
