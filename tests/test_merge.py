@@ -2048,3 +2048,34 @@ def test_a_definition_shown_alone_down_to_a_line_before_its_end_is_not_certain()
     assert merged.confidence != "certain" and any("cut short" in reason for reason in merged.reasons)
     whole = update + "            j = max(0, self.maxlong-3-i)\n            return x\n        return s\n"
     assert merge(original, whole, "python").confidence == "certain"  # down to its last line: the new function
+
+
+README = "# demo\n\nA small tool.\n\n## Install\n\n```bash\npip install demo\n```\n\n## Usage\n\nRun it:\n\n" \
+         "```bash\ndemo run\n```\n\n## License\n\nMIT\n"
+GREETER = ("import os\nimport sys\n\n\nclass Greeter:\n    def __init__(self, name):\n        self.name = name\n\n"
+           "    def greet(self):\n        print('hello', self.name)\n")
+
+
+def test_a_part_shown_alone_without_markers_is_not_the_whole_file():
+    """A snippet with no marker that starts after lines of the file it does not hold, or ends before them,
+    is the part of the file that changed, not the whole new file: read as the file it would delete them
+    (a README's title and its last sections, a module's imports), and Markdown parses whatever is left.
+    Before, both were certain and wrote the snippet as the file."""
+    section = "## Install\n\n```bash\npip install demo\n```\n\n## Quick start\n\n```bash\ndemo init\n```\n\n## Usage\n"
+    merged = merge(README, section, "markdown")
+    assert merged.confidence != "certain" and merged.text != section
+    cls = GREETER[GREETER.index("class"):].replace("print('hello', self.name)", "print('hello', self.name, file=sys.stderr)")
+    merged = merge(GREETER, cls, "python")
+    assert (merged.confidence, merged.text) == ("certain", GREETER[:GREETER.index("class")] + cls)  # by its name
+    last_sections = README[README.index("## Usage"):].replace("Run it:", "Run it from a shell:")
+    assert merge(README, last_sections, "markdown").confidence != "certain"
+
+
+@pytest.mark.parametrize("whole, why", [
+    (README.replace("# demo", "# demo, a tool"), "its first line rewritten in place"),
+    (README.replace("MIT\n", "MIT, see LICENSE\n"), "its last line rewritten in place"),
+    (README + "\n## Thanks\n\nTo everyone.\n", "a section added at the end"),
+    ("<!-- generated -->\n" + README, "a line added above its first"),
+])
+def test_the_whole_new_file_without_markers_is_still_certain(whole, why):
+    assert (merge(README, whole, "markdown").confidence, merge(README, whole, "markdown").text) == ("certain", whole), why
