@@ -25,7 +25,7 @@ from fastapply.defplace import place_by_definitions
 from fastapply.defs import definitions
 from fastapply.edges import EDGE_DELETION
 from fastapply.markers import has_inline_marker, indent_width, marker_lines
-from fastapply.segments import Original, Placement, Segment, is_trivial, starts_inside_block
+from fastapply.segments import Original, Placement, Segment, cut_short, is_trivial, starts_inside_block
 from fastapply.syntax import count_errors, get_language
 
 _LINE = re.compile(r"[^\n]*\n|[^\n]+$")
@@ -175,7 +175,7 @@ def _unmarked(orig: Original, snippet: list[str]) -> tuple[list[Placement] | Non
     original_top = {(d.kind, d.name) for d in orig.defs() if not d.scope}
     snippet_top = {(d.kind, d.name) for d in definitions(text, orig.language) if not d.scope}
     kept = _kept_share(orig.lines, snippet)
-    if original_top <= snippet_top and kept >= 0.5 and not _cut_short(orig.lines, snippet) and count_errors(
+    if original_top <= snippet_top and kept >= 0.5 and not cut_short(orig.lines, snippet) and count_errors(
             text, orig.language) <= count_errors("".join(orig.lines), orig.language):
         return [Placement(0, len(orig.lines), whole.lines)], []
     by_defs = place_by_definitions(Segment(whole.lines, 0, 0), 0, orig, 0, len(orig.lines))
@@ -253,41 +253,6 @@ def _opens_alike(header: str, line: str) -> bool:
     header, line = header.rstrip(), line.rstrip()
     return line.strip() == header.strip() or indent_width(line) == indent_width(header) and bool(line.strip()) and (
         line.split()[0] == header.split()[0] or line[-1] == header[-1])
-
-
-def _cut_short(original: list[str], snippet: list[str]) -> bool:
-    """Whether ``snippet``, read as the whole new file, starts or ends inside the original: the first line
-    of it that the original has (one that is not trivial) comes after more lines of the original that it
-    does not hold anywhere than it writes above that line (a class pasted without the imports above it, a
-    README's section without the title), or the same after its last such line, its lines found in the
-    original in order (without the sections after it: ``- TBD`` ends the section shown and the last). A whole file that rewrites its first or last lines writes new ones in their place; a part
-    of the file leaves them out. Read as the whole file, such a snippet would delete them.
-
-    >>> original = ["import os\\n", "\\n", "class A:\\n", "    x = 1\\n", "    y = 2\\n"]
-    >>> _cut_short(original, original[2:])  # the class alone: the import would be lost
-    True
-    >>> _cut_short(original, ["import sys\\n", *original[1:4], "    y = 3\\n"])  # the whole file, its ends rewritten
-    False
-    """
-    held = {line.strip() for line in snippet if line.strip()}
-    anchors = [i for i, line in enumerate(snippet) if not is_trivial(line) and line.strip() in
-               {line.strip() for line in original}]
-    if not anchors:
-        return False
-    stripped = [line.strip() for line in original]
-
-    def missing(lines: list[str]) -> int:
-        return sum(1 for line in lines if not is_trivial(line) and line.strip() not in held)
-
-    def written(lines: list[str]) -> int:
-        return sum(1 for line in lines if line.strip())
-
-    start = end = stripped.index(snippet[anchors[0]].strip())
-    for i in anchors[1:]:  # the snippet's lines found in order: where its last one is, after the ones before
-        found = next((j for j in range(end + 1, len(stripped)) if stripped[j] == snippet[i].strip()), None)
-        end = end if found is None else found
-    return (missing(original[:start]) > written(snippet[:anchors[0]])
-            or missing(original[end + 1:]) > written(snippet[anchors[-1] + 1:]))
 
 
 def _kept_share(original: list[str], snippet: list[str]) -> float:

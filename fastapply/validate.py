@@ -67,13 +67,14 @@ def validate(original: str, output: str, update: str, language: str | None, clos
     if not (merged.confidence == "certain" and merged.text == output):
         far = unrelated_deletions(original, output, update, language, instruction)
         kept = [] if far else marker_deletions(original, output, update, language, instruction)
-        alone = [] if far or kept else part_taken_whole(original, output, update, language)
+        alone = [] if far or kept else part_taken_whole(original, output, update, language, instruction)
         if alone:
             span = f"lines {alone[0] + 1}-{alone[-1] + 1}"
-            problems.append(Problem("unrelated-deletion", f"the update has no lazy markers and starts indented, so "
-                                                          f"it is a part of the file, but the output is the update "
-                                                          f"alone: it deletes {len(alone)} original line(s) the "
-                                                          f"update does not show ({span})"))
+            problems.append(Problem("unrelated-deletion", f"the update has no lazy markers but is a part of the file "
+                                                          f"(it starts indented, or lines of the file it does not "
+                                                          f"show lie before or after it), and the output is the "
+                                                          f"update alone: it deletes {len(alone)} original line(s) "
+                                                          f"the update does not show ({span})"))
         if far or kept:
             lines, where = far or kept, "far from the edit" if far else "that a lazy marker of the update keeps"
             problems.append(Problem("unrelated-deletion", f"the output deletes {len(lines)} original line(s) {where} "

@@ -430,8 +430,19 @@ def test_an_output_that_is_an_indented_part_alone_deletes_the_rest_of_the_file()
     written = 'db:\n    image: postgres:16\n    ports:\n      - "5432:5432"\n'  # the model's answer
     problems = validate(COMPOSE, written, DB_PART, "yaml")
     assert names(problems) == ["unrelated-deletion"] and "the update alone" in problems[0].message
-    whole = DB_PART.replace("  db:", "db:").replace("\n    ", "\n  ").replace("\n      ", "\n    ")
-    assert validate(COMPOSE, whole, whole, "yaml") == ()  # a whole new file, as the update shows it
+    whole = "services:\n" + DB_PART  # a whole new file, as the update shows it: web: deleted
+    assert validate(COMPOSE, whole, whole, "yaml") == ()
+
+
+def test_an_output_that_is_a_section_alone_deletes_the_rest_of_the_file():
+    """A README's middle section with no markers, written alone as the file: in a file this short every
+    line it deletes is near one the update repeats, and Markdown starts no block, so only the lines of the
+    file before and after the part it shows say it is a part, not the new file."""
+    readme = "# demo\n## Install\npip install demo\nRun `demo`.\n"
+    section = "## Install\npip install 'demo[all]'\n"
+    problems = validate(readme, section, section, "markdown")
+    assert names(problems) == ["unrelated-deletion"] and "the update alone" in problems[0].message
+    assert validate(readme, readme.replace("pip install demo", "pip install 'demo[all]'"), section, "markdown") == ()
 
 
 def test_an_instruction_alone_that_deletes_the_wrong_function_is_refused():
