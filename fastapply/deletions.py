@@ -17,8 +17,9 @@ from collections import Counter
 
 from fastapply.blockend import last_closers
 from fastapply.defs import definitions
+from fastapply.edges import inside_file
 from fastapply.markers import count_markers, marker_lines
-from fastapply.segments import cut_short, is_trivial, keeps_text, lost_lines, starts_inside_block
+from fastapply.segments import is_trivial, keeps_text, lost_lines, starts_inside_block
 
 _NEAR = 3  # deleted lines this close to a line the update repeats count as part of the edit
 _DELETE_WORDS = re.compile(r"\b(delete|deleted|remove|removed|drop|dropped|get rid of)\b", re.IGNORECASE)
@@ -58,21 +59,22 @@ def unrelated_deletions(original: str, output: str, update: str, language: str |
 
 def part_taken_whole(original: str, output: str, update: str, language: str | None, instruction: str = "") -> list[int]:
     """Original lines (0-based) that the output, being the update alone, deletes (the update does not
-    show them), where the update cannot be the whole new file: it has no lazy marker and starts inside a
-    block (``segments.starts_inside_block``: ``  db:`` of a YAML service) or starts or ends inside the
-    file (``segments.cut_short``: a README's section); fastapply-small, given such a part, wrote it alone
-    as the file. A definition the update or the instruction asks to delete by name is left out.
+    show them), where the update may not be the whole new file: it has no lazy marker and starts inside a
+    block (``segments.starts_inside_block``: ``  db:`` of a YAML service) or leaves out lines of the file
+    before or after it (``edges.inside_file`` with no allowance: a README's section, a class without its
+    imports), as the merge takes it; fastapply-small, given such a part, wrote it alone as the file. A
+    definition the update or the instruction asks to delete by name is left out.
 
     >>> part_taken_whole("a:\\n  x: 1\\nb:\\n  y: 2\\n", "b:\\n  y: 3\\n", "b:\\n  y: 3\\n", "yaml")
     []
     >>> part_taken_whole("a:\\n  x: 1\\nb:\\n  y: 2\\n", "b:\\n  y: 3\\n", "  b:\\n    y: 3\\n", "yaml")
     [0, 1, 3]
-    >>> readme = "# demo\\n\\n## Install\\n\\npip install demo\\n\\n## Usage\\n\\ndemo run\\n"
-    >>> part_taken_whole(readme, "## Install\\n\\npip install demo[all]\\n", "## Install\\n\\npip install demo[all]\\n", "markdown")
-    [0, 4, 6, 8]
+    >>> readme = "# demo\\n## Install\\npip install demo\\n## Usage\\ndemo run\\n## License\\nMIT\\n"
+    >>> part_taken_whole(readme, "## Install\\npip install demo[all]\\n", "## Install\\npip install demo[all]\\n", "markdown")
+    [0, 2, 3, 4, 5, 6]
     """
     old, shown = original.split("\n"), update.split("\n")
-    if count_markers(update, language) or not (starts_inside_block(old, shown) or cut_short(old, shown)):
+    if count_markers(update, language) or not (starts_inside_block(old, shown) or inside_file(old, shown, allowance=0)):
         return []
     from_update = {line.strip() for line in shown}
     written = [line.strip() for line in output.split("\n") if line.strip()]

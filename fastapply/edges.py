@@ -8,6 +8,7 @@ answer that lifts a doubt says, in its docstring, on how many known answers it w
 from __future__ import annotations
 
 import re
+from collections import Counter
 from typing import NamedTuple
 
 from fastapply.markers import indent_width
@@ -343,6 +344,42 @@ def deletes_nothing(original: list[str], lines: tuple[str, ...], key) -> bool:
     """
     lost = lost_lines([key(line) for line in original], [key(line) for line in lines])
     return not any(original[i].strip() for i in lost)
+
+
+def inside_file(original: list[str], snippet: list[str], allowance: int = EDGE_DELETION) -> bool:
+    """Whether ``snippet``, a snippet with no marker, is a part of the file and not the whole new file:
+    its lines that the original and it each have once (not trivial ones) lie after lines of the original
+    that it holds nowhere, more than it writes above the first of them and more than ``allowance`` (a
+    README's section without the title and the sections above it), or before such lines, more than it
+    writes below the last (without the sections after it). Lines either has twice say nothing: ``- TBD``
+    ending the section shown ends the last one too. The allowance is ``edge_doubt``'s: a whole file may delete a few
+    lines at its edges (an import, a header comment) or rewrite them; a part leaves out more, which the
+    whole file would delete. With none, any line left out at an edge makes the whole file a doubt.
+
+    >>> original = ["import os\\n", "import re\\n", "import sys\\n", "\\n", "class A:\\n", "    x = 1\\n"]
+    >>> inside_file(original, original[4:]), inside_file(original, original[1:])  # three imports lost, one
+    (False, False)
+    >>> inside_file(["# notes\\n", *original], original[4:])  # four lines left out above it: a part
+    True
+    >>> inside_file(original, original[4:], allowance=0)  # any line left out
+    True
+    >>> inside_file(original, ["import json\\n", *original[1:5], "    x = 2\\n"], 0)  # its first line rewritten
+    False
+    """
+    stripped, shown = [line.strip() for line in original], [line.strip() for line in snippet]
+    in_original, in_snippet = Counter(stripped), Counter(shown)
+    anchors = [i for i, line in enumerate(shown) if in_original[line] == in_snippet[line] == 1 and not is_trivial(line)]
+    if not anchors:
+        return False
+    found = [stripped.index(shown[i]) for i in anchors]
+    start, end = min(found), max(found)
+    held = set(shown)
+
+    def left_out(lines: list[str], written: list[str]) -> bool:
+        missing = sum(1 for line in lines if not is_trivial(line) and line.strip() not in held)
+        return missing > max(allowance, sum(1 for line in written if line.strip()))
+
+    return left_out(original[:start], snippet[:anchors[0]]) or left_out(original[end + 1:], snippet[anchors[-1] + 1:])
 
 
 def edge_doubt(removed: list[str], added: tuple[str, ...], what: str, which: str) -> list[str]:

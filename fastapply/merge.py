@@ -3,9 +3,11 @@
 The snippet is split at lazy markers (``markers.py``) into segments; each segment is placed in the
 original in order (``anchor.py``): lines it repeats anchor it, lines it leaves out between anchors are
 deleted, and each marker keeps the original code between the segments around it. A snippet with no
-marker is the whole new file (when it parses and keeps every top-level definition of the original),
-new versions of the definitions it contains, matched by kind and name, or a block of the file pasted
-alone (its first line indented, its ends found once: ``_pinned_block``).
+marker is the whole new file (when it parses, keeps every top-level definition of the original and
+leaves out no line at the file's edges, ``edges.inside_file``), new versions of the definitions it
+contains, matched by kind and name, or a part of the file pasted alone (its first line indented, or
+more lines of the file left out before or after it than a whole file may delete there; its ends found
+once: ``_pinned_block``).
 
 The result says how far to trust it: ``certain`` only when every segment anchored uniquely, nothing
 was guessed, no definition lost its header while its body stayed, and the merged file parses with no
@@ -23,9 +25,9 @@ from dataclasses import dataclass
 from fastapply.anchor import place
 from fastapply.defplace import place_by_definitions
 from fastapply.defs import definitions
-from fastapply.edges import EDGE_DELETION
+from fastapply.edges import EDGE_DELETION, inside_file
 from fastapply.markers import has_inline_marker, indent_width, marker_lines
-from fastapply.segments import Original, Placement, Segment, cut_short, is_trivial, starts_inside_block
+from fastapply.segments import Original, Placement, Segment, is_trivial, starts_inside_block
 from fastapply.syntax import count_errors, get_language
 
 _LINE = re.compile(r"[^\n]*\n|[^\n]+$")
@@ -175,7 +177,7 @@ def _unmarked(orig: Original, snippet: list[str]) -> tuple[list[Placement] | Non
     original_top = {(d.kind, d.name) for d in orig.defs() if not d.scope}
     snippet_top = {(d.kind, d.name) for d in definitions(text, orig.language) if not d.scope}
     kept = _kept_share(orig.lines, snippet)
-    if original_top <= snippet_top and kept >= 0.5 and not cut_short(orig.lines, snippet) and count_errors(
+    if original_top <= snippet_top and kept >= 0.5 and not inside_file(orig.lines, snippet, allowance=0) and count_errors(
             text, orig.language) <= count_errors("".join(orig.lines), orig.language):
         return [Placement(0, len(orig.lines), whole.lines)], []
     by_defs = place_by_definitions(Segment(whole.lines, 0, 0), 0, orig, 0, len(orig.lines))
@@ -190,24 +192,31 @@ def _unmarked(orig: Original, snippet: list[str]) -> tuple[list[Placement] | Non
 
 
 def _pinned_block(original: list[str], snippet: list[str]) -> tuple[int, int] | None:
-    """The original lines a snippet without markers stands in place of, where it can only be a block of
-    the file, edited inside: it starts inside a block (``segments.starts_inside_block``), its first and
-    last lines are each the original's once, in that order, the block ends after the last (the
-    next line is no deeper than its first line, a header, or shallower than its lines, a run at one
-    depth: else lines after it may be deleted, ``image:`` shown without the ``ports:`` after it), and it
-    leaves out no more of the original lines between them than ``EDGE_DELETION`` or the new lines it
-    shows (more would be code elided without a marker). None otherwise.
+    """The original lines a snippet without markers stands in place of, where it can only be a part of
+    the file, edited inside: it starts inside a block (``segments.starts_inside_block``) or leaves out
+    more lines at an edge of the file than a whole file may delete there (``edges.inside_file``: a
+    README's section), its first and last lines are each the original's once, in that order, a block
+    ends after the last (the next line is no deeper than its first line, a header, or shallower than its
+    lines, a run at one depth: else lines after it may be deleted, ``image:`` shown without the
+    ``ports:`` after it), and it leaves out no more of the original lines between them than
+    ``EDGE_DELETION`` or the new lines it shows (more would be code elided without a marker). None
+    otherwise.
 
     >>> original = ["a:\\n", "  x: 1\\n", "  y: 2\\n", "  z: 3\\n", "b:\\n"]
     >>> _pinned_block(original, ["  x: 1\\n", "  y: 5\\n", "  z: 3\\n"])
     (1, 4)
     >>> _pinned_block(original, ["a:\\n", "  x: 1\\n"]) is None  # not indented: it may be the whole file
     True
+    >>> readme = ["# demo\\n", "## Install\\n", "pip install demo\\n", "## Usage\\n", "demo run\\n", "## License\\n",
+    ...           "MIT\\n", "Thanks.\\n"]
+    >>> _pinned_block(readme, ["## Install\\n", "pip install 'demo[all]'\\n", "## Usage\\n"])  # four lines after it
+    (1, 4)
     >>> _pinned_block(original, ["  x: 1\\n", "  y: 5\\n"]) is None  # z may be deleted
     True
     """
     shown = [line.rstrip() for line in snippet if line.strip()]
-    if len(shown) < 2 or not starts_inside_block(original, shown):
+    block = starts_inside_block(original, shown)
+    if len(shown) < 2 or not (block or inside_file(original, snippet)):
         return None
     lines = [line.rstrip() for line in original]
     if lines.count(shown[0]) != 1 or lines.count(shown[-1]) != 1:
@@ -219,7 +228,7 @@ def _pinned_block(original: list[str], snippet: list[str]) -> tuple[int, int] | 
     # the block it shows ends after its last line: the next line is no deeper than its header, or, where it
     # has none (its lines are a run at one depth), shallower than them
     header = indent_width(shown[1]) > indent_width(shown[0])
-    if after is not None and indent_width(after) > indent_width(shown[0]) - (0 if header else 1):
+    if block and after is not None and indent_width(after) > indent_width(shown[0]) - (0 if header else 1):
         return None  # the block goes on after it: the snippet may end where lines were deleted
     inside = {line.strip() for line in lines[start:last + 1]}
     left_out = [line for line in lines[start:last + 1] if line.strip() and line not in shown]

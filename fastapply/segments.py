@@ -103,41 +103,6 @@ def outdent(lines: Sequence[str], line: int, stop: int | None = None) -> int:
     return next((j for j in range(line + 1, stop) if lines[j].strip() and indent_width(lines[j]) <= width), stop)
 
 
-def cut_short(original: list[str], snippet: list[str]) -> bool:
-    """Whether ``snippet``, read as the whole new file, starts or ends inside the original: the first line
-    of it that the original has (one that is not trivial) comes after more lines of the original that it
-    does not hold anywhere than it writes above that line (a class pasted without the imports above it, a
-    README's section without the title), or the same after its last such line, its lines found in the
-    original in order (without the sections after it: ``- TBD`` ends the section shown and the last). A whole file that rewrites its first or last lines writes new ones in their place; a part
-    of the file leaves them out. Read as the whole file, such a snippet would delete them.
-
-    >>> original = ["import os\\n", "\\n", "class A:\\n", "    x = 1\\n", "    y = 2\\n"]
-    >>> cut_short(original, original[2:])  # the class alone: the import would be lost
-    True
-    >>> cut_short(original, ["import sys\\n", *original[1:4], "    y = 3\\n"])  # the whole file, its ends rewritten
-    False
-    """
-    held = {line.strip() for line in snippet if line.strip()}
-    anchors = [i for i, line in enumerate(snippet) if not is_trivial(line) and line.strip() in
-               {line.strip() for line in original}]
-    if not anchors:
-        return False
-    stripped = [line.strip() for line in original]
-
-    def missing(lines: list[str]) -> int:
-        return sum(1 for line in lines if not is_trivial(line) and line.strip() not in held)
-
-    def written(lines: list[str]) -> int:
-        return sum(1 for line in lines if line.strip())
-
-    start = end = stripped.index(snippet[anchors[0]].strip())
-    for i in anchors[1:]:  # the snippet's lines found in order: where its last one is, after the ones before
-        found = next((j for j in range(end + 1, len(stripped)) if stripped[j] == snippet[i].strip()), None)
-        end = end if found is None else found
-    return (missing(original[:start]) > written(snippet[:anchors[0]])
-            or missing(original[end + 1:]) > written(snippet[anchors[-1] + 1:]))
-
-
 def starts_inside_block(original: Sequence[str], update: Sequence[str]) -> bool:
     """Whether the update's first non-blank line is indented deeper than the original's: an update
     without markers that starts so is a block from inside the file, never the whole new file (every

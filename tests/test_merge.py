@@ -2060,15 +2060,26 @@ def test_a_part_shown_alone_without_markers_is_not_the_whole_file():
     """A snippet with no marker that starts after lines of the file it does not hold, or ends before them,
     is the part of the file that changed, not the whole new file: read as the file it would delete them
     (a README's title and its last sections, a module's imports), and Markdown parses whatever is left.
-    Before, both were certain and wrote the snippet as the file."""
+    Before, each was certain and wrote the snippet as the file. Where it leaves out more lines at an edge
+    than a whole file may delete there (``edges.EDGE_DELETION``), and its ends are found once each, it
+    replaces the lines between them; a class is placed by its name."""
     section = "## Install\n\n```bash\npip install demo\n```\n\n## Quick start\n\n```bash\ndemo init\n```\n\n## Usage\n"
     merged = merge(README, section, "markdown")
-    assert merged.confidence != "certain" and merged.text != section
+    assert (merged.confidence, merged.text) == (
+        "certain", README.replace("## Usage\n", "## Quick start\n\n```bash\ndemo init\n```\n\n## Usage\n"))
+    last_sections = README[README.index("## Usage"):].replace("Run it:", "Run it from a shell:")
+    assert merge(README, last_sections, "markdown").text == README.replace("Run it:", "Run it from a shell:")
     cls = GREETER[GREETER.index("class"):].replace("print('hello', self.name)", "print('hello', self.name, file=sys.stderr)")
     merged = merge(GREETER, cls, "python")
     assert (merged.confidence, merged.text) == ("certain", GREETER[:GREETER.index("class")] + cls)  # by its name
-    last_sections = README[README.index("## Usage"):].replace("Run it:", "Run it from a shell:")
-    assert merge(README, last_sections, "markdown").confidence != "certain"
+
+
+def test_a_whole_file_without_its_first_lines_is_not_certain():
+    """The whole new file with its first import deleted, or a module's body pasted without that import:
+    the same text. A whole file may delete a few lines at its edges, so neither reading is certain (the
+    model decides, the candidate keeping the import), where before the file was written without it."""
+    merged = merge(GREETER, GREETER.replace("import os\n", ""), "python")
+    assert merged.confidence == "likely" and merged.text.startswith("import os\n")
 
 
 @pytest.mark.parametrize("whole, why", [

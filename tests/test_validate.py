@@ -435,11 +435,11 @@ def test_an_output_that_is_an_indented_part_alone_deletes_the_rest_of_the_file()
 
 
 def test_an_output_that_is_a_section_alone_deletes_the_rest_of_the_file():
-    """A README's middle section with no markers, written alone as the file: in a file this short every
-    line it deletes is near one the update repeats, and Markdown starts no block, so only the lines of the
-    file before and after the part it shows say it is a part, not the new file."""
-    readme = "# demo\n## Install\npip install demo\nRun `demo`.\n"
-    section = "## Install\npip install 'demo[all]'\n"
+    """A README's section with no markers, written alone as the file: every line it deletes is near one
+    the update repeats (its fences are the file's), and Markdown starts no block, so only the lines of
+    the file it leaves out after its one line found once (``## Install``) say it is a part."""
+    readme = "# demo\n## Install\n```bash\npip install demo\n```\n## Usage\n```bash\ndemo run\n```\nMIT\n"
+    section = "## Install\n```bash\npip install 'demo[all]'\n```\n"
     problems = validate(readme, section, section, "markdown")
     assert names(problems) == ["unrelated-deletion"] and "the update alone" in problems[0].message
     assert validate(readme, readme.replace("pip install demo", "pip install 'demo[all]'"), section, "markdown") == ()
