@@ -22,6 +22,8 @@ from fastapply.markers import count_markers, marker_lines
 from fastapply.segments import is_trivial, keeps_text, lost_lines, starts_inside_block
 
 _NEAR = 3  # deleted lines this close to a line the update repeats count as part of the edit
+# Words that ask for a deletion, read over the update's code as well as the instruction: not ``asks.py``'s
+# words for an instruction alone, whose ``strip``, ``clean`` and ``trim`` are words of code too.
 _DELETE_WORDS = re.compile(r"\b(delete|deleted|remove|removed|drop|dropped|get rid of)\b", re.IGNORECASE)
 
 
