@@ -195,7 +195,8 @@ def _pinned_block(original: list[str], snippet: list[str]) -> tuple[int, int] | 
     """The original lines a snippet without markers stands in place of, where it can only be a part of
     the file, edited inside: it starts inside a block (``segments.starts_inside_block``) or leaves out
     more lines at an edge of the file than a whole file may delete there (``edges.inside_file``: a
-    README's section), its first and last lines are each the original's once, in that order, a block
+    README's section), its first and last lines are placed (``_ends``: each the original's once, or
+    nearest to the lines the original and it each have once, a code fence), in that order, a block
     ends after the last (the next line is no deeper than its first line, a header, or shallower than its
     lines, a run at one depth: else lines after it may be deleted, ``image:`` shown without the
     ``ports:`` after it), and it leaves out no more of the original lines between them than
@@ -219,21 +220,50 @@ def _pinned_block(original: list[str], snippet: list[str]) -> tuple[int, int] | 
     if len(shown) < 2 or not (block or inside_file(original, snippet)):
         return None
     lines = [line.rstrip() for line in original]
-    if lines.count(shown[0]) != 1 or lines.count(shown[-1]) != 1:
+    ends = _ends(lines, shown)
+    if ends is None:
         return None
-    start, last = lines.index(shown[0]), lines.index(shown[-1])
-    if last <= start:
-        return None
+    start, last = ends
     after = next((line for line in lines[last + 1:] if line.strip()), None)
     # the block it shows ends after its last line: the next line is no deeper than its header, or, where it
     # has none (its lines are a run at one depth), shallower than them
     header = indent_width(shown[1]) > indent_width(shown[0])
     if block and after is not None and indent_width(after) > indent_width(shown[0]) - (0 if header else 1):
         return None  # the block goes on after it: the snippet may end where lines were deleted
+    return (start, last + 1) if _elides_nothing(lines, shown, start, last) else None
+
+
+def _ends(lines: list[str], shown: list[str]) -> tuple[int, int] | None:
+    """The original lines (first, last) where the snippet's first and last lines ``shown`` are: each
+    where the original has it once, else (a code fence, a closing bracket) its nearest place before
+    (after) the lines the original and the snippet each have once. A place further out would read the
+    original lines between as deleted without the snippet showing them; the nearest keeps them. None
+    where the snippet and the original have no line once each, or a line is not found there.
+
+    >>> lines = ["## Install", "```bash", "pip install demo", "```", "## Usage", "```bash", "demo run", "```"]
+    >>> _ends(lines, ["## Install", "```bash", "pip install 'demo[all]'", "```"])
+    (0, 3)
+    >>> _ends(lines, ["```bash", "pip install 'demo[all]'", "```"]) is None  # no line the original has once
+    True
+    """
+    once = [lines.index(line) for line in shown if lines.count(line) == 1 and shown.count(line) == 1
+            and not is_trivial(line)]
+    if not once:
+        return None
+    firsts = [i for i, line in enumerate(lines[:min(once) + 1]) if line == shown[0]]
+    lasts = [max(once) + i for i, line in enumerate(lines[max(once):]) if line == shown[-1]]
+    if not firsts or not lasts or lasts[0] <= firsts[-1]:
+        return None
+    return firsts[-1], lasts[0]
+
+
+def _elides_nothing(lines: list[str], shown: list[str], start: int, last: int) -> bool:
+    """Whether the snippet ``shown`` in place of ``lines[start:last + 1]`` leaves out no more of them
+    than ``EDGE_DELETION`` or the new lines it shows (more would be code elided without a marker)."""
     inside = {line.strip() for line in lines[start:last + 1]}
     left_out = [line for line in lines[start:last + 1] if line.strip() and line not in shown]
     new = [line for line in shown if line.strip() not in inside]
-    return (start, last + 1) if len(left_out) <= max(EDGE_DELETION, len(new)) else None
+    return len(left_out) <= max(EDGE_DELETION, len(new))
 
 
 def _headless(orig: Original, placements: list[Placement]) -> list[str]:

@@ -2090,3 +2090,15 @@ def test_a_whole_file_without_its_first_lines_is_not_certain():
 ])
 def test_the_whole_new_file_without_markers_is_still_certain(whole, why):
     assert (merge(README, whole, "markdown").confidence, merge(README, whole, "markdown").text) == ("certain", whole), why
+
+
+def test_a_part_ending_on_a_line_the_file_has_twice_ends_at_the_nearest():
+    """A README's section ending on its code fence, a line the file has four times: it ends at the fence
+    after the lines the file and the snippet each hold once; one further out would read the lines between
+    as deleted without the snippet showing them. The fence before the section's heading is not taken."""
+    section = "## Install\n\n```bash\npip install demo\npip install 'demo[extra]'  # optional extras\n```\n"
+    merged = merge(README, section, "markdown")
+    assert (merged.confidence, merged.text) == (
+        "certain", README.replace("pip install demo\n", "pip install demo\npip install 'demo[extra]'  # optional extras\n"))
+    usage = "```bash\ndemo run --verbose\n```\n"  # nothing the file has once: it may be either fenced block
+    assert merge(README, usage, "markdown").confidence != "certain"
