@@ -32,6 +32,7 @@ from fastapply.syntax import count_errors, get_language
 
 _LINE = re.compile(r"[^\n]*\n|[^\n]+$")
 CERTAIN, LIKELY, NONE = "certain", "likely", "none"
+_PART = "the snippet has no lazy markers and is not the whole file; it replaced the part it matches"
 
 
 @dataclass(frozen=True)
@@ -168,9 +169,13 @@ def _scope(orig: Original, matched: list[tuple[int, int]], marker_indent: int | 
 
 
 def _unmarked(orig: Original, snippet: list[str]) -> tuple[list[Placement] | None, list[str]]:
-    """A snippet without markers: the whole file, or new versions of the definitions it contains."""
+    """A snippet without markers: the whole file, new versions of the definitions it contains, or the part
+    of the file it shows."""
     whole = Segment(tuple(snippet), None, None)
     if orig.language is None:
+        part = place(Segment(tuple(snippet), 0, 0), 0, orig, 0, None) if inside_file(orig.lines, snippet, 0) else None
+        if part is not None:  # a part of a Dockerfile or a Makefile: no parser, so never certain
+            return [part], [_PART]
         return [Placement(0, len(orig.lines), whole.lines)], ["the snippet has no lazy markers, so it was taken "
                                                               "as the whole file (no parser to check it)"]
     text = "".join(snippet)
@@ -188,7 +193,7 @@ def _unmarked(orig: Original, snippet: list[str]) -> tuple[list[Placement] | Non
         return None, ["the snippet has no lazy markers and matches no part of the original"]
     if not guess.doubts and (guess.start, guess.end) == _pinned_block(orig.lines, snippet):
         return [guess], []
-    return [guess], ["the snippet has no lazy markers and is not the whole file; it replaced the part it matches"]
+    return [guess], [_PART]
 
 
 def _pinned_block(original: list[str], snippet: list[str]) -> tuple[int, int] | None:

@@ -2102,3 +2102,18 @@ def test_a_part_ending_on_a_line_the_file_has_twice_ends_at_the_nearest():
         "certain", README.replace("pip install demo\n", "pip install demo\npip install 'demo[extra]'  # optional extras\n"))
     usage = "```bash\ndemo run --verbose\n```\n"  # nothing the file has once: it may be either fenced block
     assert merge(README, usage, "markdown").confidence != "certain"
+
+
+DOCKERFILE = ("FROM python:3.11-slim\nWORKDIR /app\nCOPY requirements.txt .\nRUN pip install -r requirements.txt\n"
+              "COPY . .\nENV PORT=8000\nEXPOSE 8000\nCMD [\"python\", \"-m\", \"demo\"]\n")
+
+
+def test_a_part_of_a_file_with_no_parser_is_placed_not_taken_whole():
+    """A file fastapply has no parser for (a Dockerfile): a part pasted alone is placed where it matches,
+    the model's first draft, never certain; before, the draft was the part alone as the whole file."""
+    part = "COPY requirements.txt .\nRUN pip install --no-cache-dir -r requirements.txt\nCOPY . .\n"
+    merged = merge(DOCKERFILE, part, None)
+    assert merged.confidence == "likely"
+    assert merged.text == DOCKERFILE.replace("pip install -r", "pip install --no-cache-dir -r")
+    whole = DOCKERFILE.replace("3.11", "3.12")
+    assert (merge(DOCKERFILE, whole, None).confidence, merge(DOCKERFILE, whole, None).text) == ("likely", whole)
