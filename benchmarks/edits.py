@@ -55,14 +55,17 @@ def corpus(language: str, min_lines: int = 40, max_lines: int = 800) -> list[Pat
     return out
 
 
-def sources(dirs: list[Path], min_lines: int = 20, max_lines: int = 400) -> dict[str, list[Path]]:
+OTHER = "other"  # the name ``sources`` gives the files of no language fastapply knows (merged with no parser)
+
+
+def sources(dirs: list[Path], min_lines: int = 20, max_lines: int = 400, other: bool = False) -> dict[str, list[Path]]:
     """The files under ``dirs`` of each language fastapply knows (by extension), sorted, UTF-8 with LF
-    line ends, sizes bounded."""
+    line ends, sizes bounded; with ``other``, the rest too, under ``OTHER`` (a Dockerfile, a ``.conf``)."""
     from fastapply.syntax import language_for_path
 
     out: dict[str, list[Path]] = {}
     for path in sorted(p for root in dirs for p in Path(root).rglob("*") if p.is_file()):
-        language = language_for_path(path)
+        language = language_for_path(path) or (OTHER if other else None)
         if language is None:
             continue
         try:

@@ -52,7 +52,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from edits import block_edit, corpus, random_edit, region_edit, sources  # noqa: E402
+from edits import OTHER, block_edit, corpus, random_edit, region_edit, sources  # noqa: E402
 
 from fastapply.bench import cpu_model  # noqa: E402
 from fastapply.engine import merge_edit  # noqa: E402
@@ -69,12 +69,13 @@ ALONE = {"blocks": block_edit, "regions": region_edit}  # snippets of one change
 
 
 def run(n_edits: int, seed: int, js_share: float, replay: int, dirs: list[Path] | None = None,
-        alone: str | None = None) -> dict:
+        alone: str | None = None, other: bool = False) -> dict:
     """``n_edits`` generated edits: of Python and JavaScript (``js_share`` of them) files, or with ``dirs``,
     of the files under them, each language drawn as often; with ``alone`` (a key of ``ALONE``), each
-    snippet is a changed part alone, with no marker."""
+    snippet is a changed part alone, with no marker; with ``other``, files of no language fastapply knows
+    too (``edits.OTHER``), merged with no parser."""
     rng = random.Random(seed)
-    files = sources(dirs) if dirs else {"python": corpus("python"), "javascript": corpus("javascript")}
+    files = sources(dirs, other=other) if dirs else {"python": corpus("python"), "javascript": corpus("javascript")}
     if not dirs and not files["javascript"]:
         js_share = 0.0
     texts: dict[Path, str] = {}
@@ -87,19 +88,20 @@ def run(n_edits: int, seed: int, js_share: float, replay: int, dirs: list[Path] 
             language = "javascript" if rng.random() < js_share else "python"
         path = rng.choice(files[language])
         text = texts.setdefault(path, path.read_text("utf-8"))
+        code = None if language == OTHER else language  # the language the merge is told
         if alone:
             edited, snippet, kind = ALONE[alone](rng, text) or (text, "", "")
             context = 0
         else:
-            edited, kind = random_edit(rng, text, language, lines_only=bool(dirs))
+            edited, kind = random_edit(rng, text, code, lines_only=bool(dirs))
             context = rng.choice([1, 2, 3, 3])
-        if edited == text or count_errors(edited, language) > count_errors(text, language):
+        if edited == text or code is not None and count_errors(edited, code) > count_errors(text, code):
             redrawn += 1
             continue
         if not alone:
-            snippet = make_snippet(text, edited, language, context=context)
+            snippet = make_snippet(text, edited, code, context=context)
         start = time.perf_counter()
-        result = merge(text, snippet, language)
+        result = merge(text, snippet, code)
         seconds = time.perf_counter() - start
         rows.append({
             "language": language, "kind": kind, "context": context, "lines": text.count("\n"),
@@ -109,7 +111,7 @@ def run(n_edits: int, seed: int, js_share: float, replay: int, dirs: list[Path] 
             passes = replay_passes(text, snippet, edited, result.text)
             if passes is not None:
                 rows[-1]["passes"] = passes
-    return summarise(rows, redrawn, seed, js_share, dirs, alone)
+    return summarise(rows, redrawn, seed, js_share, dirs, alone, other)
 
 
 def replay_passes(original: str, snippet: str, edited: str, merged: str | None) -> dict | None:
@@ -210,7 +212,7 @@ def run_known(paths: list[Path], merges: Path | None = None, against: Path | Non
 
 
 def summarise(rows: list[dict], redrawn: int, seed: int, js_share: float, dirs: list[Path] | None = None,
-              alone: str | None = None) -> dict:
+              alone: str | None = None, other: bool = False) -> dict:
     around_400 = [r["seconds"] for r in rows if 350 <= r["lines"] <= 450]
     replayed = [r for r in rows if "passes" in r]
 
@@ -226,7 +228,7 @@ def summarise(rows: list[dict], redrawn: int, seed: int, js_share: float, dirs: 
     return {
         "command": f"python benchmarks/merge_bench.py --edits {len(rows)} --seed {seed} "
                    + (f"--sources {' '.join(str(d) for d in dirs)} " if dirs else f"--js-share {js_share} ")
-                   + (f"--{alone} " if alone else "")
+                   + (f"--{alone} " if alone else "") + ("--other " if other else "")
                    + f"--replay {len(replayed)}",
         "machine": machine(),
         "redrawn_edits": redrawn,
@@ -320,6 +322,9 @@ def main() -> None:
     parser.add_argument("--regions", action="store_true",
                         help="with --sources: each snippet is a changed run of lines alone (not the whole file), "
                              "with no marker")
+    parser.add_argument("--other", action="store_true",
+                        help="with --sources: files of no language fastapply knows too (a Dockerfile, a .conf), "
+                             "merged with no parser, as 'other'")
     parser.add_argument("--known", type=Path, nargs="+", metavar="TASKS",
                         help="merge these task files (eval-suite schema, .jsonl or .jsonl.gz) instead of "
                              "generated edits")
@@ -332,8 +337,8 @@ def main() -> None:
     args = parser.parse_args()
     if (args.merges or args.against) and not args.known:
         parser.error("--merges and --against go with --known")
-    if (args.blocks or args.regions) and not args.sources:
-        parser.error("--blocks and --regions go with --sources")
+    if (args.blocks or args.regions or args.other) and not args.sources:
+        parser.error("--blocks, --regions and --other go with --sources")
     if args.blocks and args.regions:
         parser.error("--blocks or --regions, not both")
     alone = "blocks" if args.blocks else "regions" if args.regions else None
@@ -341,7 +346,7 @@ def main() -> None:
         report = run_known(args.known, args.merges, args.against)
         out = args.out or KNOWN_RESULTS
     else:
-        report = run(args.edits, args.seed, args.js_share, args.replay, args.sources, alone)
+        report = run(args.edits, args.seed, args.js_share, args.replay, args.sources, alone, args.other)
         out = args.out or {"blocks": BLOCKS_RESULTS, "regions": REGIONS_RESULTS}.get(
             alone, SOURCES_RESULTS if args.sources else RESULTS)
     out.parent.mkdir(parents=True, exist_ok=True)

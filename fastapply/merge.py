@@ -33,6 +33,7 @@ from fastapply.syntax import count_errors, get_language
 _LINE = re.compile(r"[^\n]*\n|[^\n]+$")
 CERTAIN, LIKELY, NONE = "certain", "likely", "none"
 _PART = "the snippet has no lazy markers and is not the whole file; it replaced the part it matches"
+_NO_PARSER = "no parser for this file type, so the merged file cannot be checked"
 
 
 @dataclass(frozen=True)
@@ -65,7 +66,8 @@ def merge(original: str, update: str, language: str | None) -> MergeResult:
     if any(has_inline_marker(line) for line in snippet if not marker_lines([line], language)[0]):
         doubts.append("a lazy marker sits inside a line of code")
     if language is None:
-        doubts.append("no parser for this file type, so the merged file cannot be checked")
+        if segments is not None:  # a snippet with no marker says so itself where it should (``_unmarked``)
+            doubts.append(_NO_PARSER)
     elif count_errors(text, language) > count_errors(original, language):
         doubts.append("the merged file has more syntax errors than the original")
     span = (placements[0].start, placements[-1].end) if placements else None
@@ -172,12 +174,14 @@ def _unmarked(orig: Original, snippet: list[str]) -> tuple[list[Placement] | Non
     """A snippet without markers: the whole file, new versions of the definitions it contains, or the part
     of the file it shows."""
     whole = Segment(tuple(snippet), None, None)
-    if orig.language is None:
+    if orig.language is None:  # a Dockerfile, a Makefile: no parser checks the merged file
         part = place(Segment(tuple(snippet), 0, 0), 0, orig, 0, None) if inside_file(orig.lines, snippet, 0) else None
-        if part is not None:  # a part of a Dockerfile or a Makefile: no parser, so never certain
-            return [part], [_PART]
+        if part is not None and not part.doubts and (part.start, part.end) == _pinned_block(orig.lines, snippet):
+            return [part], []  # lines between two of the file's, found once: nothing for a parser to add
+        if part is not None:
+            return [part], [_PART, _NO_PARSER]
         return [Placement(0, len(orig.lines), whole.lines)], ["the snippet has no lazy markers, so it was taken "
-                                                              "as the whole file (no parser to check it)"]
+                                                              "as the whole file (no parser to check it)", _NO_PARSER]
     text = "".join(snippet)
     original_top = {(d.kind, d.name) for d in orig.defs() if not d.scope}
     snippet_top = {(d.kind, d.name) for d in definitions(text, orig.language) if not d.scope}
@@ -241,25 +245,30 @@ def _pinned_block(original: list[str], snippet: list[str]) -> tuple[int, int] | 
 def _ends(lines: list[str], shown: list[str]) -> tuple[int, int] | None:
     """The original lines (first, last) where the snippet's first and last lines ``shown`` are: each
     where the original has it once, else (a code fence, a closing bracket) its nearest place before
-    (after) the lines the original and the snippet each have once. A place further out would read the
-    original lines between as deleted without the snippet showing them; the nearest keeps them. None
-    where the snippet and the original have no line once each, or a line is not found there.
+    (after) the lines the original and the snippet each have once, counting as many places as the
+    snippet shows it there (``#RawData=`` twice after ``[DHCPv4]``: its second place). A place further
+    out would read the original lines between as deleted without the snippet showing them; the nearest
+    keeps them. None where the snippet and the original have no line once each, or a line is not found.
 
     >>> lines = ["## Install", "```bash", "pip install demo", "```", "## Usage", "```bash", "demo run", "```"]
     >>> _ends(lines, ["## Install", "```bash", "pip install 'demo[all]'", "```"])
     (0, 3)
+    >>> _ends(lines, ["## Install", "```bash", "pip install demo", "```", "## Use", "```bash", "demo run", "```"])
+    (0, 7)
     >>> _ends(lines, ["```bash", "pip install 'demo[all]'", "```"]) is None  # no line the original has once
     True
     """
-    once = [lines.index(line) for line in shown if lines.count(line) == 1 and shown.count(line) == 1
+    once = [i for i, line in enumerate(shown) if lines.count(line) == 1 and shown.count(line) == 1
             and not is_trivial(line)]
     if not once:
         return None
-    firsts = [i for i, line in enumerate(lines[:min(once) + 1]) if line == shown[0]]
-    lasts = [max(once) + i for i, line in enumerate(lines[max(once):]) if line == shown[-1]]
-    if not firsts or not lasts or lasts[0] <= firsts[-1]:
+    places = [lines.index(shown[i]) for i in once]
+    firsts = [i for i in range(min(places), -1, -1) if lines[i] == shown[0]]  # nearest first
+    lasts = [i for i in range(max(places), len(lines)) if lines[i] == shown[-1]]
+    before, after = shown[:once[0] + 1].count(shown[0]), shown[once[-1]:].count(shown[-1])
+    if len(firsts) < before or len(lasts) < after or lasts[after - 1] <= firsts[before - 1]:
         return None
-    return firsts[-1], lasts[0]
+    return firsts[before - 1], lasts[after - 1]
 
 
 def _elides_nothing(lines: list[str], shown: list[str], start: int, last: int) -> bool:

@@ -2117,3 +2117,16 @@ def test_a_part_of_a_file_with_no_parser_is_placed_not_taken_whole():
     assert merged.text == DOCKERFILE.replace("pip install -r", "pip install --no-cache-dir -r")
     whole = DOCKERFILE.replace("3.11", "3.12")
     assert (merge(DOCKERFILE, whole, None).confidence, merge(DOCKERFILE, whole, None).text) == ("likely", whole)
+
+
+def test_a_part_of_a_file_with_no_parser_pinned_at_both_ends_is_certain():
+    """With more lines of the file left out after it than a whole file may delete at its end, and its ends
+    found in it, a part of a file with no parser replaces the lines between them, as in Markdown (whose
+    grammar reports no errors either)."""
+    conf = ("[Network]\n#SpeedMeter=no\n#RouteTable=\n\n[DHCPv4]\n#DUIDType=vendor\n#ClientIdentifier=mac\n\n"
+            "[DHCPv6]\n#DUIDType=vendor\n#DUIDRawData=\n\n[IPv6]\n#RouteTable=\n#Priority=\n#Metric=\n#Table=\n")
+    part = "[DHCPv4]\n#DUIDType=vendor\n#ClientIdentifier=mac\n\n[DHCPv6]\nDUIDType=link-layer\n#DUIDRawData=\n"
+    merged = merge(conf, part, None)
+    assert (merged.confidence, merged.text) == ("certain", conf.replace("[DHCPv6]\n#DUIDType=vendor", "[DHCPv6]\nDUIDType=link-layer"))
+    marked = "# ... existing code ...\n[DHCPv6]\nDUIDType=link-layer\n# ... existing code ...\n"
+    assert merge(conf, marked, None).confidence == "likely"  # with markers: no parser, never certain
