@@ -112,12 +112,7 @@ def block_edit(rng: random.Random, text: str) -> tuple[str, str, str] | None:
     end = min(end, start + rng.randint(3, 25))
     if end - start < 3:
         return None
-    block = lines[start:end]
-    k = rng.randrange(1, len(block) - 1)
-    kind = rng.choice(["replace", "insert", "delete"])
-    new = [_new_line(rng, block[k], None, lines)]
-    edited = block[:k] + (new if kind == "replace" else [block[k]] + new if kind == "insert" else []) + block[k + 1:]
-    return "".join(lines[:start] + edited + lines[end:]), "".join(edited), f"block-{kind}"
+    return _edited_inside(rng, lines, start, end, "block")
 
 
 def region_edit(rng: random.Random, text: str) -> tuple[str, str, str] | None:
@@ -135,13 +130,18 @@ def region_edit(rng: random.Random, text: str) -> tuple[str, str, str] | None:
     ends = [end for end in ends if start > full[0] or end <= full[-1]]  # never the whole file
     if not ends:
         return None
-    end = rng.choice(ends)
+    return _edited_inside(rng, lines, start, rng.choice(ends), "region")
+
+
+def _edited_inside(rng: random.Random, lines: list[str], start: int, end: int, name: str) -> tuple[str, str, str]:
+    """(edited text, the edited run ``lines[start:end]``, kind): one line strictly inside the run replaced,
+    inserted after or deleted; the new line is another of the file's, a word changed."""
     run = lines[start:end]
     k = rng.randrange(1, len(run) - 1)
     kind = rng.choice(["replace", "insert", "delete"])
     new = [_new_line(rng, run[k], None, lines)]
     edited = run[:k] + (new if kind == "replace" else [run[k]] + new if kind == "insert" else []) + run[k + 1:]
-    return "".join(lines[:start] + edited + lines[end:]), "".join(edited), f"region-{kind}"
+    return "".join(lines[:start] + edited + lines[end:]), "".join(edited), f"{name}-{kind}"
 
 
 def _new_line(rng: random.Random, like: str, language: str | None, lines: list[str]) -> str:
