@@ -352,9 +352,10 @@ def inside_file(original: list[str], snippet: list[str], allowance: int = EDGE_D
     that it holds nowhere, more than it writes above the first of them and more than ``allowance`` (a
     README's section without the title and the sections above it), or before such lines, more than it
     writes below the last (without the sections after it). Lines either has twice say nothing: ``- TBD``
-    ending the section shown ends the last one too. The allowance is ``edge_doubt``'s: a whole file may delete a few
-    lines at its edges (an import, a header comment) or rewrite them; a part leaves out more, which the
-    whole file would delete. With none, any line left out at an edge makes the whole file a doubt.
+    ending the section shown ends the last one too. The allowance is ``edge_doubt``'s: a whole file may
+    delete a few lines at its edges (an import, a header comment) or rewrite them; a part leaves out
+    more, which the whole file would delete. With none, any line left out at an edge makes the whole
+    file a doubt.
 
     >>> original = ["import os\\n", "import re\\n", "import sys\\n", "\\n", "class A:\\n", "    x = 1\\n"]
     >>> inside_file(original, original[4:]), inside_file(original, original[1:])  # three imports lost, one
@@ -371,7 +372,8 @@ def inside_file(original: list[str], snippet: list[str], allowance: int = EDGE_D
     anchors = [i for i, line in enumerate(shown) if in_original[line] == in_snippet[line] == 1 and not is_trivial(line)]
     if not anchors:
         return False
-    found = [stripped.index(shown[i]) for i in anchors]
+    where = {line: i for i, line in enumerate(stripped)}  # a line held once: its one place
+    found = [where[shown[i]] for i in anchors]
     start, end = min(found), max(found)
     held = set(shown)
 

@@ -20,6 +20,7 @@ not read or write files and imports no model.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from dataclasses import dataclass
 
 from fastapply.anchor import place
@@ -186,8 +187,8 @@ def _unmarked(orig: Original, snippet: list[str]) -> tuple[list[Placement] | Non
     original_top = {(d.kind, d.name) for d in orig.defs() if not d.scope}
     snippet_top = {(d.kind, d.name) for d in definitions(text, orig.language) if not d.scope}
     kept = _kept_share(orig.lines, snippet)
-    if original_top <= snippet_top and kept >= 0.5 and not inside_file(orig.lines, snippet, allowance=0) and count_errors(
-            text, orig.language) <= count_errors("".join(orig.lines), orig.language):
+    whole_reads = original_top <= snippet_top and kept >= 0.5 and not inside_file(orig.lines, snippet, allowance=0)
+    if whole_reads and count_errors(text, orig.language) <= count_errors("".join(orig.lines), orig.language):
         return [Placement(0, len(orig.lines), whole.lines)], []
     by_defs = place_by_definitions(Segment(whole.lines, 0, 0), 0, orig, 0, len(orig.lines))
     if by_defs is not None:
@@ -258,11 +259,12 @@ def _ends(lines: list[str], shown: list[str]) -> tuple[int, int] | None:
     >>> _ends(lines, ["```bash", "pip install 'demo[all]'", "```"]) is None  # no line the original has once
     True
     """
-    once = [i for i, line in enumerate(shown) if lines.count(line) == 1 and shown.count(line) == 1
-            and not is_trivial(line)]
+    in_original, in_snippet = Counter(lines), Counter(shown)
+    once = [i for i, line in enumerate(shown) if in_original[line] == in_snippet[line] == 1 and not is_trivial(line)]
     if not once:
         return None
-    places = [lines.index(shown[i]) for i in once]
+    where = {line: i for i, line in enumerate(lines)}  # a line held once: its one place
+    places = [where[shown[i]] for i in once]
     firsts = [i for i in range(min(places), -1, -1) if lines[i] == shown[0]]  # nearest first
     lasts = [i for i in range(max(places), len(lines)) if lines[i] == shown[-1]]
     before, after = shown[:once[0] + 1].count(shown[0]), shown[once[-1]:].count(shown[-1])
