@@ -72,7 +72,8 @@ def part_taken_whole(original: str, output: str, update: str, language: str | No
     >>> part_taken_whole("a:\\n  x: 1\\nb:\\n  y: 2\\n", "b:\\n  y: 3\\n", "  b:\\n    y: 3\\n", "yaml")
     [0, 1, 3]
     >>> readme = "# demo\\n## Install\\npip install demo\\n## Usage\\ndemo run\\n## License\\nMIT\\n"
-    >>> part_taken_whole(readme, "## Install\\npip install demo[all]\\n", "## Install\\npip install demo[all]\\n", "markdown")
+    >>> section = "## Install\\npip install demo[all]\\n"
+    >>> part_taken_whole(readme, section, section, "markdown")
     [0, 2, 3, 4, 5, 6]
     """
     old, shown = original.split("\n"), update.split("\n")
