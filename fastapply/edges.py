@@ -349,7 +349,8 @@ def deletes_nothing(original: list[str], lines: tuple[str, ...], key) -> bool:
 def inside_file(original: list[str], snippet: list[str], allowance: int = EDGE_DELETION) -> bool:
     """Whether ``snippet``, a snippet with no marker, is a part of the file and not the whole new file:
     its lines that the original and it each have once (not trivial ones) lie after lines of the original
-    that it holds nowhere, more than it writes above the first of them and more than ``allowance`` (a
+    that it holds fewer times than the original does (a front matter's ``---`` shown only at its end),
+    more than it writes above the first of them and more than ``allowance`` (a
     README's section without the title and the sections above it), or before such lines, more than it
     writes below the last (without the sections after it). Lines either has twice say nothing: ``- TBD``
     ending the section shown ends the last one too. The allowance is ``edge_doubt``'s: a whole file may
@@ -375,10 +376,10 @@ def inside_file(original: list[str], snippet: list[str], allowance: int = EDGE_D
     where = {line: i for i, line in enumerate(stripped)}  # a line held once: its one place
     found = [where[shown[i]] for i in anchors]
     start, end = min(found), max(found)
-    held = set(shown)
 
     def left_out(lines: list[str], written: list[str]) -> bool:
-        missing = sum(1 for line in lines if not is_trivial(line) and line.strip() not in held)
+        missing = sum(1 for line in lines if not is_trivial(line)
+                      and in_original[line.strip()] > in_snippet[line.strip()])
         return missing > max(allowance, sum(1 for line in written if line.strip()))
 
     return left_out(original[:start], snippet[:anchors[0]]) or left_out(original[end + 1:], snippet[anchors[-1] + 1:])

@@ -2133,3 +2133,15 @@ def test_a_part_of_a_file_with_no_parser_pinned_at_both_ends_is_certain():
     assert (merged.confidence, merged.text) == ("certain", expected)
     marked = "# ... existing code ...\n[DHCPv6]\nDUIDType=link-layer\n# ... existing code ...\n"
     assert merge(conf, marked, None).confidence == "likely"  # with markers: no parser, never certain
+
+
+def test_a_file_shown_from_its_second_line_is_not_certain_where_it_holds_that_line_again():
+    """A Markdown file shown from its second line on, a line added inside: its first line, the front
+    matter's ``---``, is also its fourth, so the snippet holds it; but fewer times than the file, so it
+    is left out at the file's start, and the snippet is not certain to be the whole file (which would
+    delete it). Before, it was certain and wrote the file without its first line."""
+    page = "---\ntitle: npm-shrinkwrap.json\nsection: 5\n---\n\n### Description\n\nA publishable lockfile.\n" \
+           "It is identical to package-lock.json.\n\n### See also\n\n* [npm shrinkwrap](/commands/npm-shrinkwrap)\n"
+    shown = page[4:].replace("A publishable lockfile.\n", "A publishable lockfile.\nSee npm help.\n")
+    merged = merge(page, shown, "markdown")
+    assert merged.confidence != "certain" and merged.text.startswith("---\ntitle:")
