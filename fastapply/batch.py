@@ -68,7 +68,6 @@ class BatchItem:
         return self.part.source if self.part is not None and self.part.source else self.file
 
 
-
 def read_items(text: str) -> list[BatchItem]:
     """The records of a JSONL text; blank lines are skipped, a bad line becomes an item with a problem."""
     items = []

@@ -346,6 +346,19 @@ def deletes_nothing(original: list[str], lines: tuple[str, ...], key) -> bool:
     return not any(original[i].strip() for i in lost)
 
 
+def held_once(original: list[str], shown: list[str]) -> list[tuple[int, int]]:
+    """(index in ``shown``, index in ``original``) of each line, not a trivial one, that the original and
+    the snippet each have once, in the snippet's order: the lines that place a snippet with no marker.
+
+    >>> held_once(["a = 1", "}", "b = 2", "}"], ["}", "b = 2", "c = 3"])
+    [(1, 2)]
+    """
+    in_original, in_snippet = Counter(original), Counter(shown)
+    where = {line: i for i, line in enumerate(original)}  # a line held once: its one place
+    return [(i, where[line]) for i, line in enumerate(shown)
+            if in_original[line] == in_snippet[line] == 1 and not is_trivial(line)]
+
+
 def inside_file(original: list[str], snippet: list[str], allowance: int = EDGE_DELETION) -> bool:
     """Whether ``snippet``, a snippet with no marker, is a part of the file and not the whole new file:
     its lines that the original and it each have once (not trivial ones) lie after lines of the original
@@ -369,13 +382,12 @@ def inside_file(original: list[str], snippet: list[str], allowance: int = EDGE_D
     False
     """
     stripped, shown = [line.strip() for line in original], [line.strip() for line in snippet]
-    in_original, in_snippet = Counter(stripped), Counter(shown)
-    anchors = [i for i, line in enumerate(shown) if in_original[line] == in_snippet[line] == 1 and not is_trivial(line)]
-    if not anchors:
+    pairs = held_once(stripped, shown)
+    if not pairs:
         return False
-    where = {line: i for i, line in enumerate(stripped)}  # a line held once: its one place
-    found = [where[shown[i]] for i in anchors]
+    anchors, found = [i for i, _ in pairs], [place for _, place in pairs]
     start, end = min(found), max(found)
+    in_original, in_snippet = Counter(stripped), Counter(shown)
 
     def left_out(lines: list[str], written: list[str]) -> bool:
         missing = sum(1 for line in lines if not is_trivial(line)

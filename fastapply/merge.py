@@ -20,13 +20,12 @@ not read or write files and imports no model.
 from __future__ import annotations
 
 import re
-from collections import Counter
 from dataclasses import dataclass
 
 from fastapply.anchor import place
 from fastapply.defplace import place_by_definitions
 from fastapply.defs import definitions
-from fastapply.edges import EDGE_DELETION, inside_file
+from fastapply.edges import EDGE_DELETION, held_once, inside_file
 from fastapply.markers import has_inline_marker, indent_width, marker_lines
 from fastapply.segments import Original, Placement, Segment, is_trivial, starts_inside_block
 from fastapply.syntax import count_errors, get_language
@@ -259,12 +258,10 @@ def _ends(lines: list[str], shown: list[str]) -> tuple[int, int] | None:
     >>> _ends(lines, ["```bash", "pip install 'demo[all]'", "```"]) is None  # no line the original has once
     True
     """
-    in_original, in_snippet = Counter(lines), Counter(shown)
-    once = [i for i, line in enumerate(shown) if in_original[line] == in_snippet[line] == 1 and not is_trivial(line)]
-    if not once:
+    pairs = held_once(lines, shown)
+    if not pairs:
         return None
-    where = {line: i for i, line in enumerate(lines)}  # a line held once: its one place
-    places = [where[shown[i]] for i in once]
+    once, places = [i for i, _ in pairs], [place for _, place in pairs]
     firsts = [i for i in range(min(places), -1, -1) if lines[i] == shown[0]]  # nearest first
     lasts = [i for i in range(max(places), len(lines)) if lines[i] == shown[-1]]
     before, after = shown[:once[0] + 1].count(shown[0]), shown[once[-1]:].count(shown[-1])
