@@ -175,11 +175,9 @@ def _unmarked(orig: Original, snippet: list[str]) -> tuple[list[Placement] | Non
     of the file it shows."""
     whole = Segment(tuple(snippet), None, None)
     if orig.language is None:  # a Dockerfile, a Makefile: no parser checks the merged file
-        part = place(Segment(tuple(snippet), 0, 0), 0, orig, 0, None) if inside_file(orig.lines, snippet, 0) else None
-        if part is not None and not part.doubts and (part.start, part.end) == _pinned_block(orig.lines, snippet):
-            return [part], []  # lines between two of the file's, found once: nothing for a parser to add
-        if part is not None:
-            return [part], [_PART, _NO_PARSER]
+        part = _part(orig, snippet) if inside_file(orig.lines, snippet, 0) else None
+        if part is not None:  # pinned: lines between two of the file's, nothing for a parser to add
+            return [part[0]], [] if part[1] else [_PART, _NO_PARSER]
         return [Placement(0, len(orig.lines), whole.lines)], ["the snippet has no lazy markers, so it was taken "
                                                               "as the whole file (no parser to check it)", _NO_PARSER]
     text = "".join(snippet)
@@ -192,12 +190,19 @@ def _unmarked(orig: Original, snippet: list[str]) -> tuple[list[Placement] | Non
     by_defs = place_by_definitions(Segment(whole.lines, 0, 0), 0, orig, 0, len(orig.lines))
     if by_defs is not None:
         return [by_defs], list(by_defs.doubts)
+    part = _part(orig, snippet)
+    if part is None:
+        return None, ["the snippet has no lazy markers and matches no part of the original"]
+    return [part[0]], [] if part[1] else [_PART]
+
+
+def _part(orig: Original, snippet: list[str]) -> tuple[Placement, bool] | None:
+    """Where a snippet with no marker goes as a part of the file (``anchor.place``), and whether that is
+    certain: placed with no doubt on the lines ``_pinned_block`` finds. None where it matches nowhere."""
     guess = place(Segment(tuple(snippet), 0, 0), 0, orig, 0, None)
     if guess is None:
-        return None, ["the snippet has no lazy markers and matches no part of the original"]
-    if not guess.doubts and (guess.start, guess.end) == _pinned_block(orig.lines, snippet):
-        return [guess], []
-    return [guess], [_PART]
+        return None
+    return guess, not guess.doubts and (guess.start, guess.end) == _pinned_block(orig.lines, snippet)
 
 
 def _pinned_block(original: list[str], snippet: list[str]) -> tuple[int, int] | None:
