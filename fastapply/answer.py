@@ -8,7 +8,8 @@ unless the file's own lines hold it). An edit is such an answer where it holds a
 blocks are words, not code (``_code_around``: a snippet holding a fenced block of its own, in a
 docstring or a template literal, is no answer; a block holding bare fences of its own, a JSDoc example,
 is read whole where the first reading leaves code outside it), and, for a Markdown file and the others
-whose grammar words do not fail, where the file holds no fence of its own (their snippets may). The
+whose grammar words do not fail, where the file holds no fence of its own (their snippets may) or a block
+names the file or opens with a longer fence than any the file holds (``_told_apart``). The
 edit for a file is the blocks that name it, else, where no block names a file, the blocks in its
 language (or in none, or a diff); several are one snippet, a lazy marker between them (diffs, one
 diff), and a snippet with markers gets one at its start (end) where it starts (ends) on a line of the
@@ -57,6 +58,7 @@ class Block:
     path: str | None  # the file it names, in its info string, on the line above it or in its first line
     body: str  # its lines, each with its newline (but a first line that is a comment naming its file)
     label: str | None = None  # that first line (``# src/calc.py``), taken out of the body
+    fence: str = "```"  # its opening fence's backticks or tildes
 
 
 def code_blocks(text: str, greedy: bool = False) -> tuple[list[Block], list[str]]:
@@ -90,7 +92,7 @@ def code_blocks(text: str, greedy: bool = False) -> tuple[list[Block], list[str]
         labelled = _LABEL_LINE.match(inner[0]) if inner else None  # `# src/calc.py`: the block's name, not its code
         body = "".join(line + "\n" for line in inner[bool(labelled):])
         named = _named(info, lines[:i]) or (labelled and labelled.group(1))
-        blocks.append(Block(i + 1, info, named, body, inner[0] if labelled else None))
+        blocks.append(Block(i + 1, info, named, body, inner[0] if labelled else None, fence))
         i = close + 1
     return blocks, outside
 
@@ -137,10 +139,10 @@ def answer_edit(edit: str, original: str, language: str | None,
     for several files and no path is given, or in other languages only."""
     if "```" not in edit and "~~~" not in edit:
         return None
-    if language not in _PARSED and any(_FENCE.match(line) for line in original.split("\n")):
-        return None  # a Markdown file's snippet may hold fences of its own; code's is told by the code around
     file_lines = {line.strip() for line in original.split("\n") if line.strip()}
     blocks, outside = code_blocks(edit)
+    if language not in _PARSED and not _told_apart(blocks, original, path):
+        return None  # a Markdown file's snippet may hold fences of its own; code's is told by the code around
     if blocks and _code_around(outside, file_lines, language):  # a block holding bare fences of its own, read whole
         blocks, outside = code_blocks(edit, greedy=True)
     if not blocks or _code_around(outside, file_lines, language):
@@ -162,6 +164,18 @@ def answer_edit(edit: str, original: str, language: str | None,
             raise UsageError(f"the answer's code blocks are in other languages "
                              f"({', '.join(sorted({b.info.split()[0] for b in blocks if b.info.split()}))})")
     return _joined(mine, language, original)
+
+
+def _told_apart(blocks: list[Block], original: str, path: str | None) -> bool:
+    """Whether an answer's blocks for a file whose grammar words do not fail (Markdown) are told apart
+    from fences a snippet of it may hold: the file holds no fence, or a block names the file, or opens
+    with a fence longer than every fence the file holds (four backticks around a section that holds three)."""
+    fences = [opening.group(2) for line in original.split("\n") if (opening := _FENCE.match(line))]
+    if not fences:
+        return True
+    longest = max(len(fence) for fence in fences)
+    return any(block.path is not None and path not in (None, "-") and _is(path, block.path)
+               or len(block.fence) > longest for block in blocks)
 
 
 def _code_around(outside: list[str], file_lines: set[str], language: str | None) -> bool:

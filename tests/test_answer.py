@@ -164,6 +164,32 @@ def test_a_code_file_with_fences_of_its_own_takes_an_answer_whose_block_holds_ba
     assert resolve_edit(doc, answer, "typescript", "merge").text == block
 
 
+README = ("# Store\n\nA tiny store.\n\n## Install\n\n```bash\npip install store\n```\n\n"
+          "## Usage\n\n```python\nStore('.').load('a')\n```\n\n## License\n\nMIT\n")
+
+
+def test_a_markdown_file_with_fences_takes_an_answer_whose_block_names_it_or_has_a_longer_fence(tmp_path, monkeypatch):
+    """A README holds fences of its own, so a snippet of it may too; a chat answer is still told apart where
+    its block names the file or opens with more backticks than any fence the file holds."""
+    section = "## Install\n\n```bash\npip install store\n```\n\n## Quick start\n\n```bash\nstore init .\n```\n\n"
+    longer = f"Here is the section:\n\n````markdown\n{section}## Usage\n````\n\nThat is all.\n"
+    expected = README.replace("## Usage", "## Quick start\n\n```bash\nstore init .\n```\n\n## Usage")
+    assert answer_edit(longer, README, "markdown") is not None
+    assert resolve_edit(README, longer, "markdown", "merge").text == expected
+    named = "Update `README.md`:\n\n```markdown\nA tiny store, kept on disk.\n```\n"
+    assert answer_edit(named, README, "markdown") is None  # no path given: the block may be the snippet's own
+    assert answer_edit(named, README, "markdown", "README.md") == ("A tiny store, kept on disk.\n",) * 2
+    assert answer_edit(named, README, "markdown", "CHANGES.md") is None  # another file named: it may be an example
+    plain = "Add:\n\n```python\nx = 1\n```\n"  # three backticks, no name: a snippet's own fence
+    assert answer_edit(plain, README, "markdown", "README.md") is None
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "README.md").write_text(README)
+    (tmp_path / "answer.md").write_text(longer.replace("````markdown", "````markdown:README.md"))
+    result = runner.invoke(app, ["batch", "--answer", "answer.md", "--engine", "merge", "--in-place"])
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / "README.md").read_text() == expected
+
+
 def test_a_diff_in_an_answer_and_a_diff_of_several_files_in_one(tmp_path, monkeypatch):
     hunk = "@@\n def area(r):\n-    return 3.14 * r * r\n+    return math.pi * r * r\n"
     assert resolve_edit(CALC, f"Use pi:\n\n```diff\n{hunk}```\n", "python", "merge").text == CALC.replace(
