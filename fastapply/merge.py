@@ -5,9 +5,10 @@ original in order (``anchor.py``): lines it repeats anchor it, lines it leaves o
 deleted, and each marker keeps the original code between the segments around it. A snippet with no
 marker is the whole new file (when it parses, keeps every top-level definition of the original and
 leaves out no line at the file's edges, ``edges.inside_file``), new versions of the definitions it
-contains, matched by kind and name, or a part of the file pasted alone (its first line indented, or
-more lines of the file left out before or after it than a whole file may delete there; its ends found
-once: ``_pinned_block``).
+contains, matched by kind and name, the keys of a YAML or TOML file it sets under the headers it
+shows (``keyed.py``), or a part of the file pasted alone (its first line indented, or more lines of the
+file left out before or after it than a whole file may delete there; its ends found once:
+``_pinned_block``).
 
 The result says how far to trust it: ``certain`` only when every segment anchored uniquely, nothing
 was guessed, no definition lost its header while its body stayed, and the merged file parses with no
@@ -26,6 +27,7 @@ from fastapply.anchor import place
 from fastapply.defplace import place_by_definitions
 from fastapply.defs import definitions
 from fastapply.edges import EDGE_DELETION, held_once, inside_file
+from fastapply.keyed import set_keys
 from fastapply.markers import has_inline_marker, indent_width, marker_lines
 from fastapply.segments import Original, Placement, Segment, is_trivial, starts_inside_block
 from fastapply.syntax import count_errors, get_language
@@ -33,6 +35,8 @@ from fastapply.syntax import count_errors, get_language
 _LINE = re.compile(r"[^\n]*\n|[^\n]+$")
 CERTAIN, LIKELY, NONE = "certain", "likely", "none"
 _PART = "the snippet has no lazy markers and is not the whole file; it replaced the part it matches"
+_KEYS = ("the snippet sets keys under headers it shows with no lines between them; the lines under them it "
+         "leaves out were kept, though it may be their block as it should be")
 _NO_PARSER = "no parser for this file type, so the merged file cannot be checked"
 
 
@@ -187,6 +191,9 @@ def _unmarked(orig: Original, snippet: list[str]) -> tuple[list[Placement] | Non
     whole_reads = original_top <= snippet_top and kept >= 0.5 and not inside_file(orig.lines, snippet, allowance=0)
     if whole_reads and count_errors(text, orig.language) <= count_errors("".join(orig.lines), orig.language):
         return [Placement(0, len(orig.lines), whole.lines)], []
+    keys = set_keys(orig.lines, snippet, orig.language)
+    if keys is not None:  # `jobs:` / `  test:` / `    runs-on: macos-latest`: the key's line replaced
+        return [Placement(place, place + 1, (line,)) for place, line in keys[0]], [] if keys[1] else [_KEYS]
     by_defs = place_by_definitions(Segment(whole.lines, 0, 0), 0, orig, 0, len(orig.lines))
     if by_defs is not None:
         return [by_defs], list(by_defs.doubts)

@@ -1,0 +1,89 @@
+"""A snippet of a YAML or TOML file that shows the path to the keys it changes (``keyed.py``)."""
+
+from __future__ import annotations
+
+import pytest
+from typer.testing import CliRunner
+
+from fastapply.cli import app
+from fastapply.keyed import set_keys
+from fastapply.merge import merge, split_lines
+
+CI = ("name: CI\non: [push]\njobs:\n  test:\n    runs-on: ubuntu-latest\n    steps:\n"
+      "      - uses: actions/checkout@v4\n      - run: pytest\n  lint:\n    runs-on: ubuntu-latest\n"
+      "    # the linter only\n    steps:\n      - run: ruff check .\n")
+COMPOSE = ('services:\n  web:\n    image: nginx\n    ports:\n      - "80:80"\n  db:\n    image: postgres\n    ports:\n'
+           '      - "5432:5432"\n  cache:\n    image: redis\n')
+PYPROJECT = ('[project]\nname = "demo"\nversion = "1.0"\ndependencies = [\n  "click",\n]\n\n[tool.ruff]\n'
+             'line-length = 100\ntarget-version = "py311"\n\n[tool.pytest.ini_options]\naddopts = "-ra"\n')
+
+
+@pytest.mark.parametrize("original, update, language, old, new", [
+    (CI, "jobs:\n  lint:\n    runs-on: macos-latest\n", "yaml", "lint:\n    runs-on: ubuntu-latest",
+     "lint:\n    runs-on: macos-latest"),
+    (COMPOSE, "services:\n  db:\n    image: postgres:16\n", "yaml", "postgres\n", "postgres:16\n"),
+    (COMPOSE, "services:\n  db:\n    image: postgres:16\n  cache:\n    image: redis:7\n", "yaml",
+     "postgres\n    ports:\n      - \"5432:5432\"\n  cache:\n    image: redis\n",
+     "postgres:16\n    ports:\n      - \"5432:5432\"\n  cache:\n    image: redis:7\n"),
+    (PYPROJECT, '[project]\nversion = "2.0"\n', "toml", 'version = "1.0"', 'version = "2.0"'),
+    (PYPROJECT, '[tool.ruff]\ntarget-version = "py312"\n', "toml", '"py311"', '"py312"'),
+])
+def test_keys_shown_under_their_headers_with_lines_left_out_between_replace_their_lines(original, update, language,
+                                                                                          old, new):
+    """Read as a part of the file, each snippet would add a second key beside the first (`runs-on:` twice
+    under `lint:`); it leaves out lines between the lines it shows, so those after it are left out too."""
+    merged = merge(original, update, language)
+    assert (merged.confidence, merged.text) == ("certain", original.replace(old, new))
+
+
+@pytest.mark.parametrize("original, update, language, old, new", [
+    (CI, "jobs:\n  test:\n    runs-on: macos-latest\n", "yaml", "test:\n    runs-on: ubuntu",
+     "test:\n    runs-on: macos"),
+    (COMPOSE, "  db:\n    image: postgres:16\n", "yaml", "postgres\n", "postgres:16\n"),
+    (PYPROJECT, "[tool.ruff]\nline-length = 120\n", "toml", "100", "120"),
+    (PYPROJECT, 'version = "2.0"\n', "toml", '"1.0"', '"2.0"'),  # no header: a key the file has once
+    (PYPROJECT, 'line-length = 120\ntarget-version = "py312"\n', "toml", '100\ntarget-version = "py311"',
+     '120\ntarget-version = "py312"'),
+])
+def test_keys_shown_as_a_run_of_the_files_lines_replace_theirs_but_are_not_certain(original, update, language,
+                                                                                    old, new):
+    """`steps:` goes on under `test:` after the line shown: the snippet may be `test:` as it should be, its
+    steps deleted. The candidate keeps them, and replaces the key's line instead of adding a second."""
+    merged = merge(original, update, language)
+    assert merged.confidence == "likely" and "sets keys" in merged.reasons[0]
+    assert merged.text == original.replace(old, new)
+
+
+@pytest.mark.parametrize("original, update, language, why", [
+    (CI, "    runs-on: macos-latest\n", "yaml", "the key twice in the file, and no header shown"),
+    (CI, "jobs:\n  test:\n    timeout-minutes: 5\n", "yaml", "a key the file does not have: where it goes is a guess"),
+    (CI, "jobs:\n  test:\n    steps: []\n", "yaml", "the file's value is a block, not one line"),
+    (CI, "jobs:\n  test:\n    steps:\n      - run: pytest -x\n", "yaml", "a list item"),
+    (CI, "jobs:\n  check:\n    runs-on: macos-latest\n", "yaml", "a header the file does not have (renamed)"),
+    (CI, "jobs:\n  lint:\n    runs-on: ubuntu-latest\n", "yaml", "no value changed"),
+    (CI, "jobs:\n  lint:\n    runs-on: macos-latest\n  test:\n    runs-on: macos-latest\n", "yaml",
+     "shown out of the file's order"),
+    (CI, "jobs:\n  lint:\n    # on a Mac\n    runs-on: macos-latest\n", "yaml", "a comment added"),
+    (COMPOSE, "services:\n    image: postgres:16\n", "yaml", "a level skipped"),
+    (PYPROJECT, '[project]\ndependencies = ["httpx"]\n', "toml", "the file's value spans lines"),
+    (PYPROJECT, "[tool.black]\nline-length = 120\n", "toml", "a table the file does not have"),
+    ("a = 1\n", "a = 2\n", "python", "not a configuration file"),
+])
+def test_what_is_not_a_path_of_keys(original, update, language, why):
+    assert set_keys(split_lines(original), split_lines(update), language) is None, why
+
+
+def test_a_ci_workflows_runner_changed_from_the_command_line(tmp_path):
+    """End to end: a key path with the lines between left out is written, certain, with no model; a run of
+    the file's lines is refused under `--engine merge`, the file as it was."""
+    workflow = tmp_path / "ci.yml"
+    workflow.write_text(CI)
+    edit = tmp_path / "edit.yml"
+    edit.write_text("jobs:\n  lint:\n    runs-on: macos-latest\n")
+    result = CliRunner().invoke(app, [str(workflow), "--edit-file", str(edit), "--engine", "merge", "--in-place"])
+    assert result.exit_code == 0, result.output
+    assert workflow.read_text() == CI.replace("lint:\n    runs-on: ubuntu-latest", "lint:\n    runs-on: macos-latest")
+    edit.write_text("jobs:\n  test:\n    runs-on: macos-latest\n")
+    result = CliRunner().invoke(app, [str(workflow), "--edit-file", str(edit), "--engine", "merge", "--in-place"])
+    assert result.exit_code == 3 and "sets keys" in result.stderr
+    assert workflow.read_text() == CI.replace("lint:\n    runs-on: ubuntu-latest", "lint:\n    runs-on: macos-latest")
