@@ -133,6 +133,66 @@ def region_edit(rng: random.Random, text: str) -> tuple[str, str, str] | None:
     return _edited_inside(rng, lines, start, rng.choice(ends), "region")
 
 
+def key_edit(rng: random.Random, text: str, language: str) -> tuple[str, str, str] | None:
+    """(edited text, snippet, kind) for a YAML or TOML file: one key's one-line value changed, and the
+    snippet the path to it, as a user shows a configuration change: the headers above the key (each
+    nearest shallower line above it; in TOML its table's header) and the key's new line, no marker.
+    ``keys-gap`` where the snippet leaves out lines between those it shows, ``keys-run`` where they are
+    a run of the file's lines. None where the file has no such key (a key under a list item is not)."""
+    lines = text.splitlines(keepends=True)
+    content = [i for i, line in enumerate(lines) if line.strip() and not line.lstrip().startswith("#")]
+    leaves = []
+    for n, i in enumerate(content):
+        if language == "yaml":
+            key = re.match(r"^( *)[A-Za-z_][\w.-]*: +([^\s|>#&*!][^#]*)$", lines[i].rstrip("\n"))
+            deeper = n + 1 < len(content) and _width(lines[content[n + 1]]) > _width(lines[i])
+            path = _yaml_parents(lines, content[:n], _width(lines[i])) if key and not deeper else None
+        else:
+            key = re.match(r"^[A-Za-z_][\w.-]* *= *([^\[{\s\"'][^\[{]*|\"[^\"]*\"|'[^']*')\s*$", lines[i])
+            path = [h for h in content[:n] if lines[h].startswith("[")][-1:] if key else None
+        if path is not None:
+            leaves.append((path, i))
+    if not leaves:
+        return None
+    path, i = rng.choice(leaves)
+    new = _new_value(lines[i])
+    places = path + [i]
+    gap = any(j in content for a, b in zip(places, places[1:]) for j in range(a + 1, b))
+    edited = lines[:i] + [new] + lines[i + 1:]
+    return "".join(edited), "".join(lines[h] for h in path) + new, "keys-gap" if gap else "keys-run"
+
+
+def _width(line: str) -> int:
+    return len(line) - len(line.lstrip(" "))
+
+
+def _yaml_parents(lines: list[str], above: list[int], width: int) -> list[int] | None:
+    """The lines of the keys a YAML line at ``width`` is under (nearest shallower line above, each in
+    turn), or None where one is not a plain ``key:`` (a list item, a block of text)."""
+    parents: list[int] = []
+    for j in reversed(above):
+        if _width(lines[j]) < width:
+            if not re.match(r"^ *[A-Za-z_][\w.-]*:\s*$", lines[j]):
+                return None
+            parents.insert(0, j)
+            width = _width(lines[j])
+    return parents
+
+
+def _new_value(line: str) -> str:
+    """The line with its value changed: a number one more, else a character added before its closing
+    quote or at its end."""
+    body = line.rstrip("\n")
+    number = re.search(r"(\d+)(?=\D*$)", body)
+    if number and not body.rstrip().endswith(("\"", "'")):
+        body = body[:number.start()] + str(int(number.group(1)) + 1) + body[number.end():]
+    elif body.rstrip().endswith(("\"", "'")):
+        body = body.rstrip()[:-1] + "2" + body.rstrip()[-1]
+    else:
+        body = body.rstrip() + "2"
+    return body + "\n"
+
+
 def _edited_inside(rng: random.Random, lines: list[str], start: int, end: int, name: str) -> tuple[str, str, str]:
     """(edited text, the edited run ``lines[start:end]``, kind): one line strictly inside the run replaced,
     inserted after or deleted; the new line is another of the file's, a word changed."""

@@ -23,7 +23,10 @@ compare; written to ``benchmarks/results/merge-languages.json``. With ``--blocks
 snippet is an indented block of the file alone, one line inside it edited, with no marker (a changed
 block pasted as it is, ``edits.block_edit``): ``merge-blocks.json``; with ``--regions``, a run of lines
 anywhere in the file that is not the whole file, edited the same way (the part that changed, pasted as
-it is: a README's section, a class without its imports, ``edits.region_edit``): ``merge-regions.json``.
+it is: a README's section, a class without its imports, ``edits.region_edit``): ``merge-regions.json``;
+with ``--keys``, the YAML and TOML files only, each snippet the path to one key whose value changed (the
+headers above it and its new line, ``edits.key_edit``; by kind: ``keys-gap`` where it leaves out lines
+between those it shows, ``keys-run`` where they are a run of the file's lines): ``merge-keys.json``.
 
 With ``--known``, the edits are tasks in the eval suite's schema (the suite, the training set): each
 update is merged into its original and compared with the task's expected file; the same figures by
@@ -52,7 +55,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from edits import OTHER, block_edit, corpus, random_edit, region_edit, sources  # noqa: E402
+from edits import OTHER, block_edit, corpus, key_edit, random_edit, region_edit, sources  # noqa: E402
 
 from fastapply.bench import cpu_model  # noqa: E402
 from fastapply.engine import merge_edit  # noqa: E402
@@ -65,7 +68,9 @@ KNOWN_RESULTS = RESULTS.with_name("merge-known.json")
 SOURCES_RESULTS = RESULTS.with_name("merge-languages.json")
 BLOCKS_RESULTS = RESULTS.with_name("merge-blocks.json")
 REGIONS_RESULTS = RESULTS.with_name("merge-regions.json")
-ALONE = {"blocks": block_edit, "regions": region_edit}  # snippets of one changed part alone, no marker
+KEYS_RESULTS = RESULTS.with_name("merge-keys.json")
+ALONE = {"blocks": block_edit, "regions": region_edit, "keys": key_edit}  # one changed part alone, no marker
+KEYED = ("yaml", "toml")  # the languages of ``--keys``
 
 
 def run(n_edits: int, seed: int, js_share: float, replay: int, dirs: list[Path] | None = None,
@@ -76,6 +81,8 @@ def run(n_edits: int, seed: int, js_share: float, replay: int, dirs: list[Path] 
     too (``edits.OTHER``), merged with no parser."""
     rng = random.Random(seed)
     files = sources(dirs, other=other) if dirs else {"python": corpus("python"), "javascript": corpus("javascript")}
+    if alone == "keys":
+        files = {language: found for language, found in files.items() if language in KEYED}
     if not dirs and not files["javascript"]:
         js_share = 0.0
     texts: dict[Path, str] = {}
@@ -90,7 +97,8 @@ def run(n_edits: int, seed: int, js_share: float, replay: int, dirs: list[Path] 
         text = texts.setdefault(path, path.read_text("utf-8"))
         code = None if language == OTHER else language  # the language the merge is told
         if alone:
-            edited, snippet, kind = ALONE[alone](rng, text) or (text, "", "")
+            drawn = key_edit(rng, text, language) if alone == "keys" else ALONE[alone](rng, text)
+            edited, snippet, kind = drawn or (text, "", "")
             context = 0
         else:
             edited, kind = random_edit(rng, text, code, lines_only=bool(dirs))
@@ -237,6 +245,8 @@ def summarise(rows: list[dict], redrawn: int, seed: int, js_share: float, dirs: 
                         for lang in sorted({r["language"] for r in rows})},
         "by_context": {str(c): figures([r for r in rows if r["context"] == c])
                        for c in sorted({r["context"] for r in rows}) if c},
+        "by_kind": {kind: figures([r for r in rows if r["kind"] == kind])
+                    for kind in sorted({r["kind"] for r in rows})},
         "median_ms_all": 1000 * statistics.median(r["seconds"] for r in rows),
         "median_ms_350_450_lines": 1000 * statistics.median(around_400) if around_400 else None,
         "files_350_450_lines": len(around_400),
@@ -259,7 +269,8 @@ def show(report: dict) -> None:
     for column in ("slice", "edits", "certain", "precision of certain", "share certain", "likely", "none"):
         table.add_column(column, justify="right" if column != "slice" else "left")
     slices = [("all", report["all"])] + list(report["by_language"].items()) + [
-        (f"context {c}", f) for c, f in report["by_context"].items()]
+        (f"context {c}", f) for c, f in report["by_context"].items()] + (
+        [(kind, f) for kind, f in report["by_kind"].items() if kind.startswith("keys-")])
     for name, f in slices:
         precision = f"{100 * f['precision_certain']:.2f}%" if f["precision_certain"] is not None else "-"
         table.add_row(name, str(f["edits"]), str(f["certain"]), precision, f"{100 * f['share_certain']:.1f}%",
@@ -322,6 +333,9 @@ def main() -> None:
     parser.add_argument("--regions", action="store_true",
                         help="with --sources: each snippet is a changed run of lines alone (not the whole file), "
                              "with no marker")
+    parser.add_argument("--keys", action="store_true",
+                        help="with --sources: YAML and TOML files only, each snippet the path to a key whose value "
+                             "changed (the headers above it and its new line), with no marker")
     parser.add_argument("--other", action="store_true",
                         help="with --sources: files of no language fastapply knows too (a Dockerfile, a .conf), "
                              "merged with no parser, as 'other'")
@@ -337,17 +351,17 @@ def main() -> None:
     args = parser.parse_args()
     if (args.merges or args.against) and not args.known:
         parser.error("--merges and --against go with --known")
-    if (args.blocks or args.regions or args.other) and not args.sources:
-        parser.error("--blocks, --regions and --other go with --sources")
-    if args.blocks and args.regions:
-        parser.error("--blocks or --regions, not both")
-    alone = "blocks" if args.blocks else "regions" if args.regions else None
+    if (args.blocks or args.regions or args.keys or args.other) and not args.sources:
+        parser.error("--blocks, --regions, --keys and --other go with --sources")
+    if args.blocks + args.regions + args.keys > 1:
+        parser.error("one of --blocks, --regions and --keys")
+    alone = "blocks" if args.blocks else "regions" if args.regions else "keys" if args.keys else None
     if args.known:
         report = run_known(args.known, args.merges, args.against)
         out = args.out or KNOWN_RESULTS
     else:
         report = run(args.edits, args.seed, args.js_share, args.replay, args.sources, alone, args.other)
-        out = args.out or {"blocks": BLOCKS_RESULTS, "regions": REGIONS_RESULTS}.get(
+        out = args.out or {"blocks": BLOCKS_RESULTS, "regions": REGIONS_RESULTS, "keys": KEYS_RESULTS}.get(
             alone, SOURCES_RESULTS if args.sources else RESULTS)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(report, indent=2) + "\n")
