@@ -1,12 +1,14 @@
-"""A snippet of a YAML or TOML file that sets keys: the headers above them and the lines it changes.
+"""A snippet of a YAML, TOML or JSON file that sets keys: the headers above them and the lines it changes.
 
 A user or a chat model shows a change to a configuration file by the path to it, with no lazy marker for
 the lines it leaves out (``jobs:`` / ``  test:`` / ``    runs-on: macos-latest``; ``[tool.ruff]`` /
-``line-length = 120``). A mapping holds a key once (both formats make a second one an error), so each
-such line replaces the line of its key under the headers shown, where read as a part of the file the
-snippet would add a second ``runs-on:`` beside the first. The reading holds where every line of the
-snippet is a key of the file: a header (a key whose value is the block under it) found once under the
-header above it, or a one-line ``key: value`` whose key is found once there; at least one value changes.
+``line-length = 120``; ``{`` / ``  "scripts": {`` / ``    "test": "jest --ci"`` / ``  }`` / ``}``). A
+mapping holds a key once (YAML and TOML make a second one an error, JSON's parsers keep one of them), so
+each such line replaces the line of its key under the headers shown, where read as a part of the file
+the snippet would add a second ``runs-on:`` beside the first. The reading holds where every line of the
+snippet is a key of the file (JSON's braces aside): a header (a key whose value is the block under it)
+found once under the header above it, or a one-line ``key: value`` whose key is found once there; at
+least one value changes. A JSON line keeps the file's comma after it.
 
 The lines the snippet leaves out are kept. That is certain where it leaves out lines between the lines it
 shows (``services:`` shown above ``  db:`` with ``web``'s lines left out): its author leaves lines out
@@ -25,8 +27,9 @@ import re
 
 from fastapply.markers import indent_width
 
-LANGUAGES = ("yaml", "toml")
+LANGUAGES = ("yaml", "toml", "json")
 _YAML_KEY = re.compile(r"""^\s*("[^"]*"|'[^']*'|[^\s"'#\-?][^:#]*?)\s*:(?:\s+(.*?))?\s*$""")  # `key:` or `key: value`
+_JSON_KEY = re.compile(r'^\s*"((?:[^"\\]|\\.)*)"\s*:\s*(.*?)\s*$')  # `"key": value,` or `"key": {`
 _TOML_HEADER = re.compile(r"^\s*\[\[?\s*([^\[\]]+?)\s*\]\]?\s*(?:#.*)?$")  # `[table]`, `[[array.of.tables]]`
 _TOML_KEY = re.compile(r"""^\s*((?:"[^"]*"|'[^']*'|[\w-]+)(?:\s*\.\s*(?:"[^"]*"|'[^']*'|[\w-]+))*)\s*=\s*(.*?)\s*$""")
 
@@ -41,7 +44,7 @@ def set_keys(original: list[str], snippet: list[str],
     shown = [line if line.endswith("\n") else line + "\n" for line in snippet if line.strip()]
     if not shown:
         return None
-    found = (_yaml_path if language == "yaml" else _toml_path)(original, shown)
+    found = _toml_path(original, shown) if language == "toml" else _indented_path(original, shown, language)
     if found is None:
         return None
     places = [place for place, _, _ in found]
@@ -55,52 +58,76 @@ def set_keys(original: list[str], snippet: list[str],
 
 
 def _content(line: str) -> bool:
-    """Whether a line is more than a blank line or a comment."""
-    return bool(line.strip()) and not line.lstrip().startswith("#")
+    """Whether a line is more than a blank line, a comment or brackets (JSON's ``},``)."""
+    return not _brackets(line) and not line.lstrip().startswith(("#", "//"))
 
 
-def _yaml_path(original: list[str], shown: list[str]) -> list[tuple[int, str, bool]] | None:
-    """Each snippet line's original line, with the line and whether it is a leaf (a one-line value), where
-    each is a key found once among the children of the header above it (the whole file for the first)."""
-    found: list[tuple[int, str, bool]] = []
-    stack: list[tuple[int, int]] = []  # (indent, original line) of the headers above
-    for k, line in enumerate(shown):
+def _brackets(line: str) -> bool:
+    """Whether a line holds nothing but brackets and commas (JSON's ``{`` and ``},``), or nothing."""
+    return not line.strip().strip("{}[],")
+
+
+def _entry(line: str, language: str) -> tuple[str, str, bool] | None:
+    """A line's key, value and whether the value is the block under it (YAML's ``key:``, JSON's
+    ``"key": {``); None where the line is not a key (a list item, a comment, a continuation)."""
+    if language == "yaml":
         entry = _YAML_KEY.match(line)
+        return (entry.group(1), entry.group(2) or "", not entry.group(2)) if entry else None
+    entry = _JSON_KEY.match(line)
+    if entry is None:
+        return None
+    value = entry.group(2).removesuffix(",").rstrip()
+    return entry.group(1), value, value in ("{", "[")
+
+
+def _indented_path(original: list[str], shown: list[str], language: str) -> list[tuple[int, str, bool]] | None:
+    """For YAML and JSON, each snippet line's original line, with the line as it replaces it and whether it
+    is a leaf (a one-line value), where each is a key found once among the children of the header above
+    it (in the whole file for the first); JSON's braces aside."""
+    lines = [line for line in shown if not _brackets(line)]  # a comment is no key: the snippet is no path
+    found: list[tuple[int, str, bool]] = []
+    top = next((j for j, line in enumerate(original) if line.strip()), None)
+    if shown[0].strip() == "{" and top is not None and original[top].strip() == "{":
+        found.append((top, shown[0], False))  # JSON's root shown: the keys between it and the first shown are left out
+    stack: list[tuple[int, int]] = []  # (indent, original line) of the headers above
+    for k, line in enumerate(lines):
+        entry = _entry(line, language)
         if entry is None:
-            return None  # a list item, a comment, a continuation: not a path of keys
+            return None
         width = indent_width(line)
         while stack and stack[-1][0] >= width:
             stack.pop()
-        leaf = k + 1 == len(shown) or indent_width(shown[k + 1]) <= width
-        if leaf == (not entry.group(2)):  # a header shows no value and has lines under it; a leaf, the reverse
+        leaf = k + 1 == len(lines) or indent_width(lines[k + 1]) <= width
+        if leaf == entry[2]:  # a header opens a block with lines under it; a leaf, the reverse
             return None
         if stack:
-            start, end = stack[-1][1] + 1, _yaml_block_end(original, stack[-1][1])
+            start, end = stack[-1][1] + 1, _block_end(original, stack[-1][1])
             children = [j for j in range(start, end) if _content(original[j])]
             if not children or min(indent_width(original[j]) for j in children) != width:
                 return None
         else:
             start, end = 0, len(original)
-        key = entry.group(1)
         places = [j for j in range(start, end) if indent_width(original[j]) == width
-                  and (other := _YAML_KEY.match(original[j])) and other.group(1) == key]
+                  and (other := _entry(original[j], language)) and other[0] == entry[0]]
         if len(places) != 1:
             return None
         place = places[0]
-        under = range(place + 1, _yaml_block_end(original, place))
-        one_line = bool(_YAML_KEY.match(original[place]).group(2)) and not any(_content(original[j]) for j in under)
-        if leaf and not one_line:
-            return None  # the file's value is a block (a list, a mapping, `|` text): not one line replaced
-        if not leaf and original[place].rstrip() != line.rstrip():
-            return None
         if not leaf:
+            if original[place].rstrip() != line.rstrip():
+                return None
             stack.append((width, place))
+        elif _entry(original[place], language)[2] or any(
+                _content(original[j]) for j in range(place + 1, _block_end(original, place))):
+            return None  # the file's value is a block (a list, a mapping, `|` text): not one line replaced
+        elif language == "json":  # the file's comma after the value, whether the snippet shows one or not
+            line = line.rstrip().removesuffix(",") + ("," if original[place].rstrip().endswith(",") else "") + "\n"
         found.append((place, line, leaf))
     return found
 
 
-def _yaml_block_end(original: list[str], line: int) -> int:
-    """One past the lines under a YAML key (deeper than it; blank lines and comments do not end it)."""
+def _block_end(original: list[str], line: int) -> int:
+    """One past the lines under a key (deeper than it; blank lines, comments and closing brackets do not
+    end it)."""
     width = indent_width(original[line])
     return next((j for j in range(line + 1, len(original)) if _content(original[j])
                  and indent_width(original[j]) <= width), len(original))

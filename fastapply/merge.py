@@ -5,7 +5,7 @@ original in order (``anchor.py``): lines it repeats anchor it, lines it leaves o
 deleted, and each marker keeps the original code between the segments around it. A snippet with no
 marker is the whole new file (when it parses, keeps every top-level definition of the original and
 leaves out no line at the file's edges, ``edges.inside_file``), new versions of the definitions it
-contains, matched by kind and name, the keys of a YAML or TOML file it sets under the headers it
+contains, matched by kind and name, the keys of a YAML, TOML or JSON file it sets under the headers it
 shows (``keyed.py``), or a part of the file pasted alone (its first line indented, or more lines of the
 file left out before or after it than a whole file may delete there; its ends found once:
 ``_pinned_block``).

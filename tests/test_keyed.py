@@ -1,4 +1,4 @@
-"""A snippet of a YAML or TOML file that shows the path to the keys it changes (``keyed.py``)."""
+"""A snippet of a YAML, TOML or JSON file that shows the path to the keys it changes (``keyed.py``)."""
 
 from __future__ import annotations
 
@@ -17,6 +17,9 @@ COMPOSE = ('services:\n  web:\n    image: nginx\n    ports:\n      - "80:80"\n  
 PYPROJECT = ('[project]\nname = "demo"\nversion = "1.0"\ndependencies = [\n  "click",\n]\n\n[tool.ruff]\n'
              'line-length = 100\ntarget-version = "py311"\n\n[tool.pytest.ini_options]\naddopts = "-ra"\n')
 
+PACKAGE = ('{\n  "name": "demo",\n  "version": "1.0.0",\n  "files": [\n    "lib"\n  ],\n  "scripts": {\n'
+           '    "build": "tsc",\n    "test": "jest"\n  },\n  "engines": {\n    "node": ">=18"\n  }\n}\n')
+
 
 @pytest.mark.parametrize("original, update, language, old, new", [
     (CI, "jobs:\n  lint:\n    runs-on: macos-latest\n", "yaml", "lint:\n    runs-on: ubuntu-latest",
@@ -27,6 +30,8 @@ PYPROJECT = ('[project]\nname = "demo"\nversion = "1.0"\ndependencies = [\n  "cl
      "postgres:16\n    ports:\n      - \"5432:5432\"\n  cache:\n    image: redis:7\n"),
     (PYPROJECT, '[project]\nversion = "2.0"\n', "toml", 'version = "1.0"', 'version = "2.0"'),
     (PYPROJECT, '[tool.ruff]\ntarget-version = "py312"\n', "toml", '"py311"', '"py312"'),
+    (PACKAGE, '{\n  "scripts": {\n    "test": "jest --ci"\n  }\n}\n', "json", '"jest"', '"jest --ci"'),
+    (PACKAGE, '  "scripts": {\n    "test": "jest --ci",\n  },\n', "json", '"jest"', '"jest --ci"'),  # none added
 ])
 def test_keys_shown_under_their_headers_with_lines_left_out_between_replace_their_lines(original, update, language,
                                                                                           old, new):
@@ -44,6 +49,9 @@ def test_keys_shown_under_their_headers_with_lines_left_out_between_replace_thei
     (PYPROJECT, 'version = "2.0"\n', "toml", '"1.0"', '"2.0"'),  # no header: a key the file has once
     (PYPROJECT, 'line-length = 120\ntarget-version = "py312"\n', "toml", '100\ntarget-version = "py311"',
      '120\ntarget-version = "py312"'),
+    (PACKAGE, '  "version": "1.1.0"\n', "json", '"1.0.0",', '"1.1.0",'),  # the file's comma kept
+    (PACKAGE, '  "scripts": {\n    "build": "tsc -b"\n  },\n', "json", '"tsc",', '"tsc -b",'),
+    (PACKAGE, '  "engines": {\n    "node": ">=20"\n  }\n', "json", '">=18"', '">=20"'),
 ])
 def test_keys_shown_as_a_run_of_the_files_lines_replace_theirs_but_are_not_certain(original, update, language,
                                                                                     old, new):
@@ -67,6 +75,9 @@ def test_keys_shown_as_a_run_of_the_files_lines_replace_theirs_but_are_not_certa
     (COMPOSE, "services:\n    image: postgres:16\n", "yaml", "a level skipped"),
     (PYPROJECT, '[project]\ndependencies = ["httpx"]\n', "toml", "the file's value spans lines"),
     (PYPROJECT, "[tool.black]\nline-length = 120\n", "toml", "a table the file does not have"),
+    (PACKAGE, '  "files": ["lib", "bin"]\n', "json", "the file's value spans lines"),
+    (PACKAGE, '{\n  "scripts": {\n    "lint": "eslint ."\n  }\n}\n', "json", "a key the file does not have"),
+    ('{\n  "a": {\n    "v": 1\n  },\n  "b": {\n    "v": 2\n  }\n}\n', '    "v": 3\n', "json", "the key twice"),
     ("a = 1\n", "a = 2\n", "python", "not a configuration file"),
 ])
 def test_what_is_not_a_path_of_keys(original, update, language, why):
