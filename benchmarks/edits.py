@@ -134,45 +134,57 @@ def region_edit(rng: random.Random, text: str) -> tuple[str, str, str] | None:
 
 
 def key_edit(rng: random.Random, text: str, language: str) -> tuple[str, str, str] | None:
-    """(edited text, snippet, kind) for a YAML or TOML file: one key's one-line value changed, and the
-    snippet the path to it, as a user shows a configuration change: the headers above the key (each
-    nearest shallower line above it; in TOML its table's header) and the key's new line, no marker.
-    ``keys-gap`` where the snippet leaves out lines between those it shows, ``keys-run`` where they are
-    a run of the file's lines. None where the file has no such key (a key under a list item is not)."""
+    """(edited text, snippet, kind) for a YAML, TOML or JSON file: one key's one-line value changed, and
+    the snippet the path to it, as a user shows a configuration change: the headers above the key (each
+    nearest shallower line above it; in TOML its table's header; in JSON the root's ``{`` too, and the
+    braces closing them) and the key's new line, no marker. ``keys-gap`` where the snippet leaves out
+    lines between those it shows, ``keys-run`` where they are a run of the file's lines. None where the
+    file has no such key (a key under a list item is not)."""
     lines = text.splitlines(keepends=True)
-    content = [i for i, line in enumerate(lines) if line.strip() and not line.lstrip().startswith("#")]
+    content = [i for i, line in enumerate(lines) if line.strip().strip("{}[],") and not line.lstrip().startswith("#")]
     leaves = []
     for n, i in enumerate(content):
-        if language == "yaml":
-            key = re.match(r"^( *)[A-Za-z_][\w.-]*: +([^\s|>#&*!][^#]*)$", lines[i].rstrip("\n"))
-            deeper = n + 1 < len(content) and _width(lines[content[n + 1]]) > _width(lines[i])
-            path = _yaml_parents(lines, content[:n], _width(lines[i])) if key and not deeper else None
-        else:
+        deeper = n + 1 < len(content) and _width(lines[content[n + 1]]) > _width(lines[i])
+        if language == "toml":
             key = re.match(r"^[A-Za-z_][\w.-]* *= *([^\[{\s\"'][^\[{]*|\"[^\"]*\"|'[^']*')\s*$", lines[i])
             path = [h for h in content[:n] if lines[h].startswith("[")][-1:] if key else None
+        else:
+            key = re.match(_LEAF[language], lines[i].rstrip("\n"))
+            path = _parents(lines, content[:n], _width(lines[i]), _HEADER[language]) if key and not deeper else None
         if path is not None:
             leaves.append((path, i))
     if not leaves:
         return None
     path, i = rng.choice(leaves)
     new = _new_value(lines[i])
+    root = next(j for j, line in enumerate(lines) if line.strip())
+    if language == "json" and lines[root].strip() == "{":
+        path = [root] + path
     places = path + [i]
     gap = any(j in content for a, b in zip(places, places[1:]) for j in range(a + 1, b))
+    closing = "".join(lines[h][:_width(lines[h])] + "}\n" for h in reversed(path)) if language == "json" else ""
     edited = lines[:i] + [new] + lines[i + 1:]
-    return "".join(edited), "".join(lines[h] for h in path) + new, "keys-gap" if gap else "keys-run"
+    shown = new.rstrip().removesuffix(",") + "\n" if language == "json" and rng.random() < 0.5 else new  # the
+    # last line of an object, as a user writes it, or the file's comma kept
+    return "".join(edited), "".join(lines[h] for h in path) + shown + closing, "keys-gap" if gap else "keys-run"
+
+
+_LEAF = {"yaml": r"^( *)[A-Za-z_][\w.-]*: +([^\s|>#&*!][^#]*)$",
+         "json": r'^( *)"[^"]*": *("[^"]*"|-?\d[\d.eE+-]*|true|false|null),?\s*$'}
+_HEADER = {"yaml": r"^ *[A-Za-z_][\w.-]*:\s*$", "json": r'^ *"[^"]*": *\{\s*$'}
 
 
 def _width(line: str) -> int:
     return len(line) - len(line.lstrip(" "))
 
 
-def _yaml_parents(lines: list[str], above: list[int], width: int) -> list[int] | None:
-    """The lines of the keys a YAML line at ``width`` is under (nearest shallower line above, each in
-    turn), or None where one is not a plain ``key:`` (a list item, a block of text)."""
+def _parents(lines: list[str], above: list[int], width: int, header: str) -> list[int] | None:
+    """The lines of the keys a line at ``width`` is under (nearest shallower line above, each in turn),
+    or None where one is not a plain header (``key:``, ``"key": {``: not a list item, a block of text)."""
     parents: list[int] = []
     for j in reversed(above):
         if _width(lines[j]) < width:
-            if not re.match(r"^ *[A-Za-z_][\w.-]*:\s*$", lines[j]):
+            if not re.match(header, lines[j]):
                 return None
             parents.insert(0, j)
             width = _width(lines[j])
@@ -183,6 +195,8 @@ def _new_value(line: str) -> str:
     """The line with its value changed: a number one more, else a character added before its closing
     quote or at its end."""
     body = line.rstrip("\n")
+    comma = "," if body.rstrip().endswith(",") else ""  # JSON's comma after the value stays
+    body = body.rstrip().removesuffix(",")
     number = re.search(r"(\d+)(?=\D*$)", body)
     if number and not body.rstrip().endswith(("\"", "'")):
         body = body[:number.start()] + str(int(number.group(1)) + 1) + body[number.end():]
@@ -190,7 +204,7 @@ def _new_value(line: str) -> str:
         body = body.rstrip()[:-1] + "2" + body.rstrip()[-1]
     else:
         body = body.rstrip() + "2"
-    return body + "\n"
+    return body + comma + "\n"
 
 
 def _edited_inside(rng: random.Random, lines: list[str], start: int, end: int, name: str) -> tuple[str, str, str]:

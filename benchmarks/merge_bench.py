@@ -24,9 +24,10 @@ snippet is an indented block of the file alone, one line inside it edited, with 
 block pasted as it is, ``edits.block_edit``): ``merge-blocks.json``; with ``--regions``, a run of lines
 anywhere in the file that is not the whole file, edited the same way (the part that changed, pasted as
 it is: a README's section, a class without its imports, ``edits.region_edit``): ``merge-regions.json``;
-with ``--keys``, the YAML and TOML files only, each snippet the path to one key whose value changed (the
-headers above it and its new line, ``edits.key_edit``; by kind: ``keys-gap`` where it leaves out lines
-between those it shows, ``keys-run`` where they are a run of the file's lines): ``merge-keys.json``.
+with ``--keys``, the YAML, TOML and JSON files only, each snippet the path to one key whose value
+changed (the headers above it and its new line, ``edits.key_edit``; by kind: ``keys-gap`` where it
+leaves out lines between those it shows, ``keys-run`` where they are a run of the file's lines):
+``merge-keys.json``.
 
 With ``--known``, the edits are tasks in the eval suite's schema (the suite, the training set): each
 update is merged into its original and compared with the task's expected file; the same figures by
@@ -70,7 +71,7 @@ BLOCKS_RESULTS = RESULTS.with_name("merge-blocks.json")
 REGIONS_RESULTS = RESULTS.with_name("merge-regions.json")
 KEYS_RESULTS = RESULTS.with_name("merge-keys.json")
 ALONE = {"blocks": block_edit, "regions": region_edit, "keys": key_edit}  # one changed part alone, no marker
-KEYED = ("yaml", "toml")  # the languages of ``--keys``
+KEYED = ("yaml", "toml", "json")  # the languages of ``--keys``
 
 
 def run(n_edits: int, seed: int, js_share: float, replay: int, dirs: list[Path] | None = None,
@@ -334,8 +335,8 @@ def main() -> None:
                         help="with --sources: each snippet is a changed run of lines alone (not the whole file), "
                              "with no marker")
     parser.add_argument("--keys", action="store_true",
-                        help="with --sources: YAML and TOML files only, each snippet the path to a key whose value "
-                             "changed (the headers above it and its new line), with no marker")
+                        help="with --sources: YAML, TOML and JSON files only, each snippet the path to a key whose "
+                             "value changed (the headers above it and its new line), with no marker")
     parser.add_argument("--other", action="store_true",
                         help="with --sources: files of no language fastapply knows too (a Dockerfile, a .conf), "
                              "merged with no parser, as 'other'")
