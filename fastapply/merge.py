@@ -179,6 +179,10 @@ def _unmarked(orig: Original, snippet: list[str]) -> tuple[list[Placement] | Non
     of the file it shows."""
     whole = Segment(tuple(snippet), None, None)
     if orig.language is None:  # a Dockerfile, a Makefile: no parser checks the merged file
+        keys = set_keys(orig.lines, snippet, None)  # INI's `[flake8]` / `max-line-length = 120`, `.env`'s `A=1`
+        if keys is not None:
+            return [Placement(place, place + 1, (line,)) for place, line in keys[0]], (
+                [] if keys[1] else [_KEYS, _NO_PARSER])
         part = _part(orig, snippet) if inside_file(orig.lines, snippet, 0) else None
         if part is not None:  # pinned: lines between two of the file's, nothing for a parser to add
             return [part[0]], [] if part[1] else [_PART, _NO_PARSER]

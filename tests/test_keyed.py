@@ -19,6 +19,9 @@ PYPROJECT = ('[project]\nname = "demo"\nversion = "1.0"\ndependencies = [\n  "cl
 
 PACKAGE = ('{\n  "name": "demo",\n  "version": "1.0.0",\n  "files": [\n    "lib"\n  ],\n  "scripts": {\n'
            '    "build": "tsc",\n    "test": "jest"\n  },\n  "engines": {\n    "node": ">=18"\n  }\n}\n')
+SETUP_CFG = ("[metadata]\nname = demo\nversion = 1.0\n\n[options]\npackages = find:\npython_requires = >=3.8\n"
+             "install_requires =\n    click\n\n[flake8]\nmax-line-length = 100\n")
+DOTENV = "DEBUG=true\nDATABASE_URL=postgres://localhost/demo\nSECRET_KEY=abc\n"
 
 
 @pytest.mark.parametrize("original, update, language, old, new", [
@@ -32,6 +35,9 @@ PACKAGE = ('{\n  "name": "demo",\n  "version": "1.0.0",\n  "files": [\n    "lib"
     (PYPROJECT, '[tool.ruff]\ntarget-version = "py312"\n', "toml", '"py311"', '"py312"'),
     (PACKAGE, '{\n  "scripts": {\n    "test": "jest --ci"\n  }\n}\n', "json", '"jest"', '"jest --ci"'),
     (PACKAGE, '  "scripts": {\n    "test": "jest --ci",\n  },\n', "json", '"jest"', '"jest --ci"'),  # none added
+    (SETUP_CFG, "[options]\npython_requires = >=3.9\n", None, ">=3.8", ">=3.9"),
+    (DOTENV, "DEBUG=false\nSECRET_KEY=xyz\n", None, "true\nDATABASE_URL=postgres://localhost/demo\nSECRET_KEY=abc",
+     "false\nDATABASE_URL=postgres://localhost/demo\nSECRET_KEY=xyz"),
 ])
 def test_keys_shown_under_their_headers_with_lines_left_out_between_replace_their_lines(original, update, language,
                                                                                           old, new):
@@ -40,6 +46,17 @@ def test_keys_shown_under_their_headers_with_lines_left_out_between_replace_thei
     merged = merge(original, update, language)
     assert (merged.confidence, merged.text) == ("certain", original.replace(old, new))
 
+
+@pytest.mark.parametrize("original, update, language, old, new", [
+    (PACKAGE, '  "engines": {\n    "node": ">=20"\n  }\n', "json", '">=18"', '">=20"'),
+    (COMPOSE, "  cache:\n    image: redis:7\n", "yaml", "redis\n", "redis:7\n"),
+    (SETUP_CFG, "[flake8]\nmax-line-length = 120\n", None, "100", "120"),
+])
+def test_a_run_that_shows_its_headers_blocks_to_their_ends_is_certain(original, update, language, old, new):
+    """Read as the block as it should be, the snippet gives the same file: nothing under its headers
+    follows its last line."""
+    merged = merge(original, update, language)
+    assert (merged.confidence, merged.text) == ("certain", original.replace(old, new))
 
 @pytest.mark.parametrize("original, update, language, old, new", [
     (CI, "jobs:\n  test:\n    runs-on: macos-latest\n", "yaml", "test:\n    runs-on: ubuntu",
@@ -51,7 +68,7 @@ def test_keys_shown_under_their_headers_with_lines_left_out_between_replace_thei
      '120\ntarget-version = "py312"'),
     (PACKAGE, '  "version": "1.1.0"\n', "json", '"1.0.0",', '"1.1.0",'),  # the file's comma kept
     (PACKAGE, '  "scripts": {\n    "build": "tsc -b"\n  },\n', "json", '"tsc",', '"tsc -b",'),
-    (PACKAGE, '  "engines": {\n    "node": ">=20"\n  }\n', "json", '">=18"', '">=20"'),
+    (DOTENV, "DEBUG=false\n", None, "true", "false"),  # no header: the whole file's block goes on
 ])
 def test_keys_shown_as_a_run_of_the_files_lines_replace_theirs_but_are_not_certain(original, update, language,
                                                                                     old, new):
@@ -78,6 +95,9 @@ def test_keys_shown_as_a_run_of_the_files_lines_replace_theirs_but_are_not_certa
     (PACKAGE, '  "files": ["lib", "bin"]\n', "json", "the file's value spans lines"),
     (PACKAGE, '{\n  "scripts": {\n    "lint": "eslint ."\n  }\n}\n', "json", "a key the file does not have"),
     ('{\n  "a": {\n    "v": 1\n  },\n  "b": {\n    "v": 2\n  }\n}\n', '    "v": 3\n', "json", "the key twice"),
+    (SETUP_CFG, "[options]\ninstall_requires = httpx\n", None, "the file's value goes on on the lines after"),
+    (DOTENV, "# the debug switch\nDEBUG=false\n", None, "a comment"),
+    ("FROM python:3.11\nRUN make\n", "FROM python:3.12\n", None, "no key"),
     ("a = 1\n", "a = 2\n", "python", "not a configuration file"),
 ])
 def test_what_is_not_a_path_of_keys(original, update, language, why):
