@@ -134,10 +134,11 @@ def region_edit(rng: random.Random, text: str) -> tuple[str, str, str] | None:
 
 
 def key_edit(rng: random.Random, text: str, language: str) -> tuple[str, str, str] | None:
-    """(edited text, snippet, kind) for a YAML, TOML or JSON file: one key's one-line value changed, and
-    the snippet the path to it, as a user shows a configuration change: the headers above the key (each
-    nearest shallower line above it; in TOML its table's header; in JSON the root's ``{`` too, and the
-    braces closing them) and the key's new line, no marker. ``keys-gap`` where the snippet leaves out
+    """(edited text, snippet, kind) for a YAML, TOML or JSON file, or one of no known language read as INI
+    (``OTHER``): one key's one-line value changed, and the snippet the path to it, as a user shows a
+    configuration change: the headers above the key (each nearest shallower line above it; in TOML and
+    INI its section's header; in JSON the root's ``{`` too, and the braces closing them) and the key's
+    new line, no marker. ``keys-gap`` where the snippet leaves out
     lines between those it shows, ``keys-run`` where they are a run of the file's lines. None where the
     file has no such key (a key under a list item is not)."""
     lines = text.splitlines(keepends=True)
@@ -145,8 +146,8 @@ def key_edit(rng: random.Random, text: str, language: str) -> tuple[str, str, st
     leaves = []
     for n, i in enumerate(content):
         deeper = n + 1 < len(content) and _width(lines[content[n + 1]]) > _width(lines[i])
-        if language == "toml":
-            key = re.match(r"^[A-Za-z_][\w.-]* *= *([^\[{\s\"'][^\[{]*|\"[^\"]*\"|'[^']*')\s*$", lines[i])
+        if language in ("toml", OTHER):  # a file of no known language read as INI (a systemd unit, `.env`)
+            key = re.match(_SECTION_LEAF[language], lines[i]) and not (language == OTHER and deeper)
             path = [h for h in content[:n] if lines[h].startswith("[")][-1:] if key else None
         else:
             key = re.match(_LEAF[language], lines[i].rstrip("\n"))
@@ -169,6 +170,8 @@ def key_edit(rng: random.Random, text: str, language: str) -> tuple[str, str, st
     return "".join(edited), "".join(lines[h] for h in path) + shown + closing, "keys-gap" if gap else "keys-run"
 
 
+_SECTION_LEAF = {"toml": r"^[A-Za-z_][\w.-]* *= *([^\[{\s\"'][^\[{]*|\"[^\"]*\"|'[^']*')\s*$",
+                 OTHER: r"^[A-Za-z_][\w.-]* *= *\S.*$"}
 _LEAF = {"yaml": r"^( *)[A-Za-z_][\w.-]*: +([^\s|>#&*!][^#]*)$",
          "json": r'^( *)"[^"]*": *("[^"]*"|-?\d[\d.eE+-]*|true|false|null),?\s*$'}
 _HEADER = {"yaml": r"^ *[A-Za-z_][\w.-]*:\s*$", "json": r'^ *"[^"]*": *\{\s*$'}
@@ -192,19 +195,20 @@ def _parents(lines: list[str], above: list[int], width: int, header: str) -> lis
 
 
 def _new_value(line: str) -> str:
-    """The line with its value changed: a number one more, else a character added before its closing
-    quote or at its end."""
-    body = line.rstrip("\n")
-    comma = "," if body.rstrip().endswith(",") else ""  # JSON's comma after the value stays
-    body = body.rstrip().removesuffix(",")
+    """The line with its value (after its key's ``:`` or ``=``) changed: a number one more, else a
+    character added before its closing quote or at its end; its newline, or none, as it was."""
+    key = re.match(r'^\s*(?:"[^"]*"\s*:|[^:=]*?(?::\s|=))\s*', line)
+    head, body = line[:key.end()], line[key.end():].rstrip()
+    comma = "," if body.endswith(",") else ""  # JSON's comma after the value stays
+    body = body.removesuffix(",")
     number = re.search(r"(\d+)(?=\D*$)", body)
-    if number and not body.rstrip().endswith(("\"", "'")):
+    if number and not body.endswith(("\"", "'")):
         body = body[:number.start()] + str(int(number.group(1)) + 1) + body[number.end():]
-    elif body.rstrip().endswith(("\"", "'")):
-        body = body.rstrip()[:-1] + "2" + body.rstrip()[-1]
+    elif body.endswith(("\"", "'")):
+        body = body[:-1] + "2" + body[-1]
     else:
-        body = body.rstrip() + "2"
-    return body + comma + "\n"
+        body = body + "2"
+    return head + body + comma + ("\n" if line.endswith("\n") else "")
 
 
 def _edited_inside(rng: random.Random, lines: list[str], start: int, end: int, name: str) -> tuple[str, str, str]:

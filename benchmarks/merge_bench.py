@@ -82,8 +82,8 @@ def run(n_edits: int, seed: int, js_share: float, replay: int, dirs: list[Path] 
     too (``edits.OTHER``), merged with no parser."""
     rng = random.Random(seed)
     files = sources(dirs, other=other) if dirs else {"python": corpus("python"), "javascript": corpus("javascript")}
-    if alone == "keys":
-        files = {language: found for language, found in files.items() if language in KEYED}
+    if alone == "keys":  # with ``other``, the files of no known language too, read as INI
+        files = {language: found for language, found in files.items() if language in KEYED or language == OTHER}
     if not dirs and not files["javascript"]:
         js_share = 0.0
     texts: dict[Path, str] = {}
