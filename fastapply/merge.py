@@ -37,6 +37,8 @@ CERTAIN, LIKELY, NONE = "certain", "likely", "none"
 _PART = "the snippet has no lazy markers and is not the whole file; it replaced the part it matches"
 _KEYS = ("the snippet sets keys under headers it shows with no lines between them; the lines under them it "
          "leaves out were kept, though it may be their block as it should be")
+_KEYS_OR_WHOLE = ("the snippet may be the whole new file, or the keys it sets with the lines it leaves out kept; "
+                  "they were kept")
 _NO_PARSER = "no parser for this file type, so the merged file cannot be checked"
 
 
@@ -175,14 +177,15 @@ def _scope(orig: Original, matched: list[tuple[int, int]], marker_indent: int | 
 
 
 def _unmarked(orig: Original, snippet: list[str]) -> tuple[list[Placement] | None, list[str]]:
-    """A snippet without markers: the whole file, new versions of the definitions it contains, or the part
-    of the file it shows."""
+    """A snippet without markers: the whole file, the keys of a configuration file it sets, new versions
+    of the definitions it contains, or the part of the file it shows."""
     whole = Segment(tuple(snippet), None, None)
+    # it may be the whole new file: it leaves out no line at the file's edges and keeps half its lines
+    may_be_whole = _kept_share(orig.lines, snippet) >= 0.5 and not inside_file(orig.lines, snippet, allowance=0)
+    keys = set_keys(orig.lines, snippet, orig.language)
+    if keys is not None:  # `jobs:` / `  test:` / `    runs-on: macos-latest`: the key's line replaced
+        return _keyed(orig, snippet, keys, may_be_whole)
     if orig.language is None:  # a Dockerfile, a Makefile: no parser checks the merged file
-        keys = set_keys(orig.lines, snippet, None)  # INI's `[flake8]` / `max-line-length = 120`, `.env`'s `A=1`
-        if keys is not None:
-            return [Placement(place, place + 1, (line,)) for place, line in keys[0]], (
-                [] if keys[1] else [_KEYS, _NO_PARSER])
         part = _part(orig, snippet) if inside_file(orig.lines, snippet, 0) else None
         if part is not None:  # pinned: lines between two of the file's, nothing for a parser to add
             return [part[0]], [] if part[1] else [_PART, _NO_PARSER]
@@ -191,13 +194,9 @@ def _unmarked(orig: Original, snippet: list[str]) -> tuple[list[Placement] | Non
     text = "".join(snippet)
     original_top = {(d.kind, d.name) for d in orig.defs() if not d.scope}
     snippet_top = {(d.kind, d.name) for d in definitions(text, orig.language) if not d.scope}
-    kept = _kept_share(orig.lines, snippet)
-    whole_reads = original_top <= snippet_top and kept >= 0.5 and not inside_file(orig.lines, snippet, allowance=0)
-    if whole_reads and count_errors(text, orig.language) <= count_errors("".join(orig.lines), orig.language):
+    if original_top <= snippet_top and may_be_whole and count_errors(text, orig.language) <= count_errors(
+            "".join(orig.lines), orig.language):
         return [Placement(0, len(orig.lines), whole.lines)], []
-    keys = set_keys(orig.lines, snippet, orig.language)
-    if keys is not None:  # `jobs:` / `  test:` / `    runs-on: macos-latest`: the key's line replaced
-        return [Placement(place, place + 1, (line,)) for place, line in keys[0]], [] if keys[1] else [_KEYS]
     by_defs = place_by_definitions(Segment(whole.lines, 0, 0), 0, orig, 0, len(orig.lines))
     if by_defs is not None:
         return [by_defs], list(by_defs.doubts)
@@ -205,6 +204,24 @@ def _unmarked(orig: Original, snippet: list[str]) -> tuple[list[Placement] | Non
     if part is None:
         return None, ["the snippet has no lazy markers and matches no part of the original"]
     return [part[0]], [] if part[1] else [_PART]
+
+
+def _keyed(orig: Original, snippet: list[str], keys: tuple[list[tuple[int, str]], bool],
+           may_be_whole: bool) -> tuple[list[Placement], list[str]]:
+    """The lines a snippet of keys replaces (``keyed.set_keys``), and its doubts: a run of the file's
+    lines that may be its blocks as they should be, or a snippet that may be the whole new file where
+    that reading gives another file (a small ``package.json`` shown from its ``{`` to its ``}``)."""
+    changes, certain = keys
+    doubts = [] if certain else [_KEYS]
+    merged = list(orig.lines)
+    for place, line in changes:
+        merged[place] = line
+    if may_be_whole and [line.rstrip() for line in merged if line.strip()] != [
+            line.rstrip() for line in snippet if line.strip()]:
+        doubts.append(_KEYS_OR_WHOLE)
+    if doubts and orig.language is None:
+        doubts.append(_NO_PARSER)
+    return [Placement(place, place + 1, (line,)) for place, line in changes], doubts
 
 
 def _part(orig: Original, snippet: list[str]) -> tuple[Placement, bool] | None:

@@ -79,6 +79,19 @@ def test_keys_shown_as_a_run_of_the_files_lines_replace_theirs_but_are_not_certa
     assert merged.text == original.replace(old, new)
 
 
+def test_keys_that_may_be_the_whole_new_file_are_not_certain_where_that_reading_gives_another_file():
+    """A small file shown from its first line to its last, a line left out: the whole new file, that line
+    deleted, or the key it sets, that line kept. The candidate keeps it; the model decides."""
+    small = '{\n  "name": "demo",\n  "scripts": {\n    "test": "jest"\n  }\n}\n'
+    merged = merge(small, '{\n  "scripts": {\n    "test": "jest --ci"\n  }\n}\n', "json")
+    assert merged.confidence == "likely" and "whole new file" in merged.reasons[-1]
+    assert merged.text == small.replace('"jest"', '"jest --ci"')
+    yaml = "a: 1\nb:\n  c: 2\n  d: 4\n"
+    assert merge(yaml, "a: 1\nb:\n  c: 3\n", "yaml").confidence == "likely"
+    whole = merge(yaml, "a: 1\nb:\n  c: 3\n  d: 4\n", "yaml")  # both readings give the same file
+    assert (whole.confidence, whole.text) == ("certain", yaml.replace("c: 2", "c: 3"))
+
+
 @pytest.mark.parametrize("original, update, language, why", [
     (CI, "    runs-on: macos-latest\n", "yaml", "the key twice in the file, and no header shown"),
     (CI, "jobs:\n  test:\n    timeout-minutes: 5\n", "yaml", "a key the file does not have: where it goes is a guess"),
