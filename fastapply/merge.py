@@ -5,10 +5,10 @@ original in order (``anchor.py``): lines it repeats anchor it, lines it leaves o
 deleted, and each marker keeps the original code between the segments around it. A snippet with no
 marker is the whole new file (when it parses, keeps every top-level definition of the original and
 leaves out no line at the file's edges, ``edges.inside_file``), new versions of the definitions it
-contains, matched by kind and name, the keys of a YAML, TOML or JSON file it sets under the headers it
-shows (``keyed.py``), or a part of the file pasted alone (its first line indented, or more lines of the
-file left out before or after it than a whole file may delete there; its ends found once:
-``_pinned_block``).
+contains, matched by kind and name, the keys of a configuration file (YAML, TOML, JSON, INI) it sets
+under the headers it shows (``keyed.py``), or a part of the file pasted alone (its first line indented,
+or more lines of the file left out before or after it than a whole file may delete there; its ends
+found once: ``_pinned_block``).
 
 The result says how far to trust it: ``certain`` only when every segment anchored uniquely, nothing
 was guessed, no definition lost its header while its body stayed, and the merged file parses with no
@@ -35,8 +35,8 @@ from fastapply.syntax import count_errors, get_language
 _LINE = re.compile(r"[^\n]*\n|[^\n]+$")
 CERTAIN, LIKELY, NONE = "certain", "likely", "none"
 _PART = "the snippet has no lazy markers and is not the whole file; it replaced the part it matches"
-_KEYS = ("the snippet sets keys under headers it shows with no lines between them; the lines under them it "
-         "leaves out were kept, though it may be their block as it should be")
+_KEYS = ("the snippet sets keys on a run of the file's lines; the lines after it were kept, though it may be "
+         "their block as it should be, those lines deleted")
 _KEYS_OR_WHOLE = ("the snippet may be the whole new file, or the keys it sets with the lines it leaves out kept; "
                   "they were kept")
 _NO_PARSER = "no parser for this file type, so the merged file cannot be checked"
@@ -180,13 +180,13 @@ def _unmarked(orig: Original, snippet: list[str]) -> tuple[list[Placement] | Non
     """A snippet without markers: the whole file, the keys of a configuration file it sets, new versions
     of the definitions it contains, or the part of the file it shows."""
     whole = Segment(tuple(snippet), None, None)
-    # it may be the whole new file: it leaves out no line at the file's edges and keeps half its lines
-    may_be_whole = _kept_share(orig.lines, snippet) >= 0.5 and not inside_file(orig.lines, snippet, allowance=0)
+    inside = inside_file(orig.lines, snippet, allowance=0)  # it leaves out lines at the file's edges
+    may_be_whole = not inside and _kept_share(orig.lines, snippet) >= 0.5  # and keeps half its lines
     keys = set_keys(orig.lines, snippet, orig.language)
     if keys is not None:  # `jobs:` / `  test:` / `    runs-on: macos-latest`: the key's line replaced
         return _keyed(orig, snippet, keys, may_be_whole)
     if orig.language is None:  # a Dockerfile, a Makefile: no parser checks the merged file
-        part = _part(orig, snippet) if inside_file(orig.lines, snippet, 0) else None
+        part = _part(orig, snippet) if inside else None
         if part is not None:  # pinned: lines between two of the file's, nothing for a parser to add
             return [part[0]], [] if part[1] else [_PART, _NO_PARSER]
         return [Placement(0, len(orig.lines), whole.lines)], ["the snippet has no lazy markers, so it was taken "
