@@ -138,9 +138,9 @@ def key_edit(rng: random.Random, text: str, language: str) -> tuple[str, str, st
     (``OTHER``): one key's one-line value changed, and the snippet the path to it, as a user shows a
     configuration change: the headers above the key (each nearest shallower line above it; in TOML and
     INI its section's header; in JSON the root's ``{`` too, and the braces closing them) and the key's
-    new line, no marker. ``keys-gap`` where the snippet leaves out
-    lines between those it shows, ``keys-run`` where they are a run of the file's lines. None where the
-    file has no such key (a key under a list item is not)."""
+    new line, no marker. ``keys-gap`` where the snippet leaves out lines between those it shows,
+    ``keys-run`` where they are a run of the file's lines. None where the file has no such key (a key
+    under a list item is not)."""
     lines = text.splitlines(keepends=True)
     content = [i for i, line in enumerate(lines) if line.strip().strip("{}[],") and not line.lstrip().startswith("#")]
     leaves = []

@@ -24,10 +24,10 @@ snippet is an indented block of the file alone, one line inside it edited, with 
 block pasted as it is, ``edits.block_edit``): ``merge-blocks.json``; with ``--regions``, a run of lines
 anywhere in the file that is not the whole file, edited the same way (the part that changed, pasted as
 it is: a README's section, a class without its imports, ``edits.region_edit``): ``merge-regions.json``;
-with ``--keys``, the YAML, TOML and JSON files only, each snippet the path to one key whose value
-changed (the headers above it and its new line, ``edits.key_edit``; by kind: ``keys-gap`` where it
-leaves out lines between those it shows, ``keys-run`` where they are a run of the file's lines):
-``merge-keys.json``.
+with ``--keys``, the YAML, TOML and JSON files only (with ``--other``, files of no known language too,
+read as INI), each snippet the path to one key whose value changed (the headers above it and its new
+line, ``edits.key_edit``; by kind: ``keys-gap`` where it leaves out lines between those it shows,
+``keys-run`` where they are a run of the file's lines): ``merge-keys.json``.
 
 With ``--known``, the edits are tasks in the eval suite's schema (the suite, the training set): each
 update is merged into its original and compared with the task's expected file; the same figures by
@@ -70,16 +70,17 @@ SOURCES_RESULTS = RESULTS.with_name("merge-languages.json")
 BLOCKS_RESULTS = RESULTS.with_name("merge-blocks.json")
 REGIONS_RESULTS = RESULTS.with_name("merge-regions.json")
 KEYS_RESULTS = RESULTS.with_name("merge-keys.json")
-ALONE = {"blocks": block_edit, "regions": region_edit, "keys": key_edit}  # one changed part alone, no marker
-KEYED = ("yaml", "toml", "json")  # the languages of ``--keys``
+ALONE = {"blocks": block_edit, "regions": region_edit}  # snippets of one changed part alone, no marker
+KEYED = ("yaml", "toml", "json")  # the languages of ``--keys`` (``edits.key_edit``, told the language)
 
 
 def run(n_edits: int, seed: int, js_share: float, replay: int, dirs: list[Path] | None = None,
         alone: str | None = None, other: bool = False) -> dict:
     """``n_edits`` generated edits: of Python and JavaScript (``js_share`` of them) files, or with ``dirs``,
-    of the files under them, each language drawn as often; with ``alone`` (a key of ``ALONE``), each
-    snippet is a changed part alone, with no marker; with ``other``, files of no language fastapply knows
-    too (``edits.OTHER``), merged with no parser."""
+    of the files under them, each language drawn as often; with ``alone`` (a key of ``ALONE``, or
+    ``"keys"``: the path to a key whose value changed, in the files of ``KEYED``), each snippet is a
+    changed part alone, with no marker; with ``other``, files of no language fastapply knows too
+    (``edits.OTHER``), merged with no parser."""
     rng = random.Random(seed)
     files = sources(dirs, other=other) if dirs else {"python": corpus("python"), "javascript": corpus("javascript")}
     if alone == "keys":  # with ``other``, the files of no known language too, read as INI
