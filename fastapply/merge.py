@@ -180,11 +180,13 @@ def _unmarked(orig: Original, snippet: list[str]) -> tuple[list[Placement] | Non
     """A snippet without markers: the whole file, the keys of a configuration file it sets, new versions
     of the definitions it contains, or the part of the file it shows."""
     whole = Segment(tuple(snippet), None, None)
-    inside = inside_file(orig.lines, snippet, allowance=0)  # it leaves out lines at the file's edges
-    may_be_whole = not inside and _kept_share(orig.lines, snippet) >= 0.5  # and keeps half its lines
+    kept = _kept_share(orig.lines, snippet)
     keys = set_keys(orig.lines, snippet, orig.language)
     if keys is not None:  # `jobs:` / `  test:` / `    runs-on: macos-latest`: the key's line replaced
-        return _keyed(orig, snippet, keys, may_be_whole)
+        # it may be the whole new file where it keeps half the file's lines and leaves out no more at its
+        # edges than a whole file may delete there (``EDGE_DELETION``)
+        return _keyed(orig, snippet, keys, kept >= 0.5 and not inside_file(orig.lines, snippet))
+    inside = inside_file(orig.lines, snippet, allowance=0)  # it leaves out lines at the file's edges
     if orig.language is None:  # a Dockerfile, a Makefile: no parser checks the merged file
         part = _part(orig, snippet) if inside else None
         if part is not None:  # pinned: lines between two of the file's, nothing for a parser to add
@@ -194,7 +196,7 @@ def _unmarked(orig: Original, snippet: list[str]) -> tuple[list[Placement] | Non
     text = "".join(snippet)
     original_top = {(d.kind, d.name) for d in orig.defs() if not d.scope}
     snippet_top = {(d.kind, d.name) for d in definitions(text, orig.language) if not d.scope}
-    if original_top <= snippet_top and may_be_whole and count_errors(text, orig.language) <= count_errors(
+    if original_top <= snippet_top and kept >= 0.5 and not inside and count_errors(text, orig.language) <= count_errors(
             "".join(orig.lines), orig.language):
         return [Placement(0, len(orig.lines), whole.lines)], []
     by_defs = place_by_definitions(Segment(whole.lines, 0, 0), 0, orig, 0, len(orig.lines))

@@ -90,6 +90,10 @@ def test_keys_that_may_be_the_whole_new_file_are_not_certain_where_that_reading_
     assert merge(yaml, "a: 1\nb:\n  c: 3\n", "yaml").confidence == "likely"
     whole = merge(yaml, "a: 1\nb:\n  c: 3\n  d: 4\n", "yaml")  # both readings give the same file
     assert (whole.confidence, whole.text) == ("certain", yaml.replace("c: 2", "c: 3"))
+    config = "version: 2\nupdates:\n  interval: weekly\n  limit: 5\nlabels:\n  team: core\n  kind: deps\n"
+    merged = merge(config, config.replace("version: 2\n", "").replace("weekly", "daily"), "yaml")
+    assert merged.confidence == "likely", "the whole file, its first line deleted (a whole file may delete 3 there)"
+    assert merged.text == config.replace("weekly", "daily")
 
 
 @pytest.mark.parametrize("original, update, language, why", [
