@@ -15,12 +15,15 @@ after it.
 The lines the snippet leaves out are kept. That is certain where it leaves out lines between the lines it
 shows (``services:`` shown above ``  db:`` with ``web``'s lines left out): its author leaves lines out
 with no marker, so those after its last line are left out too, not deleted. A snippet that is a run of
-the file's lines (``  db:`` / ``    image: postgres:16``, ``ports:`` after it) may instead be the block
-as it should be, the lines after it deleted: likely, the model decides; certain again where no line is
-under its headers after its last (``[flake8]`` / ``max-line-length = 120``, the file's last section).
+the file's lines may instead be the blocks of its headers as they should be, the lines after it under
+them deleted: where those are 1 to 3 lines (``  db:`` / ``    image: postgres:16``, ``ports:`` and its
+item after it) that is likely, the model decides; where there are none (``[flake8]`` /
+``max-line-length = 120``, the file's last section) both readings agree; where there are more
+(``jobs:`` / ``  test:`` / ``    runs-on: macos-latest``, the job's steps and the next job after it),
+they are left out, as for a part of a file (``edges.EDGE_DELETION``), and the reading is certain.
 
 >>> original = ["jobs:\\n", "  test:\\n", "    runs-on: ubuntu-latest\\n", "    steps:\\n", "      - run: pytest\\n"]
->>> set_keys(original, ["jobs:\\n", "  test:\\n", "    runs-on: macos-latest\\n"], "yaml")
+>>> set_keys(original, ["jobs:\\n", "  test:\\n", "    runs-on: macos-latest\\n"], "yaml")  # steps: and its item
 ([(2, '    runs-on: macos-latest\\n')], False)
 """
 
@@ -28,6 +31,7 @@ from __future__ import annotations
 
 import re
 
+from fastapply.edges import EDGE_DELETION
 from fastapply.markers import indent_width
 
 _LANGUAGES = ("yaml", "toml", "json", None)  # None: a file of no known language, read as INI
@@ -42,9 +46,10 @@ _TOML_KEY = re.compile(r"""^\s*((?:"[^"]*"|'[^']*'|[\w-]+)(?:\s*\.\s*(?:"[^"]*"|
 def set_keys(original: list[str], snippet: list[str],
              language: str | None) -> tuple[list[tuple[int, str]], bool] | None:
     """The original lines a snippet of keys replaces, (index, new line) in order, and whether that is
-    certain: it leaves out lines between those it shows, or the headers it shows have no lines under them
-    after its last (read as their blocks as they should be, it would give the same file); None where the
-    snippet is not such a path of keys in this file, or changes no value."""
+    certain: it leaves out lines between those it shows; or, read as the blocks of the headers it shows as
+    they should be (the whole file where it shows none), it would delete no line, or more than a snippet
+    may delete with no marker (``EDGE_DELETION``: more is left out, not deleted). None where the snippet
+    is not such a path of keys in this file, or changes no value."""
     if language not in _LANGUAGES:
         return None
     shown = [line if line.endswith("\n") else line + "\n" for line in snippet if line.strip()]
@@ -62,9 +67,10 @@ def set_keys(original: list[str], snippet: list[str],
     if not changes:
         return None
     gap = any(_content(original[j]) for a, b in zip(places, places[1:]) for j in range(a + 1, b))
-    ends = [end for _, _, end in found if end is not None]  # the blocks of the headers shown
-    whole = bool(ends) and not any(_content(original[j]) for j in range(places[-1] + 1, max(ends)))
-    return changes, gap or whole
+    ends = [end for _, _, end in found if end is not None]  # the blocks of the headers shown (else the file)
+    around = range(places[-1] + 1, max(ends)) if ends else [*range(places[0]), *range(places[-1] + 1, len(original))]
+    deleted = sum(_content(original[j]) for j in around)  # by the blocks read as they should be
+    return changes, gap or deleted == 0 or deleted > EDGE_DELETION
 
 
 def _content(line: str) -> bool:

@@ -60,20 +60,32 @@ def test_a_run_that_shows_its_headers_blocks_to_their_ends_is_certain(original, 
 
 @pytest.mark.parametrize("original, update, language, old, new", [
     (CI, "jobs:\n  test:\n    runs-on: macos-latest\n", "yaml", "test:\n    runs-on: ubuntu",
-     "test:\n    runs-on: macos"),
-    (COMPOSE, "  db:\n    image: postgres:16\n", "yaml", "postgres\n", "postgres:16\n"),
-    (PYPROJECT, "[tool.ruff]\nline-length = 120\n", "toml", "100", "120"),
-    (PYPROJECT, 'version = "2.0"\n', "toml", '"1.0"', '"2.0"'),  # no header: a key the file has once
+     "test:\n    runs-on: macos"),  # test's steps and the lint job after it: 8 lines
+    (PYPROJECT, 'version = "2.0"\n', "toml", '"1.0"', '"2.0"'),  # no header: the whole file, a key it has once
     (PYPROJECT, 'line-length = 120\ntarget-version = "py312"\n', "toml", '100\ntarget-version = "py311"',
      '120\ntarget-version = "py312"'),
     (PACKAGE, '  "version": "1.1.0"\n', "json", '"1.0.0",', '"1.1.0",'),  # the file's comma kept
-    (PACKAGE, '  "scripts": {\n    "build": "tsc -b"\n  },\n', "json", '"tsc",', '"tsc -b",'),
-    (DOTENV, "DEBUG=false\n", None, "true", "false"),  # no header: the whole file's block goes on
 ])
-def test_keys_shown_as_a_run_of_the_files_lines_replace_theirs_but_are_not_certain(original, update, language,
-                                                                                    old, new):
-    """`steps:` goes on under `test:` after the line shown: the snippet may be `test:` as it should be, its
-    steps deleted. The candidate keeps them, and replaces the key's line instead of adding a second."""
+def test_a_run_of_keys_whose_blocks_as_they_should_be_would_lose_more_than_3_lines_leaves_them_out(
+        original, update, language, old, new):
+    """Read as `jobs:` and `test:` as they should be, the snippet would delete test's steps and the lint
+    job: more than a snippet may delete with no marker, so they are left out, as for a part of a file."""
+    merged = merge(original, update, language)
+    assert (merged.confidence, merged.text) == ("certain", original.replace(old, new))
+
+
+@pytest.mark.parametrize("original, update, language, old, new", [
+    (CI, "  lint:\n    runs-on: macos-latest\n", "yaml", "lint:\n    runs-on: ubuntu", "lint:\n    runs-on: macos"),
+    (COMPOSE, "  db:\n    image: postgres:16\n", "yaml", "postgres\n", "postgres:16\n"),
+    (PYPROJECT, "[tool.ruff]\nline-length = 120\n", "toml", "100", "120"),
+    (PACKAGE, '  "scripts": {\n    "build": "tsc -b"\n  },\n', "json", '"tsc",', '"tsc -b",'),
+    (DOTENV, "DEBUG=false\n", None, "true", "false"),  # no header: the whole file's other two lines
+])
+def test_a_run_of_keys_whose_blocks_as_they_should_be_would_lose_1_to_3_lines_is_not_certain(
+        original, update, language, old, new):
+    """`steps:` and its item go on under `lint:` after the line shown: the snippet may be `lint:` as it
+    should be, its steps deleted. The candidate keeps them, and replaces the key's line instead of adding
+    a second."""
     merged = merge(original, update, language)
     assert merged.confidence == "likely" and "sets keys" in merged.reasons[0]
     assert merged.text == original.replace(old, new)
@@ -122,8 +134,8 @@ def test_what_is_not_a_path_of_keys(original, update, language, why):
 
 
 def test_a_ci_workflows_runner_changed_from_the_command_line(tmp_path):
-    """End to end: a key path with the lines between left out is written, certain, with no model; a run of
-    the file's lines is refused under `--engine merge`, the file as it was."""
+    """End to end: a key path with the lines between left out is written, certain, with no model; a key the
+    file lacks makes it no path of keys, and the part is refused under `--engine merge`, the file as it was."""
     workflow = tmp_path / "ci.yml"
     workflow.write_text(CI)
     edit = tmp_path / "edit.yml"
@@ -131,7 +143,7 @@ def test_a_ci_workflows_runner_changed_from_the_command_line(tmp_path):
     result = CliRunner().invoke(app, [str(workflow), "--edit-file", str(edit), "--engine", "merge", "--in-place"])
     assert result.exit_code == 0, result.output
     assert workflow.read_text() == CI.replace("lint:\n    runs-on: ubuntu-latest", "lint:\n    runs-on: macos-latest")
-    edit.write_text("jobs:\n  test:\n    runs-on: macos-latest\n")
+    edit.write_text("  test:\n    timeout-minutes: 5\n    runs-on: macos-latest\n")  # a key the file lacks: a part
+    before = workflow.read_text()
     result = CliRunner().invoke(app, [str(workflow), "--edit-file", str(edit), "--engine", "merge", "--in-place"])
-    assert result.exit_code == 3 and "sets keys" in result.stderr
-    assert workflow.read_text() == CI.replace("lint:\n    runs-on: ubuntu-latest", "lint:\n    runs-on: macos-latest")
+    assert result.exit_code == 3 and "not certain" in result.stderr and workflow.read_text() == before

@@ -2028,7 +2028,6 @@ def test_a_block_shown_alone_without_markers_replaces_its_lines_where_it_is_pinn
     ('  db:\n    image: postgres:16\n', "ports: goes on after the last line shown: it may be deleted"),
     ('    image: postgres:16\n    ports:\n', "a run at one depth, its block going on after it"),
     ('  web:\n    image: nginx:1\n      - "5432:5432"\n', "six lines left out between its ends: code elided"),
-    ('services:\n  web:\n    image: nginx:1\n', "a run from the top: web's block as it should be, or the file"),
     ('    ports:\n      - "5432:5432"\n', "its first line twice in the file"),
 ])
 def test_a_block_shown_alone_is_not_certain_where_it_may_end_early_or_be_the_file(update, why):
