@@ -22,6 +22,12 @@ item after it) that is likely, the model decides; where there are none (``[flake
 (``jobs:`` / ``  test:`` / ``    runs-on: macos-latest``, the job's steps and the next job after it),
 they are left out, as for a part of a file (``edges.EDGE_DELETION``), and the reading is certain.
 
+A snippet with markers (``# ...`` after ``    runs-on: macos-latest``) is merged as code is, where the new
+line is inserted and the marker keeps the file's ``runs-on:`` below it: ``set_in_place`` puts the
+snippet's line in the kept one's place. And where such a snippet deletes the file's first (last) keys
+by showing no marker above (below) its code, the rule for code (a few lines at an edge, an import the
+snippet replaces), ``edge_keys`` doubts it.
+
 >>> original = ["jobs:\\n", "  test:\\n", "    runs-on: ubuntu-latest\\n", "    steps:\\n", "      - run: pytest\\n"]
 >>> set_keys(original, ["jobs:\\n", "  test:\\n", "    runs-on: macos-latest\\n"], "yaml")  # steps: and its item
 ([(2, '    runs-on: macos-latest\\n')], False)
@@ -31,8 +37,11 @@ from __future__ import annotations
 
 import re
 
+from dataclasses import replace
+
 from fastapply.edges import EDGE_DELETION
 from fastapply.markers import indent_width
+from fastapply.segments import Placement
 
 _LANGUAGES = ("yaml", "toml", "json", None)  # None: a file of no known language, read as INI
 _YAML_KEY = re.compile(r"""^\s*("[^"]*"|'[^']*'|[^\s"'#\-?][^:#]*?)\s*:(?:\s+(.*?))?\s*$""")  # `key:` or `key: value`
@@ -50,6 +59,46 @@ def set_keys(original: list[str], snippet: list[str],
     they should be (the whole file where it shows none), it would delete no line, or more than a snippet
     may delete with no marker (``EDGE_DELETION``: more is left out, not deleted). None where the snippet
     is not such a path of keys in this file, or changes no value."""
+    read = _read(original, snippet, language)
+    if read is None:
+        return None
+    found, changes = read
+    places = [place for place, _, _ in found]
+    gap = any(_content(original[j]) for a, b in zip(places, places[1:]) for j in range(a + 1, b))
+    ends = [end for _, _, end in found if end is not None]  # the blocks of the headers shown (else the file)
+    around = range(places[-1] + 1, max(ends)) if ends else [*range(places[0]), *range(places[-1] + 1, len(original))]
+    deleted = sum(_content(original[j]) for j in around)  # by the blocks read as they should be
+    return changes, gap or deleted == 0 or deleted > EDGE_DELETION
+
+
+def marked_keys(original: list[str], snippet: list[str], markers: list[bool],
+                language: str | None) -> tuple[list[tuple[int, str]], list[str]] | None:
+    """For a snippet with lazy markers (``markers``: which of its lines are), the original lines its keys
+    replace and the doubts, where its other lines are a path of keys (``set_keys``; YAML, TOML, JSON): the
+    lines a marker stands for are kept, and so are those between the headers of the path (read as code,
+    a segment deletes them: ``jobs:`` / ``  test:`` deleted the jobs between). Doubts where no marker is
+    above (below) its first (last) line and the file has lines there: read as code, those are deleted."""
+    if language not in ("yaml", "toml", "json"):
+        return None
+    read = _read(original, [line for line, marker in zip(snippet, markers) if not marker], language)
+    if read is None:
+        return None
+    found, changes = read
+    edges = [i for i, line in enumerate(snippet) if markers[i] or not _brackets(line)]  # JSON's braces aside
+    doubts = []
+    if not markers[edges[0]] and any(_content(line) for line in original[:found[0][0]]):
+        doubts.append(f"the snippet shows no marker above {snippet[edges[0]].strip()!r}, where the file has "
+                      f"lines; they were kept")
+    if not markers[edges[-1]] and any(_content(line) for line in original[found[-1][0] + 1:]):
+        doubts.append(f"the snippet shows no marker below {snippet[edges[-1]].strip()!r}, where the file has "
+                      f"lines; they were kept")
+    return changes, doubts
+
+
+def _read(original: list[str], snippet: list[str], language: str | None) -> tuple[_Path, list[tuple[int, str]]] | None:
+    """A snippet read as a path of keys: each line's original line (``_indented_path``,
+    ``_section_path``), in the file's order, and the lines whose values it changes; None where it is
+    not one, or changes nothing."""
     if language not in _LANGUAGES:
         return None
     shown = [line if line.endswith("\n") else line + "\n" for line in snippet if line.strip()]
@@ -64,13 +113,115 @@ def set_keys(original: list[str], snippet: list[str],
         return None  # shown out of the file's order, or one line twice
     changes = [(place, line) for place, line, end in found
                if end is None and original[place].rstrip() != line.rstrip()]
-    if not changes:
-        return None
-    gap = any(_content(original[j]) for a, b in zip(places, places[1:]) for j in range(a + 1, b))
-    ends = [end for _, _, end in found if end is not None]  # the blocks of the headers shown (else the file)
-    around = range(places[-1] + 1, max(ends)) if ends else [*range(places[0]), *range(places[-1] + 1, len(original))]
-    deleted = sum(_content(original[j]) for j in around)  # by the blocks read as they should be
-    return changes, gap or deleted == 0 or deleted > EDGE_DELETION
+    return (found, changes) if changes else None
+
+
+def set_in_place(original: list[str], placements: list[Placement], language: str | None) -> list[Placement]:
+    """The placements of a merge, where a line of the snippet that sets a key has, under the same header,
+    the file's line of that key kept beside it (a marker keeps it: ``jobs:`` / ``  test:`` /
+    ``    runs-on: macos-latest`` / ``    # ...``), with the snippet's line in place of the kept one: a
+    mapping holds a key once, and the file meant holds the key where it was, valued as the snippet says.
+    The snippet's line is the first or last of its code, the kept line beyond it (``_beside``); both
+    one-line values; a JSON line keeps the file's comma. Placements as they are otherwise."""
+    if language not in ("yaml", "toml", "json") or any(b.start < a.end for a, b in zip(placements, placements[1:])):
+        return placements  # a file of no known language may hold a key twice (systemd's `After=`)
+    merged: list[tuple[str, int | None, tuple[int, int] | None]] = []  # line, kept original line, or snippet's
+    pos = 0
+    for n, placement in enumerate(placements):
+        merged += [(original[j], j, None) for j in range(pos, placement.start)]
+        merged += [(line, None, (n, k)) for k, line in enumerate(placement.lines)]
+        pos = placement.end
+    merged += [(original[j], j, None) for j in range(pos, len(original))]
+    lines = [line for line, _, _ in merged]
+    groups: dict[tuple, list[int]] = {}
+    for i, key in _scoped_keys(lines, language):
+        groups.setdefault(key, []).append(i)
+    moves: dict[tuple[int, int], tuple[int, str]] = {}  # the snippet's line -> (the kept line, its new text)
+    for group in groups.values():
+        new = [i for i in group if merged[i][2] is not None]
+        kept = [i for i in group if merged[i][1] is not None]
+        if len(new) == 1 and len(kept) == 1 and all(_one_line_at(lines, i, language) for i in (*new, *kept)) \
+                and _beside(placements, merged[new[0]][2], merged[kept[0]][1], len(original)):
+            line, j = lines[new[0]], merged[kept[0]][1]
+            if language == "json":
+                line = line.rstrip().removesuffix(",") + ("," if original[j].rstrip().endswith(",") else "") + "\n"
+            moves[merged[new[0]][2]] = (j, line)
+    if not moves:
+        return placements
+    out = [replace(placement, lines=tuple(line for k, line in enumerate(placement.lines) if (n, k) not in moves))
+           for n, placement in enumerate(placements)]
+    out += [Placement(j, j + 1, (line,)) for j, line in moves.values()]
+    return sorted(out, key=lambda placement: (placement.start, placement.end))
+
+
+def edge_keys(original: list[str], placements: list[Placement], language: str | None) -> list[str]:
+    """Doubts for a merge of a YAML, TOML or JSON file that deletes the file's first (last) lines, before
+    (after) the snippet's first (last) line, putting nothing in their place: a snippet with markers that
+    shows no marker above ``jobs:`` deletes ``name:`` and ``on:`` by the rule for code (a few lines at an
+    edge, an import the snippet replaces), where a configuration's snippet more likely leaves them unsaid."""
+    if language not in ("yaml", "toml", "json") or not placements:
+        return []
+    doubts = []
+    first, last = placements[0], placements[-1]
+    if first.start == 0 and first.lines:
+        shown = next((j for j in range(first.end) if original[j].rstrip() == first.lines[0].rstrip()), 0)
+        lost = sum(_content(line) for line in original[:shown])
+        if lost:
+            doubts.append(f"the snippet starts at {first.lines[0].strip()!r} with no marker above it, deleting the "
+                          f"file's {lost} lines of keys before it")
+    if last.end == len(original) and last.lines:
+        shown = next((j for j in range(len(original) - 1, last.start - 1, -1)
+                      if original[j].rstrip() == last.lines[-1].rstrip()), len(original) - 1)
+        lost = sum(_content(line) for line in original[shown + 1:])
+        if lost:
+            doubts.append(f"the snippet ends at {last.lines[-1].strip()!r} with no marker below it, deleting the "
+                          f"file's {lost} lines of keys after it")
+    return doubts
+
+
+def _beside(placements: list[Placement], new: tuple[int, int], kept: int, length: int) -> bool:
+    """Whether the snippet's line ``new`` (placement, line) is its placement's last line, and the file's line
+    ``kept`` among those kept after it (a marker below it keeps them), or its first and ``kept`` before it:
+    a line inside the snippet's code, with lines of the file shown after it, is where the snippet puts it."""
+    n, k = new
+    shown = [i for i, line in enumerate(placements[n].lines) if line.strip()]
+    after = placements[n + 1].start if n + 1 < len(placements) else length
+    before = placements[n - 1].end if n else 0
+    return (k == shown[-1] and placements[n].end <= kept < after
+            or k == shown[0] and before <= kept < placements[n].start)
+
+
+def _scoped_keys(lines: list[str], language: str | None):
+    """(line, (its header lines, its indent, its key)) for each key line of a file: YAML's and JSON's
+    headers the nearest shallower lines above it, each in turn; TOML's and INI's its section's header."""
+    if language in ("yaml", "json"):
+        stack: list[tuple[int, int]] = []  # (indent, line) of the lines above, each shallower
+        for i, line in enumerate(lines):
+            if not line.strip() or line.lstrip().startswith(("#", "//")):
+                continue  # a JSON object's `{` and a YAML document's `---` open a scope of their own
+            width = indent_width(line)
+            while stack and stack[-1][0] >= width:
+                stack.pop()
+            entry = _entry(line, language)
+            if entry is not None:
+                yield i, (tuple(j for _, j in stack), width, entry[0])
+            stack.append((width, i))
+        return
+    header = -1
+    for i, line in enumerate(lines):
+        if _TOML_HEADER.match(line):
+            header = i
+        elif (entry := _key_value(line, language)) is not None and _content(line):
+            yield i, ((header,), 0, entry[0])
+
+
+def _one_line_at(lines: list[str], i: int, language: str | None) -> bool:
+    """Whether the key line ``lines[i]`` holds its whole value (no block under it, nothing continued)."""
+    if language in ("yaml", "json"):
+        under = range(i + 1, _block_end(lines, i))
+        return not _entry(lines[i], language)[2] and not any(_content(lines[j]) for j in under)
+    value = _key_value(lines[i], language)[1]
+    return _one_line(value) if language == "toml" else not _continued(lines, i)
 
 
 def _content(line: str) -> bool:

@@ -27,7 +27,7 @@ from fastapply.anchor import place
 from fastapply.defplace import place_by_definitions
 from fastapply.defs import definitions
 from fastapply.edges import EDGE_DELETION, held_once, inside_file
-from fastapply.keyed import set_keys
+from fastapply.keyed import edge_keys, marked_keys, set_in_place, set_keys
 from fastapply.markers import has_inline_marker, indent_width, marker_lines
 from fastapply.segments import Original, Placement, Segment, is_trivial, starts_inside_block
 from fastapply.syntax import count_errors, get_language
@@ -58,14 +58,19 @@ def merge(original: str, update: str, language: str | None) -> MergeResult:
     snippet = split_lines(update)
     if not any(line.strip() for line in snippet):
         return MergeResult(None, NONE, ("the update is empty",))
-    segments = split(snippet, language, orig.lines)
+    flags = _marker_flags(snippet, language, orig.lines)
+    segments = _segments(snippet, flags)
+    keys = marked_keys(orig.lines, snippet, flags, language) if segments is not None else None
     if segments is None:
         placements, doubts = _unmarked(orig, snippet)
+    elif keys is not None:  # `# ...` / `jobs:` / `  test:` / `    runs-on: macos-latest` / `    # ...`
+        placements, doubts = [Placement(place, place + 1, (line,)) for place, line in keys[0]], keys[1]
     else:
         placements, doubts = _place_all(orig, segments)
     if placements is None:
         return MergeResult(None, NONE, tuple(doubts))
-    doubts += _headless(orig, placements)
+    placements = set_in_place(orig.lines, placements, language)  # `runs-on:` shown and kept: the shown one stays
+    doubts += _headless(orig, placements) + edge_keys(orig.lines, placements, language)
     text = _assemble(orig.lines, placements, original)
     if text is None:
         return MergeResult(None, NONE, tuple(doubts) + ("the snippet's segments overlap in the original",))

@@ -133,6 +133,54 @@ def test_what_is_not_a_path_of_keys(original, update, language, why):
     assert set_keys(split_lines(original), split_lines(update), language) is None, why
 
 
+@pytest.mark.parametrize("original, update, language, old, new", [
+    (CI, "# ...\njobs:\n  test:\n    runs-on: macos-latest\n    # ... existing steps ...\n", "yaml",
+     "test:\n    runs-on: ubuntu", "test:\n    runs-on: macos"),
+    (CI, "# ...\n  lint:\n    runs-on: macos-latest\n    # ...\n", "yaml", "lint:\n    runs-on: ubuntu",
+     "lint:\n    runs-on: macos"),
+    (PYPROJECT, "# ...\n[tool.ruff]\nline-length = 120\n# ...\n", "toml", "100", "120"),
+    (PACKAGE, '// ...\n  "scripts": {\n    "test": "jest --ci"\n    // ...\n  },\n// ...\n', "json", '"jest"',
+     '"jest --ci"'),
+])
+def test_a_key_shown_before_a_marker_takes_the_place_of_the_files_line_the_marker_keeps(original, update, language,
+                                                                                      old, new):
+    """The marker after `runs-on: macos-latest` keeps the job's lines, `runs-on: ubuntu-latest` among them:
+    read as code, the new line is inserted above it, two `runs-on:` keys, and that was certain."""
+    merged = merge(original, update, language)
+    assert (merged.confidence, merged.text) == ("certain", original.replace(old, new))
+
+
+@pytest.mark.parametrize("original, update, language, old, new", [
+    (CI, "# ...\njobs:\n  lint:\n    runs-on: macos-latest\n    # ...\n", "yaml", "lint:\n    runs-on: ubuntu",
+     "lint:\n    runs-on: macos"),  # read as code, the test job between `jobs:` and `lint:` was deleted, certain
+    (PYPROJECT, '# ...\nversion = "2.0"\n# ...\n', "toml", '"1.0"', '"2.0"'),  # as code, it anchored nowhere
+    (PACKAGE, '{\n  "name": "demo-app",\n  // ...\n}\n', "json", '"demo"', '"demo-app"'),
+])
+def test_a_path_of_keys_between_markers_keeps_what_the_markers_and_the_path_leave_out(original, update, language,
+                                                                                    old, new):
+    merged = merge(original, update, language)
+    assert (merged.confidence, merged.text) == ("certain", original.replace(old, new))
+
+
+def test_a_new_key_beside_a_changed_one_before_a_marker_is_merged_as_code_the_changed_one_in_place():
+    """`timeout-minutes:` is no key of the file, so the snippet is no path of keys: merged as code, its two
+    lines are inserted under `lint:`, and `runs-on: macos-latest`, its last, takes the place of the
+    `runs-on:` the marker keeps."""
+    merged = merge(CI, "# ...\n  lint:\n    timeout-minutes: 5\n    runs-on: macos-latest\n    # ...\n", "yaml")
+    assert merged.text == CI.replace("lint:\n    runs-on: ubuntu-latest",
+                                     "lint:\n    timeout-minutes: 5\n    runs-on: macos-latest")
+
+
+def test_a_configuration_snippet_with_markers_that_starts_below_the_files_first_keys_is_not_certain():
+    """No marker above `jobs:`: by the rule for code the few lines above it are deleted (an import the
+    snippet's first lines replace); a configuration's `name:` and `on:` are more likely left unsaid."""
+    merged = merge(CI, "jobs:\n  test:\n    runs-on: macos-latest\n    # ...\n", "yaml")
+    assert merged.confidence == "likely" and "no marker above" in merged.reasons[0]
+    shown = merge(CI, CI.split("jobs:")[0] + "jobs:\n  test:\n    runs-on: macos-latest\n    # ...\n", "yaml")
+    expected = CI.replace("test:\n    runs-on: ubuntu", "test:\n    runs-on: macos")
+    assert (shown.confidence, shown.text) == ("certain", expected)  # the lines above shown: nothing deleted
+
+
 def test_a_ci_workflows_runner_changed_from_the_command_line(tmp_path):
     """End to end: a key path with the lines between left out is written, certain, with no model; a key the
     file lacks makes it no path of keys, and the part is refused under `--engine merge`, the file as it was."""
