@@ -139,8 +139,9 @@ def key_edit(rng: random.Random, text: str, language: str) -> tuple[str, str, st
     configuration change: the headers above the key (each nearest shallower line above it; in TOML and
     INI its section's header; in JSON the root's ``{`` too, and the braces closing them) and the key's
     new line, no marker. ``keys-gap`` where the snippet leaves out lines between those it shows,
-    ``keys-run`` where they are a run of the file's lines. None where the file has no such key (a key
-    under a list item is not)."""
+    ``keys-run`` where they are a run of the file's lines; a third of them ``keys-marked``, a lazy marker
+    after the key's line and one before the path where lines of the file are above it. None where the
+    file has no such key (a key under a list item is not)."""
     lines = text.splitlines(keepends=True)
     content = [i for i, line in enumerate(lines) if line.strip().strip("{}[],") and not line.lstrip().startswith("#")]
     leaves = []
@@ -167,6 +168,12 @@ def key_edit(rng: random.Random, text: str, language: str) -> tuple[str, str, st
     edited = lines[:i] + [new] + lines[i + 1:]
     shown = new.rstrip().removesuffix(",") + "\n" if language == "json" and rng.random() < 0.5 else new  # the
     # last line of an object, as a user writes it, or the file's comma kept
+    if rng.random() < 1 / 3:  # a chat model's way: a lazy marker for what it leaves out around the path
+        mark = "// ...\n" if language == "json" else "# ...\n"
+        before = mark if places[0] > content[0] else ""
+        after = lines[i][:_width(lines[i])] + mark
+        snippet = before + "".join(lines[h] for h in path) + shown + after + closing
+        return "".join(edited), snippet, "keys-marked"
     return "".join(edited), "".join(lines[h] for h in path) + shown + closing, "keys-gap" if gap else "keys-run"
 
 
