@@ -22,11 +22,13 @@ item after it) that is likely, the model decides; where there are none (``[flake
 (``jobs:`` / ``  test:`` / ``    runs-on: macos-latest``, the job's steps and the next job after it),
 they are left out, as for a part of a file (``edges.EDGE_DELETION``), and the reading is certain.
 
-A snippet with markers (``# ...`` after ``    runs-on: macos-latest``) is merged as code is, where the new
-line is inserted and the marker keeps the file's ``runs-on:`` below it: ``set_in_place`` puts the
-snippet's line in the kept one's place. And where such a snippet deletes the file's first (last) keys
-by showing no marker above (below) its code, the rule for code (a few lines at an edge, an import the
-snippet replaces), ``edge_keys`` doubts it.
+A snippet with markers whose other lines are such a path (``# ...`` / ``jobs:`` / ``  lint:`` /
+``    runs-on: macos-latest`` / ``    # ...``) sets its keys the same way (``marked_keys``): merged as code,
+the new line was inserted beside the ``runs-on:`` the marker keeps, and the jobs between ``jobs:`` and
+``lint:`` were deleted. One that is not (a key the file lacks, a list item) is merged as code, and then a
+key line at the end of its code takes the place of the one a marker keeps beyond it (``set_in_place``);
+where it deletes the file's first (last) keys by showing no marker above (below) its code, the rule for
+code (a few lines at an edge, an import the snippet replaces), ``edge_keys`` doubts it.
 
 >>> original = ["jobs:\\n", "  test:\\n", "    runs-on: ubuntu-latest\\n", "    steps:\\n", "      - run: pytest\\n"]
 >>> set_keys(original, ["jobs:\\n", "  test:\\n", "    runs-on: macos-latest\\n"], "yaml")  # steps: and its item
