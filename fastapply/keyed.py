@@ -48,6 +48,8 @@ from fastapply.segments import Placement
 _LANGUAGES = ("yaml", "toml", "json", None)  # None: a file of no known language, read as INI
 _YAML_KEY = re.compile(r"""^\s*("[^"]*"|'[^']*'|[^\s"'#\-?][^:#]*?)\s*:(?:\s+(.*?))?\s*$""")  # `key:` or `key: value`
 _JSON_KEY = re.compile(r'^\s*"((?:[^"\\]|\\.)*)"\s*:\s*(.*?)\s*$')  # `"key": value,` or `"key": {`
+_CSS_DECLARATION = re.compile(r"^\s*(-?[A-Za-z][\w-]*)\s*:\s*([^;{}]*;)\s*$")  # `color: red;`
+_MAPPINGS = ("yaml", "toml", "json", "css")  # whose keys ``set_in_place`` keeps once
 _TOML_HEADER = re.compile(r"^\s*\[\[?\s*([^\[\]]+?)\s*\]\]?\s*(?:#.*)?$")  # `[table]`, `[[array.of.tables]]`
 _Path = list[tuple[int, str, "int | None"]]  # (original line, snippet line, a header's block end or None)
 _INI_KEY = re.compile(r"^\s*([^\s=#;\[][^=]*?)\s*=\s*(.*?)\s*$")  # `key = value`, `KEY=value`
@@ -124,8 +126,10 @@ def set_in_place(original: list[str], placements: list[Placement], language: str
     ``    runs-on: macos-latest`` / ``    # ...``), with the snippet's line in place of the kept one: a
     mapping holds a key once, and the file meant holds the key where it was, valued as the snippet says.
     The snippet's line is the first or last of its code, the kept line beyond it (``_beside``); both
-    one-line values; a JSON line keeps the file's comma. Placements as they are otherwise."""
-    if language not in ("yaml", "toml", "json") or any(b.start < a.end for a, b in zip(placements, placements[1:])):
+    one-line values; a JSON line keeps the file's comma. A CSS rule's declarations the same (``color:
+    red;`` set above the ``color: blue;`` kept below it would lose to it), but a declaration after the one
+    kept above it is left there (it wins, and may be its fallback). Placements as they are otherwise."""
+    if language not in _MAPPINGS or any(b.start < a.end for a, b in zip(placements, placements[1:])):
         return placements  # a file of no known language may hold a key twice (systemd's `After=`)
     merged: list[tuple[str, int | None, tuple[int, int] | None]] = []  # line, kept original line, or snippet's
     pos = 0
@@ -143,7 +147,7 @@ def set_in_place(original: list[str], placements: list[Placement], language: str
         new = [i for i in group if merged[i][2] is not None]
         kept = [i for i in group if merged[i][1] is not None]
         if len(new) == 1 and len(kept) == 1 and all(_one_line_at(lines, i, language) for i in (*new, *kept)) \
-                and _beside(placements, merged[new[0]][2], merged[kept[0]][1], len(original)):
+                and _beside(placements, merged[new[0]][2], merged[kept[0]][1], len(original), language != "css"):
             line, j = lines[new[0]], merged[kept[0]][1]
             if language == "json":
                 line = line.rstrip().removesuffix(",") + ("," if original[j].rstrip().endswith(",") else "") + "\n"
@@ -181,25 +185,27 @@ def edge_keys(original: list[str], placements: list[Placement], language: str | 
     return doubts
 
 
-def _beside(placements: list[Placement], new: tuple[int, int], kept: int, length: int) -> bool:
+def _beside(placements: list[Placement], new: tuple[int, int], kept: int, length: int, above: bool = True) -> bool:
     """Whether the snippet's line ``new`` (placement, line) is its placement's last line, and the file's line
-    ``kept`` among those kept after it (a marker below it keeps them), or its first and ``kept`` before it:
-    a line inside the snippet's code, with lines of the file shown after it, is where the snippet puts it."""
+    ``kept`` among those kept after it (a marker below it keeps them), or (``above``) its first and ``kept``
+    before it: a line inside the snippet's code, with lines of the file shown after it, is where the
+    snippet puts it."""
     n, k = new
     shown = [i for i, line in enumerate(placements[n].lines) if line.strip()]
     after = placements[n + 1].start if n + 1 < len(placements) else length
     before = placements[n - 1].end if n else 0
     return (k == shown[-1] and placements[n].end <= kept < after
-            or k == shown[0] and before <= kept < placements[n].start)
+            or above and k == shown[0] and before <= kept < placements[n].start)
 
 
 def _scoped_keys(lines: list[str], language: str | None):
-    """(line, (its header lines, its indent, its key)) for each key line of a file: YAML's and JSON's
-    headers the nearest shallower lines above it, each in turn; TOML's and INI's its section's header."""
-    if language in ("yaml", "json"):
+    """(line, (its header lines, its indent, its key)) for each key line of a file: YAML's, JSON's and
+    CSS's headers the nearest shallower lines above it, each in turn (a CSS rule's selector); TOML's its
+    section's header."""
+    if language in ("yaml", "json", "css"):
         stack: list[tuple[int, int]] = []  # (indent, line) of the lines above, each shallower
         for i, line in enumerate(lines):
-            if not line.strip() or line.lstrip().startswith(("#", "//")):
+            if not line.strip() or line.lstrip().startswith(("#", "//", "/*")):
                 continue  # a JSON object's `{` and a YAML document's `---` open a scope of their own
             width = indent_width(line)
             while stack and stack[-1][0] >= width:
@@ -219,6 +225,8 @@ def _scoped_keys(lines: list[str], language: str | None):
 
 def _one_line_at(lines: list[str], i: int, language: str | None) -> bool:
     """Whether the key line ``lines[i]`` holds its whole value (no block under it, nothing continued)."""
+    if language == "css":
+        return True  # a declaration ends with its `;`
     if language in ("yaml", "json"):
         under = range(i + 1, _block_end(lines, i))
         return not _entry(lines[i], language)[2] and not any(_content(lines[j]) for j in under)
@@ -242,6 +250,9 @@ def _entry(line: str, language: str) -> tuple[str, str, bool] | None:
     if language == "yaml":
         entry = _YAML_KEY.match(line)
         return (entry.group(1), entry.group(2) or "", not entry.group(2)) if entry else None
+    if language == "css":
+        entry = _CSS_DECLARATION.match(line)
+        return (entry.group(1).lower(), entry.group(2), False) if entry else None
     entry = _JSON_KEY.match(line)
     if entry is None:
         return None

@@ -171,6 +171,16 @@ def test_a_new_key_beside_a_changed_one_before_a_marker_is_merged_as_code_the_ch
                                      "lint:\n    timeout-minutes: 5\n    runs-on: macos-latest")
 
 
+def test_a_css_declaration_set_above_a_marker_takes_the_place_of_the_one_the_marker_keeps():
+    """Merged as code, `color: red;` went in above the `color: blue;` the marker keeps, which wins over it:
+    the edit did nothing, certain. Set after the one kept above it, it wins, and may be its fallback: left."""
+    css = ".btn {\n  color: blue;\n  padding: 4px 8px;\n  border: 1px solid #ccc;\n}\n\n.link {\n  color: gray;\n}\n"
+    merged = merge(css, "/* ... */\n.btn {\n  color: red;\n  /* ... */\n}\n/* ... */\n", "css")
+    assert (merged.confidence, merged.text) == ("certain", css.replace("blue", "red"))
+    after = merge(css, "/* ... */\n.btn {\n  /* ... */\n  color: red;\n}\n/* ... */\n", "css")
+    assert after.text == css.replace("#ccc;\n}", "#ccc;\n  color: red;\n}")
+
+
 def test_a_configuration_snippet_with_markers_that_starts_below_the_files_first_keys_is_not_certain():
     """No marker above `jobs:`: by the rule for code the few lines above it are deleted (an import the
     snippet's first lines replace); a configuration's `name:` and `on:` are more likely left unsaid."""
