@@ -38,7 +38,7 @@ code (a few lines at an edge, an import the snippet replaces), ``edge_keys`` dou
 from __future__ import annotations
 
 import re
-
+from collections.abc import Iterator
 from dataclasses import replace
 
 from fastapply.edges import EDGE_DELETION
@@ -198,7 +198,7 @@ def _beside(placements: list[Placement], new: tuple[int, int], kept: int, length
             or above and k == shown[0] and before <= kept < placements[n].start)
 
 
-def _scoped_keys(lines: list[str], language: str | None):
+def _scoped_keys(lines: list[str], language: str | None) -> Iterator[tuple[int, tuple]]:
     """(line, (its header lines, its indent, its key)) for each key line of a file: YAML's, JSON's and
     CSS's headers the nearest shallower lines above it, each in turn (a CSS rule's selector); TOML's its
     section's header."""
