@@ -45,11 +45,12 @@ from fastapply.edges import EDGE_DELETION
 from fastapply.markers import indent_width
 from fastapply.segments import Placement
 
-_LANGUAGES = ("yaml", "toml", "json", None)  # None: a file of no known language, read as INI
+_CONFIG = ("yaml", "toml", "json")  # configuration languages fastapply parses
+_LANGUAGES = (*_CONFIG, None)  # read as paths of keys; None: a file of no known language, read as INI
 _YAML_KEY = re.compile(r"""^\s*("[^"]*"|'[^']*'|[^\s"'#\-?][^:#]*?)\s*:(?:\s+(.*?))?\s*$""")  # `key:` or `key: value`
 _JSON_KEY = re.compile(r'^\s*"((?:[^"\\]|\\.)*)"\s*:\s*(.*?)\s*$')  # `"key": value,` or `"key": {`
 _CSS_DECLARATION = re.compile(r"^\s*(-?[A-Za-z][\w-]*)\s*:\s*([^;{}]*;)\s*$")  # `color: red;`
-_MAPPINGS = ("yaml", "toml", "json", "css")  # whose keys ``set_in_place`` keeps once
+_MAPPINGS = (*_CONFIG, "css")  # whose keys ``set_in_place`` keeps once
 _TOML_HEADER = re.compile(r"^\s*\[\[?\s*([^\[\]]+?)\s*\]\]?\s*(?:#.*)?$")  # `[table]`, `[[array.of.tables]]`
 _Path = list[tuple[int, str, "int | None"]]  # (original line, snippet line, a header's block end or None)
 _INI_KEY = re.compile(r"^\s*([^\s=#;\[][^=]*?)\s*=\s*(.*?)\s*$")  # `key = value`, `KEY=value`
@@ -82,7 +83,7 @@ def marked_keys(original: list[str], snippet: list[str], markers: list[bool],
     lines a marker stands for are kept, and so are those between the headers of the path (read as code,
     a segment deletes them: ``jobs:`` / ``  test:`` deleted the jobs between). Doubts where no marker is
     above (below) its first (last) line and the file has lines there: read as code, those are deleted."""
-    if language not in ("yaml", "toml", "json"):
+    if language not in _CONFIG:
         return None
     read = _read(original, [line for line, marker in zip(snippet, markers) if not marker], language)
     if read is None:
@@ -149,9 +150,7 @@ def set_in_place(original: list[str], placements: list[Placement], language: str
         if len(new) == 1 and len(kept) == 1 and all(_one_line_at(lines, i, language) for i in (*new, *kept)) \
                 and _beside(placements, merged[new[0]][2], merged[kept[0]][1], len(original), language != "css"):
             line, j = lines[new[0]], merged[kept[0]][1]
-            if language == "json":
-                line = line.rstrip().removesuffix(",") + ("," if original[j].rstrip().endswith(",") else "") + "\n"
-            moves[merged[new[0]][2]] = (j, line)
+            moves[merged[new[0]][2]] = (j, _restyled(line, original[j], language))
     if not moves:
         return placements
     out = [replace(placement, lines=tuple(line for k, line in enumerate(placement.lines) if (n, k) not in moves))
@@ -165,7 +164,7 @@ def edge_keys(original: list[str], placements: list[Placement], language: str | 
     (after) the snippet's first (last) line, putting nothing in their place: a snippet with markers that
     shows no marker above ``jobs:`` deletes ``name:`` and ``on:`` by the rule for code (a few lines at an
     edge, an import the snippet replaces), where a configuration's snippet more likely leaves them unsaid."""
-    if language not in ("yaml", "toml", "json") or not placements:
+    if language not in _CONFIG or not placements:
         return []
     doubts = []
     first, last = placements[0], placements[-1]
@@ -296,12 +295,10 @@ def _indented_path(original: list[str], shown: list[str], language: str) -> _Pat
             if original[place].rstrip() != line.rstrip():
                 return None
             stack.append((width, place))
-        elif _entry(original[place], language)[2] or any(
-                _content(original[j]) for j in range(place + 1, _block_end(original, place))):
+        elif not _one_line_at(original, place, language):
             return None  # the file's value is a block (a list, a mapping, `|` text): not one line replaced
-        elif language == "json":  # the file's comma after the value, whether the snippet shows one or not
-            line = line.rstrip().removesuffix(",") + ("," if original[place].rstrip().endswith(",") else "") + "\n"
-        found.append((place, line, None if leaf else _block_end(original, place)))
+        found.append((place, _restyled(line, original[place], language) if leaf else line,
+                      None if leaf else _block_end(original, place)))
     return found
 
 
@@ -338,8 +335,7 @@ def _section_path(original: list[str], shown: list[str], language: str | None) -
                   and (other := _key_value(original[j], language)) and other[0] == entry[0]]
         if len(places) != 1:
             return None
-        value = _key_value(original[places[0]], language)[1]
-        if not _one_line(value) if language == "toml" else _continued(original, places[0]):
+        if not _one_line_at(original, places[0], language):
             return None
         found.append((places[0], line, None))
     return found
@@ -351,6 +347,14 @@ def _key_value(line: str, language: str | None) -> tuple[str, str] | None:
     if entry is None:
         return None
     return (_toml_key(entry.group(1)) if language == "toml" else entry.group(1)), entry.group(2)
+
+
+def _restyled(line: str, kept: str, language: str | None) -> str:
+    """A snippet's key line as it replaces the file's line ``kept``: in JSON with the comma after its value
+    that ``kept`` has, whether the snippet shows one or not."""
+    if language != "json":
+        return line
+    return line.rstrip().removesuffix(",") + ("," if kept.rstrip().endswith(",") else "") + "\n"
 
 
 def _continued(original: list[str], line: int) -> bool:

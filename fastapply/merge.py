@@ -60,11 +60,10 @@ def merge(original: str, update: str, language: str | None) -> MergeResult:
         return MergeResult(None, NONE, ("the update is empty",))
     flags = _marker_flags(snippet, language, orig.lines)
     segments = _segments(snippet, flags)
-    keys = marked_keys(orig.lines, snippet, flags, language) if segments is not None else None
     if segments is None:
         placements, doubts = _unmarked(orig, snippet)
-    elif keys is not None:  # `# ...` / `jobs:` / `  test:` / `    runs-on: macos-latest` / `    # ...`
-        placements, doubts = [Placement(place, place + 1, (line,)) for place, line in keys[0]], keys[1]
+    elif (keys := marked_keys(orig.lines, snippet, flags, language)) is not None:  # `# ...` / `jobs:` / ...
+        placements, doubts = _replacing(keys[0]), keys[1]
     else:
         placements, doubts = _place_all(orig, segments)
     if placements is None:
@@ -201,8 +200,8 @@ def _unmarked(orig: Original, snippet: list[str]) -> tuple[list[Placement] | Non
     text = "".join(snippet)
     original_top = {(d.kind, d.name) for d in orig.defs() if not d.scope}
     snippet_top = {(d.kind, d.name) for d in definitions(text, orig.language) if not d.scope}
-    if original_top <= snippet_top and kept >= 0.5 and not inside and count_errors(text, orig.language) <= count_errors(
-            "".join(orig.lines), orig.language):
+    whole_reads = original_top <= snippet_top and kept >= 0.5 and not inside
+    if whole_reads and count_errors(text, orig.language) <= count_errors("".join(orig.lines), orig.language):
         return [Placement(0, len(orig.lines), whole.lines)], []
     by_defs = place_by_definitions(Segment(whole.lines, 0, 0), 0, orig, 0, len(orig.lines))
     if by_defs is not None:
@@ -228,7 +227,12 @@ def _keyed(orig: Original, snippet: list[str], keys: tuple[list[tuple[int, str]]
         doubts.append(_KEYS_OR_WHOLE)
     if doubts and orig.language is None:
         doubts.append(_NO_PARSER)
-    return [Placement(place, place + 1, (line,)) for place, line in changes], doubts
+    return _replacing(changes), doubts
+
+
+def _replacing(changes: list[tuple[int, str]]) -> list[Placement]:
+    """Placements that each replace one original line (a key's, ``keyed.py``) with the line given."""
+    return [Placement(place, place + 1, (line,)) for place, line in changes]
 
 
 def _part(orig: Original, snippet: list[str]) -> tuple[Placement, bool] | None:
