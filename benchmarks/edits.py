@@ -142,17 +142,20 @@ def key_edit(rng: random.Random, text: str, language: str) -> tuple[str, str, st
     ``keys-run`` where they are a run of the file's lines; a third of them ``keys-marked``, a lazy marker
     after the key's line and one before the path where lines of the file are above it. None where the
     file has no such key (a key under a list item is not)."""
+    from fastapply.markers import indent_width
+
     lines = text.splitlines(keepends=True)
     content = [i for i, line in enumerate(lines) if line.strip().strip("{}[],") and not line.lstrip().startswith("#")]
     leaves = []
     for n, i in enumerate(content):
-        deeper = n + 1 < len(content) and _width(lines[content[n + 1]]) > _width(lines[i])
+        deeper = n + 1 < len(content) and indent_width(lines[content[n + 1]]) > indent_width(lines[i])
         if language in ("toml", OTHER):  # a file of no known language read as INI (a systemd unit, `.env`)
             key = re.match(_SECTION_LEAF[language], lines[i]) and not (language == OTHER and deeper)
             path = [h for h in content[:n] if lines[h].startswith("[")][-1:] if key else None
         else:
             key = re.match(_LEAF[language], lines[i].rstrip("\n"))
-            path = _parents(lines, content[:n], _width(lines[i]), _HEADER[language]) if key and not deeper else None
+            path = (_parents(lines, content[:n], indent_width(lines[i]), _HEADER[language])
+                    if key and not deeper else None)
         if path is not None:
             leaves.append((path, i))
     if not leaves:
@@ -164,14 +167,14 @@ def key_edit(rng: random.Random, text: str, language: str) -> tuple[str, str, st
         path = [root] + path
     places = path + [i]
     gap = any(j in content for a, b in zip(places, places[1:]) for j in range(a + 1, b))
-    closing = "".join(lines[h][:_width(lines[h])] + "}\n" for h in reversed(path)) if language == "json" else ""
+    closing = "".join(lines[h][:indent_width(lines[h])] + "}\n" for h in reversed(path)) if language == "json" else ""
     edited = lines[:i] + [new] + lines[i + 1:]
     shown = new.rstrip().removesuffix(",") + "\n" if language == "json" and rng.random() < 0.5 else new  # the
     # last line of an object, as a user writes it, or the file's comma kept
     if rng.random() < 1 / 3:  # a chat model's way: a lazy marker for what it leaves out around the path
         mark = "// ...\n" if language == "json" else "# ...\n"
         before = mark if places[0] > content[0] else ""
-        after = lines[i][:_width(lines[i])] + mark
+        after = lines[i][:indent_width(lines[i])] + mark
         snippet = before + "".join(lines[h] for h in path) + shown + after + closing
         return "".join(edited), snippet, "keys-marked"
     return "".join(edited), "".join(lines[h] for h in path) + shown + closing, "keys-gap" if gap else "keys-run"
@@ -184,20 +187,18 @@ _LEAF = {"yaml": r"^( *)[A-Za-z_][\w.-]*: +([^\s|>#&*!][^#]*)$",
 _HEADER = {"yaml": r"^ *[A-Za-z_][\w.-]*:\s*$", "json": r'^ *"[^"]*": *\{\s*$'}
 
 
-def _width(line: str) -> int:
-    return len(line) - len(line.lstrip(" "))
-
-
 def _parents(lines: list[str], above: list[int], width: int, header: str) -> list[int] | None:
     """The lines of the keys a line at ``width`` is under (nearest shallower line above, each in turn),
     or None where one is not a plain header (``key:``, ``"key": {``: not a list item, a block of text)."""
+    from fastapply.markers import indent_width
+
     parents: list[int] = []
     for j in reversed(above):
-        if _width(lines[j]) < width:
+        if indent_width(lines[j]) < width:
             if not re.match(header, lines[j]):
                 return None
             parents.insert(0, j)
-            width = _width(lines[j])
+            width = indent_width(lines[j])
     return parents
 
 
