@@ -142,9 +142,51 @@ def key_edit(rng: random.Random, text: str, language: str) -> tuple[str, str, st
     ``keys-run`` where they are a run of the file's lines; a third of them ``keys-marked``, a lazy marker
     after the key's line and one before the path where lines of the file are above it. None where the
     file has no such key (a key under a list item is not)."""
+    lines = text.splitlines(keepends=True)
+    content, leaves = _key_leaves(lines, language)
+    if not leaves:
+        return None
+    path, i = rng.choice(leaves)
+    new = _new_value(lines[i])
+    edited = lines[:i] + [new] + lines[i + 1:]
+    shown = new.rstrip().removesuffix(",") + "\n" if language == "json" and rng.random() < 0.5 else new  # the
+    # last line of an object, as a user writes it, or the file's comma kept
+    return "".join(edited), *_key_snippet(rng, lines, language, content, path, i, shown, "keys")
+
+
+def new_key_edit(rng: random.Random, text: str, language: str) -> tuple[str, str, str] | None:
+    """(edited text, snippet, kind) as ``key_edit``, but a key the file lacks (``fastapply_added``, a
+    one-line value) added after one of the file's keys, and the snippet the path to that key, its line as
+    the edited file has it (in JSON with the comma the new key after it needs) and the new key's line
+    (half of JSON's shown without its comma): ``new-key-gap``, ``new-key-run``, a third ``new-key-marked``
+    (a marker after the new line). None where the file has no such key, or has that name already."""
+    lines = text.splitlines(keepends=True)
+    content, leaves = _key_leaves(lines, language)
+    if not leaves or "fastapply_added" in text:
+        return None
+    path, i = rng.choice(leaves)
+    indent = lines[i][:len(lines[i]) - len(lines[i].lstrip())]
+    end = "\n" if lines[i].endswith("\n") else ""
+    sibling = lines[i]
+    if language == "json":
+        last = not lines[i].rstrip().endswith(",")
+        sibling = lines[i].rstrip() + ("," if last else "") + "\n"
+        new = f'{indent}"fastapply_added": "added"' + ("" if last else ",") + end
+    else:
+        new = indent + ("fastapply_added: added" if language == "yaml" else 'fastapply_added = "added"'
+                        if language == "toml" else "fastapply_added = added") + end
+    edited = lines[:i] + [sibling, new] + lines[i + 1:]
+    shown = new.rstrip().removesuffix(",") + "\n" if language == "json" and rng.random() < 0.5 else new
+    if not shown.endswith("\n"):
+        shown += "\n"
+    return "".join(edited), *_key_snippet(rng, lines, language, content, path, i, sibling + shown, "new-key")
+
+
+def _key_leaves(lines: list[str], language: str) -> tuple[list[int], list[tuple[list[int], int]]]:
+    """The lines of a file that are neither blank, nor brackets, nor comments; and its keys with one-line
+    values, each with the lines of the headers above it (``_parents``; TOML's and INI's section header)."""
     from fastapply.markers import indent_width
 
-    lines = text.splitlines(keepends=True)
     content = [i for i, line in enumerate(lines) if line.strip().strip("{}[],") and not line.lstrip().startswith("#")]
     leaves = []
     for n, i in enumerate(content):
@@ -158,26 +200,28 @@ def key_edit(rng: random.Random, text: str, language: str) -> tuple[str, str, st
                     if key and not deeper else None)
         if path is not None:
             leaves.append((path, i))
-    if not leaves:
-        return None
-    path, i = rng.choice(leaves)
-    new = _new_value(lines[i])
+    return content, leaves
+
+
+def _key_snippet(rng: random.Random, lines: list[str], language: str, content: list[int], path: list[int], i: int,
+                 shown: str, name: str) -> tuple[str, str]:
+    """(snippet, kind) for a path to the key at line ``i``: the headers above it (JSON's root too), its lines
+    as ``shown``, the braces closing them; ``-gap``, ``-run`` or, a third, ``-marked`` (a marker after
+    ``shown``, one before the path where the file has lines above it)."""
+    from fastapply.markers import indent_width
+
     root = next(j for j, line in enumerate(lines) if line.strip())
     if language == "json" and lines[root].strip() == "{":
         path = [root] + path
     places = path + [i]
     gap = any(j in content for a, b in zip(places, places[1:]) for j in range(a + 1, b))
     closing = "".join(lines[h][:indent_width(lines[h])] + "}\n" for h in reversed(path)) if language == "json" else ""
-    edited = lines[:i] + [new] + lines[i + 1:]
-    shown = new.rstrip().removesuffix(",") + "\n" if language == "json" and rng.random() < 0.5 else new  # the
-    # last line of an object, as a user writes it, or the file's comma kept
     if rng.random() < 1 / 3:  # a chat model's way: a lazy marker for what it leaves out around the path
         mark = "// ...\n" if language == "json" else "# ...\n"
         before = mark if places[0] > content[0] else ""
         after = lines[i][:indent_width(lines[i])] + mark
-        snippet = before + "".join(lines[h] for h in path) + shown + after + closing
-        return "".join(edited), snippet, "keys-marked"
-    return "".join(edited), "".join(lines[h] for h in path) + shown + closing, "keys-gap" if gap else "keys-run"
+        return before + "".join(lines[h] for h in path) + shown + after + closing, f"{name}-marked"
+    return "".join(lines[h] for h in path) + shown + closing, f"{name}-gap" if gap else f"{name}-run"
 
 
 _SECTION_LEAF = {"toml": r"^[A-Za-z_][\w.-]* *= *([^\[{\s\"'][^\[{]*|\"[^\"]*\"|'[^']*')\s*$",

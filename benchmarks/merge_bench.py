@@ -27,7 +27,8 @@ it is: a README's section, a class without its imports, ``edits.region_edit``): 
 with ``--keys``, the YAML, TOML and JSON files only (with ``--other``, files of no known language too,
 read as INI), each snippet the path to one key whose value changed (the headers above it and its new
 line, ``edits.key_edit``; by kind: ``keys-gap`` where it leaves out lines between those it shows,
-``keys-run`` where they are a run of the file's lines): ``merge-keys.json``.
+``keys-run`` where they are a run of the file's lines): ``merge-keys.json``; with ``--new-keys``, the path
+to a key the file lacks, added after one of its keys (``edits.new_key_edit``): ``merge-new-keys.json``.
 
 With ``--known``, the edits are tasks in the eval suite's schema (the suite, the training set): each
 update is merged into its original and compared with the task's expected file; the same figures by
@@ -56,7 +57,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from edits import OTHER, block_edit, corpus, key_edit, random_edit, region_edit, sources  # noqa: E402
+from edits import OTHER, block_edit, corpus, key_edit, new_key_edit, random_edit, region_edit, sources  # noqa: E402
 
 from fastapply.bench import cpu_model  # noqa: E402
 from fastapply.engine import merge_edit  # noqa: E402
@@ -70,20 +71,23 @@ SOURCES_RESULTS = RESULTS.with_name("merge-languages.json")
 BLOCKS_RESULTS = RESULTS.with_name("merge-blocks.json")
 REGIONS_RESULTS = RESULTS.with_name("merge-regions.json")
 KEYS_RESULTS = RESULTS.with_name("merge-keys.json")
+NEW_KEYS_RESULTS = RESULTS.with_name("merge-new-keys.json")
 ALONE = {"blocks": block_edit, "regions": region_edit}  # snippets of one changed part alone, no marker
-KEYED = ("yaml", "toml", "json")  # the languages of ``--keys`` (``edits.key_edit``, told the language)
+KEY_EDITS = {"keys": key_edit, "new-keys": new_key_edit}  # paths of keys, told the language
+KEYED = ("yaml", "toml", "json")  # the languages of ``--keys`` and ``--new-keys``
 
 
 def run(n_edits: int, seed: int, js_share: float, replay: int, dirs: list[Path] | None = None,
         alone: str | None = None, other: bool = False) -> dict:
     """``n_edits`` generated edits: of Python and JavaScript (``js_share`` of them) files, or with ``dirs``,
     of the files under them, each language drawn as often; with ``alone`` (a key of ``ALONE``, or
-    ``"keys"``: the path to a key whose value changed, in the files of ``KEYED``), each snippet is a
+    of ``KEY_EDITS``: the path to a key whose value changed, or to a new key, in the files of ``KEYED``), each
+    snippet is a
     changed part alone, with no marker; with ``other``, files of no language fastapply knows too
     (``edits.OTHER``), merged with no parser."""
     rng = random.Random(seed)
     files = sources(dirs, other=other) if dirs else {"python": corpus("python"), "javascript": corpus("javascript")}
-    if alone == "keys":  # with ``other``, the files of no known language too, read as INI
+    if alone in KEY_EDITS:  # with ``other``, the files of no known language too, read as INI
         files = {language: found for language, found in files.items() if language in KEYED or language == OTHER}
     if not dirs and not files["javascript"]:
         js_share = 0.0
@@ -99,7 +103,7 @@ def run(n_edits: int, seed: int, js_share: float, replay: int, dirs: list[Path] 
         text = texts.setdefault(path, path.read_text("utf-8"))
         code = None if language == OTHER else language  # the language the merge is told
         if alone:
-            drawn = key_edit(rng, text, language) if alone == "keys" else ALONE[alone](rng, text)
+            drawn = KEY_EDITS[alone](rng, text, language) if alone in KEY_EDITS else ALONE[alone](rng, text)
             edited, snippet, kind = drawn or (text, "", "")
             context = 0
         else:
@@ -272,7 +276,7 @@ def show(report: dict) -> None:
         table.add_column(column, justify="right" if column != "slice" else "left")
     slices = [("all", report["all"])] + list(report["by_language"].items()) + [
         (f"context {c}", f) for c, f in report["by_context"].items()] + (
-        [(kind, f) for kind, f in report["by_kind"].items() if kind.startswith("keys-")])
+        [(kind, f) for kind, f in report["by_kind"].items() if kind.startswith(("keys-", "new-key-"))])
     for name, f in slices:
         precision = f"{100 * f['precision_certain']:.2f}%" if f["precision_certain"] is not None else "-"
         table.add_row(name, str(f["edits"]), str(f["certain"]), precision, f"{100 * f['share_certain']:.1f}%",
@@ -338,6 +342,9 @@ def main() -> None:
     parser.add_argument("--keys", action="store_true",
                         help="with --sources: YAML, TOML and JSON files only, each snippet the path to a key whose "
                              "value changed (the headers above it and its new line), with no marker")
+    parser.add_argument("--new-keys", action="store_true",
+                        help="as --keys, but each snippet the path to a key the file lacks, added after one of "
+                             "its keys")
     parser.add_argument("--other", action="store_true",
                         help="with --sources: files of no language fastapply knows too (a Dockerfile, a .conf), "
                              "merged with no parser, as 'other'")
@@ -353,17 +360,19 @@ def main() -> None:
     args = parser.parse_args()
     if (args.merges or args.against) and not args.known:
         parser.error("--merges and --against go with --known")
-    if (args.blocks or args.regions or args.keys or args.other) and not args.sources:
-        parser.error("--blocks, --regions, --keys and --other go with --sources")
-    if args.blocks + args.regions + args.keys > 1:
-        parser.error("one of --blocks, --regions and --keys")
-    alone = "blocks" if args.blocks else "regions" if args.regions else "keys" if args.keys else None
+    if (args.blocks or args.regions or args.keys or args.new_keys or args.other) and not args.sources:
+        parser.error("--blocks, --regions, --keys, --new-keys and --other go with --sources")
+    if args.blocks + args.regions + args.keys + args.new_keys > 1:
+        parser.error("one of --blocks, --regions, --keys and --new-keys")
+    alone = ("blocks" if args.blocks else "regions" if args.regions else "keys" if args.keys
+             else "new-keys" if args.new_keys else None)
     if args.known:
         report = run_known(args.known, args.merges, args.against)
         out = args.out or KNOWN_RESULTS
     else:
         report = run(args.edits, args.seed, args.js_share, args.replay, args.sources, alone, args.other)
-        out = args.out or {"blocks": BLOCKS_RESULTS, "regions": REGIONS_RESULTS, "keys": KEYS_RESULTS}.get(
+        out = args.out or {"blocks": BLOCKS_RESULTS, "regions": REGIONS_RESULTS, "keys": KEYS_RESULTS,
+                           "new-keys": NEW_KEYS_RESULTS}.get(
             alone, SOURCES_RESULTS if args.sources else RESULTS)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(report, indent=2) + "\n")
