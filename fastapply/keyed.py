@@ -9,8 +9,13 @@ parsers keep one of them), so each such line replaces the line of its key under 
 read as a part of the file the snippet would add a second ``runs-on:`` beside the first. The reading
 holds where every line of the snippet is a key of the file (JSON's braces aside): a header (a key whose
 value is the block under it, a section) found once under the header above it, or a one-line ``key:
-value`` whose key is found once there; at least one value changes. A JSON line keeps the file's comma
-after it.
+value`` whose key is found once there; or a new key with a one-line value under a header shown (or after
+a key shown), which goes in after the key shown above it, else first under its header (``jobs:`` /
+``  lint:`` / ``    timeout-minutes: 5``; ``"scripts": {`` / ``"lint": "eslint ."``). At least one value
+changes or one key is new. A JSON line keeps the file's comma after it, or gets the one its object needs.
+A new key that may rename one the snippet does not show (its value, or a key spelt alike) is a doubt; one
+shown where the file has lines the snippet leaves out (``a:`` / ``new:`` / ``c:`` where the file has ``b:``
+between) most likely replaces them, and the snippet is read as a part of the file or as code.
 
 The lines the snippet leaves out are kept. That is certain where it leaves out lines between the lines it
 shows (``services:`` shown above ``  db:`` with ``web``'s lines left out): its author leaves lines out
@@ -25,351 +30,330 @@ they are left out, as for a part of a file (``edges.EDGE_DELETION``), and the re
 A snippet with markers whose other lines are such a path (``# ...`` / ``jobs:`` / ``  lint:`` /
 ``    runs-on: macos-latest`` / ``    # ...``) sets its keys the same way (``marked_keys``): merged as code,
 the new line was inserted beside the ``runs-on:`` the marker keeps, and the jobs between ``jobs:`` and
-``lint:`` were deleted. One that is not (a key the file lacks, a list item) is merged as code, and then a
-key line at the end of its code takes the place of the one a marker keeps beyond it (``set_in_place``);
-where it deletes the file's first (last) keys by showing no marker above (below) its code, the rule for
-code (a few lines at an edge, an import the snippet replaces), ``edge_keys`` doubts it.
+``lint:`` were deleted; a new key after a marker goes at the end of its block. One that is not (a block the
+file lacks, a list item) is merged as code (``keymerge.py``). The lines themselves, which are keys and
+where their blocks end, are ``keylines.py``'s.
 
 >>> original = ["jobs:\\n", "  test:\\n", "    runs-on: ubuntu-latest\\n", "    steps:\\n", "      - run: pytest\\n"]
->>> set_keys(original, ["jobs:\\n", "  test:\\n", "    runs-on: macos-latest\\n"], "yaml")  # steps: and its item
-([(2, '    runs-on: macos-latest\\n')], False)
+>>> placements, doubts = set_keys(original, ["jobs:\\n", "  test:\\n", "    runs-on: macos-latest\\n"], "yaml")
+>>> [(p.start, p.end, p.lines) for p in placements], doubts[0][:44]  # steps: and its item after it: a doubt
+([(2, 3, ('    runs-on: macos-latest\\n',))], "the snippet sets keys on a run of the file's")
+>>> placements, doubts = set_keys(original, ["jobs:\\n", "  test:\\n", "    timeout-minutes: 5\\n"], "yaml")
+>>> [(p.start, p.end, p.lines) for p in placements]  # first under `test:`
+[(2, 2, ('    timeout-minutes: 5\\n',))]
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
-from dataclasses import replace
+from difflib import SequenceMatcher
+from typing import NamedTuple
 
 from fastapply.edges import EDGE_DELETION
+from fastapply.keylines import (CONFIG, TOML_HEADER, block_end, children_end, closes, is_brackets, is_content,
+                                key_entry, key_value, one_line_at, one_line_value, restyled)
 from fastapply.markers import indent_width
 from fastapply.segments import Placement
 
-_CONFIG = ("yaml", "toml", "json")  # configuration languages fastapply parses
-_LANGUAGES = (*_CONFIG, None)  # read as paths of keys; None: a file of no known language, read as INI
-_YAML_KEY = re.compile(r"""^\s*("[^"]*"|'[^']*'|[^\s"'#\-?][^:#]*?)\s*:(?:\s+(.*?))?\s*$""")  # `key:` or `key: value`
-_JSON_KEY = re.compile(r'^\s*"((?:[^"\\]|\\.)*)"\s*:\s*(.*?)\s*$')  # `"key": value,` or `"key": {`
-_CSS_DECLARATION = re.compile(r"^\s*(-?[A-Za-z][\w-]*)\s*:\s*([^;{}]*;)\s*$")  # `color: red;`
-_MAPPINGS = (*_CONFIG, "css")  # whose keys ``set_in_place`` keeps once
-_TOML_HEADER = re.compile(r"^\s*\[\[?\s*([^\[\]]+?)\s*\]\]?\s*(?:#.*)?$")  # `[table]`, `[[array.of.tables]]`
-_Path = list[tuple[int, str, "int | None"]]  # (original line, snippet line, a header's block end or None)
-_INI_KEY = re.compile(r"^\s*([^\s=#;\[][^=]*?)\s*=\s*(.*?)\s*$")  # `key = value`, `KEY=value`
-_TOML_KEY = re.compile(r"""^\s*((?:"[^"]*"|'[^']*'|[\w-]+)(?:\s*\.\s*(?:"[^"]*"|'[^']*'|[\w-]+))*)\s*=\s*(.*?)\s*$""")
+_LANGUAGES = (*CONFIG, None)  # read as paths of keys; None: a file of no known language, read as INI
+_RUN = ("the snippet sets keys on a run of the file's lines; the lines after it were kept, though it may be their "
+        "block as it should be, those lines deleted")
 
 
-def set_keys(original: list[str], snippet: list[str],
-             language: str | None) -> tuple[list[tuple[int, str]], bool] | None:
-    """The original lines a snippet of keys replaces, (index, new line) in order, and whether that is
-    certain: it leaves out lines between those it shows; or, read as the blocks of the headers it shows as
-    they should be (the whole file where it shows none), it would delete no line, or more than a snippet
-    may delete with no marker (``EDGE_DELETION``: more is left out, not deleted). None where the snippet
-    is not such a path of keys in this file, or changes no value."""
+def set_keys(original: list[str], snippet: list[str], language: str | None) -> tuple[list[Placement], list[str]] | None:
+    """The placements of a snippet of keys (each key's line replaced, each new key's line inserted), and the
+    doubts: none where it leaves out lines between those it shows, or, read as the blocks of the headers it
+    shows as they should be (the whole file where it shows none), it would delete no line, or more than a
+    snippet may delete with no marker (``EDGE_DELETION``: more is left out, not deleted). None where the
+    snippet is not such a path of keys in this file, or changes nothing."""
     read = _read(original, snippet, language)
     if read is None:
         return None
-    found, changes = read
-    places = [place for place, _, _ in found]
-    gap = any(_content(original[j]) for a, b in zip(places, places[1:]) for j in range(a + 1, b))
-    ends = [end for _, _, end in found if end is not None]  # the blocks of the headers shown (else the file)
-    around = range(places[-1] + 1, max(ends)) if ends else [*range(places[0]), *range(places[-1] + 1, len(original))]
-    deleted = sum(_content(original[j]) for j in around)  # by the blocks read as they should be
-    return changes, gap or deleted == 0 or deleted > EDGE_DELETION
+    steps, placements, doubts = read
+    gap = any(is_content(original[j]) for a, b in zip(steps, steps[1:]) for j in range(_after_step(a), b.place))
+    ends = [step.end for step in steps if step.end is not None]  # the blocks of the headers shown (else the file)
+    last = _after_step(steps[-1])
+    around = range(last, max(ends)) if ends else [*range(steps[0].place), *range(last, len(original))]
+    deleted = sum(is_content(original[j]) for j in around)  # by the blocks read as they should be
+    if not (gap or deleted == 0 or deleted > EDGE_DELETION):
+        doubts.insert(0, _RUN)
+    return placements, doubts
 
 
 def marked_keys(original: list[str], snippet: list[str], markers: list[bool],
-                language: str | None) -> tuple[list[tuple[int, str]], list[str]] | None:
-    """For a snippet with lazy markers (``markers``: which of its lines are), the original lines its keys
-    replace and the doubts, where its other lines are a path of keys (``set_keys``; YAML, TOML, JSON): the
+                language: str | None) -> tuple[list[Placement], list[str]] | None:
+    """For a snippet with lazy markers (``markers``: which of its lines are), the placements of its keys
+    and the doubts, where its other lines are a path of keys (``set_keys``; YAML, TOML, JSON): the
     lines a marker stands for are kept, and so are those between the headers of the path (read as code,
-    a segment deletes them: ``jobs:`` / ``  test:`` deleted the jobs between). Doubts where no marker is
-    above (below) its first (last) line and the file has lines there: read as code, those are deleted."""
-    if language not in _CONFIG:
+    a segment deletes them: ``jobs:`` / ``  test:`` deleted the jobs between); a new key after a marker
+    goes at the end of the block it is in. Doubts where no marker is above (below) its first (last) line
+    and the file has lines there: read as code, those are deleted. None, and the snippet is merged as code,
+    where it shows two keys of one block with lines of the file between them and no marker (its author
+    marks what is left out: they are deleted), ends on a new key with no marker below it where the file
+    has lines after it (which it may replace, as ``_in_gap`` reads a new key between two), or shows a new
+    key whose line the file has elsewhere (in another section: as code, a line of the file shown)."""
+    if language not in CONFIG:
         return None
-    read = _read(original, [line for line, marker in zip(snippet, markers) if not marker], language)
+    read = _read(original, snippet, language, markers)
     if read is None:
         return None
-    found, changes = read
-    edges = [i for i, line in enumerate(snippet) if markers[i] or not _brackets(line)]  # JSON's braces aside
-    doubts = []
-    if not markers[edges[0]] and any(_content(line) for line in original[:found[0][0]]):
+    steps, placements, doubts = read
+    edges = [i for i, line in enumerate(snippet) if markers[i] or not is_brackets(line)]  # JSON's braces aside
+    if any(a.end is None and b.end is None and not b.marked and indent_width(a.line) == indent_width(b.line)
+           and any(is_content(line) for line in original[_after_step(a):b.place]) for a, b in zip(steps, steps[1:])):
+        return None
+    if steps[-1].new and not markers[edges[-1]] and any(is_content(line) for line in original[steps[-1].place:]):
+        return None
+    if any(step.new and step.line.strip() in {line.strip() for line in original} for step in steps):
+        return None
+    if not markers[edges[0]] and any(is_content(line) for line in original[:steps[0].place]):
         doubts.append(f"the snippet shows no marker above {snippet[edges[0]].strip()!r}, where the file has "
                       f"lines; they were kept")
-    if not markers[edges[-1]] and any(_content(line) for line in original[found[-1][0] + 1:]):
+    if not markers[edges[-1]] and any(is_content(line) for line in original[_after_step(steps[-1]):]):
         doubts.append(f"the snippet shows no marker below {snippet[edges[-1]].strip()!r}, where the file has "
                       f"lines; they were kept")
-    return changes, doubts
+    return placements, doubts
 
 
-def _read(original: list[str], snippet: list[str], language: str | None) -> tuple[_Path, list[tuple[int, str]]] | None:
-    """A snippet read as a path of keys: each line's original line (``_indented_path``,
-    ``_section_path``), in the file's order, and the lines whose values it changes; None where it is
-    not one, or changes nothing."""
+class _Step(NamedTuple):
+    """A line of a path of keys as the file takes it."""
+
+    place: int  # the original line it replaces; a new key's: the line it goes in before
+    line: str  # as it replaces that line, or goes in
+    end: int | None = None  # a header's: one past the lines under it; None for a one-line value
+    new: bool = False  # a key the file does not have under that header, inserted
+    marked: bool = False  # a lazy marker stands between it and the line shown above it
+
+
+def _after_step(step: _Step) -> int:
+    """The first original line after a step of a path."""
+    return step.place if step.new else step.place + 1
+
+
+def _read(original: list[str], snippet: list[str], language: str | None,
+          markers: list[bool] | None = None) -> tuple[list[_Step], list[Placement], list[str]] | None:
+    """A snippet read as a path of keys (``_indented_path``, ``_section_path``; its lazy markers, where
+    ``markers`` says which lines are, left out): its steps, in the file's order, the placements that make
+    its changes, and doubts; None where it is not one, or changes nothing."""
     if language not in _LANGUAGES:
         return None
-    shown = [line if line.endswith("\n") else line + "\n" for line in snippet if line.strip()]
+    marks = markers or [False] * len(snippet)
+    shown, after_marker, marked = [], [], False
+    for line, marker in zip(snippet, marks):
+        if marker:
+            marked = True
+        elif line.strip():
+            shown.append(line if line.endswith("\n") else line + "\n")
+            after_marker.append(marked)
+            marked = False
     if not shown:
         return None
-    found = (_indented_path(original, shown, language) if language in ("yaml", "json")
-             else _section_path(original, shown, language))
-    if found is None:
+    read = (_indented_path(original, shown, after_marker, language) if language in ("yaml", "json")
+            else _section_path(original, shown, after_marker, language))
+    if read is None:
         return None
-    places = [place for place, _, _ in found]
-    if places != sorted(set(places)):
-        return None  # shown out of the file's order, or one line twice
-    changes = [(place, line) for place, line, end in found
-               if end is None and original[place].rstrip() != line.rstrip()]
-    return (found, changes) if changes else None
+    steps, doubts = read
+    if any(b.place < _after_step(a) for a, b in zip(steps, steps[1:])) or all(step.new for step in steps) \
+            or _in_gap(original, steps):
+        return None  # shown out of the file's order, or one line twice; nothing of the file to place it by; or
+        # a new key in place of lines left out
+    placements = _edits(original, steps, language)
+    return (steps, placements, doubts) if placements else None
 
 
-def set_in_place(original: list[str], placements: list[Placement], language: str | None) -> list[Placement]:
-    """The placements of a merge, where a line of the snippet that sets a key has, under the same header,
-    the file's line of that key kept beside it (a marker keeps it: ``jobs:`` / ``  test:`` /
-    ``    runs-on: macos-latest`` / ``    # ...``), with the snippet's line in place of the kept one: a
-    mapping holds a key once, and the file meant holds the key where it was, valued as the snippet says.
-    The snippet's line is the first or last of its code, the kept line beyond it (``_beside``); both
-    one-line values; a JSON line keeps the file's comma. A CSS rule's declarations the same (``color:
-    red;`` set above the ``color: blue;`` kept below it would lose to it), but a declaration after the one
-    kept above it is left there (it wins, and may be its fallback). Placements as they are otherwise."""
-    if language not in _MAPPINGS or any(b.start < a.end for a, b in zip(placements, placements[1:])):
-        return placements  # a file of no known language may hold a key twice (systemd's `After=`)
-    merged: list[tuple[str, int | None, tuple[int, int] | None]] = []  # line, kept original line, or snippet's
-    pos = 0
-    for n, placement in enumerate(placements):
-        merged += [(original[j], j, None) for j in range(pos, placement.start)]
-        merged += [(line, None, (n, k)) for k, line in enumerate(placement.lines)]
-        pos = placement.end
-    merged += [(original[j], j, None) for j in range(pos, len(original))]
-    lines = [line for line, _, _ in merged]
-    groups: dict[tuple, list[int]] = {}
-    for i, key in _scoped_keys(lines, language):
-        groups.setdefault(key, []).append(i)
-    moves: dict[tuple[int, int], tuple[int, str]] = {}  # the snippet's line -> (the kept line, its new text)
-    for group in groups.values():
-        new = [i for i in group if merged[i][2] is not None]
-        kept = [i for i in group if merged[i][1] is not None]
-        if len(new) == 1 and len(kept) == 1 and all(_one_line_at(lines, i, language) for i in (*new, *kept)) \
-                and _beside(placements, merged[new[0]][2], merged[kept[0]][1], len(original), language != "css"):
-            line, j = lines[new[0]], merged[kept[0]][1]
-            moves[merged[new[0]][2]] = (j, _restyled(line, original[j], language))
-    if not moves:
-        return placements
-    out = [replace(placement, lines=tuple(line for k, line in enumerate(placement.lines) if (n, k) not in moves))
-           for n, placement in enumerate(placements)]
-    out += [Placement(j, j + 1, (line,)) for j, line in moves.values()]
-    return sorted(out, key=lambda placement: (placement.start, placement.end))
+def _in_gap(original: list[str], steps: list[_Step]) -> bool:
+    """Whether a new key is shown where the file has lines that the snippet leaves out, between the key
+    shown above them and the one below (``a: 1`` / ``new: 2`` / ``c: 3`` where the file has ``b:``
+    between): most likely a line that replaces them (``b:`` renamed in a run of the file's lines), as a
+    part of the file reads it, not a key added with them kept."""
+    for n, step in enumerate(steps):
+        below = next((other for other in steps[n + 1:] if not other.new), None)
+        if step.new and below and any(is_content(line) for line in original[step.place:below.place]):
+            return True
+    return False
 
 
-def edge_keys(original: list[str], placements: list[Placement], language: str | None) -> list[str]:
-    """Doubts for a merge of a YAML, TOML or JSON file that deletes the file's first (last) lines, before
-    (after) the snippet's first (last) line, putting nothing in their place: a snippet with markers that
-    shows no marker above ``jobs:`` deletes ``name:`` and ``on:`` by the rule for code (a few lines at an
-    edge, an import the snippet replaces), where a configuration's snippet more likely leaves them unsaid."""
-    if language not in _CONFIG or not placements:
-        return []
-    doubts = []
-    first, last = placements[0], placements[-1]
-    if first.start == 0 and first.lines:
-        shown = next((j for j in range(first.end) if original[j].rstrip() == first.lines[0].rstrip()), 0)
-        lost = sum(_content(line) for line in original[:shown])
-        if lost:
-            doubts.append(f"the snippet starts at {first.lines[0].strip()!r} with no marker above it, deleting the "
-                          f"file's {lost} lines of keys before it")
-    if last.end == len(original) and last.lines:
-        shown = next((j for j in range(len(original) - 1, last.start - 1, -1)
-                      if original[j].rstrip() == last.lines[-1].rstrip()), len(original) - 1)
-        lost = sum(_content(line) for line in original[shown + 1:])
-        if lost:
-            doubts.append(f"the snippet ends at {last.lines[-1].strip()!r} with no marker below it, deleting the "
-                          f"file's {lost} lines of keys after it")
-    return doubts
+def _edits(original: list[str], steps: list[_Step], language: str | None) -> list[Placement]:
+    """The placements of a path's steps: each changed key's line replaced, the new ones inserted; in JSON
+    each line with the comma after it that the object needs (the line above a new key gains one)."""
+    replaced = {step.place: step.line for step in steps
+                if not step.new and step.end is None and original[step.place].rstrip() != step.line.rstrip()}
+    inserted: dict[int, list[str]] = {}
+    for step in steps:
+        if step.new:
+            inserted.setdefault(step.place, []).append(step.line)
+    if language == "json":
+        for place, lines in inserted.items():
+            below = next((line for line in original[place:] if line.strip() and is_content(line) or closes(line)), "")
+            last = "" if closes(below) else ","
+            lines[:] = [line.rstrip().removesuffix(",") + ("," if k + 1 < len(lines) else last) + "\n"
+                        for k, line in enumerate(lines)]
+            above = next((j for j in range(place - 1, -1, -1) if original[j].strip() and (
+                is_content(original[j]) or closes(original[j]))), None)
+            text = replaced.get(above, original[above]) if above is not None else ""
+            if text and not text.rstrip().endswith((",", "{", "[")):
+                replaced[above] = text.rstrip() + ",\n"
+    return [Placement(j, j + (j in replaced), (*inserted.get(j, ()), *([replaced[j]] if j in replaced else ())))
+            for j in sorted({*replaced, *inserted})]
 
 
-def _beside(placements: list[Placement], new: tuple[int, int], kept: int, length: int, above: bool = True) -> bool:
-    """Whether the snippet's line ``new`` (placement, line) is its placement's last line, and the file's line
-    ``kept`` among those kept after it (a marker below it keeps them), or (``above``) its first and ``kept``
-    before it: a line inside the snippet's code, with lines of the file shown after it, is where the
-    snippet puts it."""
-    n, k = new
-    shown = [i for i, line in enumerate(placements[n].lines) if line.strip()]
-    after = placements[n + 1].start if n + 1 < len(placements) else length
-    before = placements[n - 1].end if n else 0
-    return (k == shown[-1] and placements[n].end <= kept < after
-            or above and k == shown[0] and before <= kept < placements[n].start)
-
-
-def _scoped_keys(lines: list[str], language: str | None) -> Iterator[tuple[int, tuple]]:
-    """(line, (its header lines, its indent, its key)) for each key line of a file: YAML's, JSON's and
-    CSS's headers the nearest shallower lines above it, each in turn (a CSS rule's selector); TOML's its
-    section's header."""
-    if language in ("yaml", "json", "css"):
-        stack: list[tuple[int, int]] = []  # (indent, line) of the lines above, each shallower
-        for i, line in enumerate(lines):
-            if not line.strip() or line.lstrip().startswith(("#", "//", "/*")):
-                continue  # a JSON object's `{` and a YAML document's `---` open a scope of their own
-            width = indent_width(line)
-            while stack and stack[-1][0] >= width:
-                stack.pop()
-            entry = _entry(line, language)
-            if entry is not None:
-                yield i, (tuple(j for _, j in stack), width, entry[0])
-            stack.append((width, i))
-        return
-    header = -1
-    for i, line in enumerate(lines):
-        if _TOML_HEADER.match(line):
-            header = i
-        elif (entry := _key_value(line, language)) is not None and _content(line):
-            yield i, ((header,), 0, entry[0])
-
-
-def _one_line_at(lines: list[str], i: int, language: str | None) -> bool:
-    """Whether the key line ``lines[i]`` holds its whole value (no block under it, nothing continued)."""
-    if language == "css":
-        return True  # a declaration ends with its `;`
-    if language in ("yaml", "json"):
-        under = range(i + 1, _block_end(lines, i))
-        return not _entry(lines[i], language)[2] and not any(_content(lines[j]) for j in under)
-    value = _key_value(lines[i], language)[1]
-    return _one_line(value) if language == "toml" else not _continued(lines, i)
-
-
-def _content(line: str) -> bool:
-    """Whether a line is more than a blank line, a comment or brackets (JSON's ``},``)."""
-    return not _brackets(line) and not line.lstrip().startswith(("#", "//", ";"))
-
-
-def _brackets(line: str) -> bool:
-    """Whether a line holds nothing but brackets and commas (JSON's ``{`` and ``},``), or nothing."""
-    return not line.strip().strip("{}[],")
-
-
-def _entry(line: str, language: str) -> tuple[str, str, bool] | None:
-    """A line's key, value and whether the value is the block under it (YAML's ``key:``, JSON's
-    ``"key": {``); None where the line is not a key (a list item, a comment, a continuation)."""
-    if language == "yaml":
-        entry = _YAML_KEY.match(line)
-        return (entry.group(1), entry.group(2) or "", not entry.group(2)) if entry else None
-    if language == "css":
-        entry = _CSS_DECLARATION.match(line)
-        return (entry.group(1).lower(), entry.group(2), False) if entry else None
-    entry = _JSON_KEY.match(line)
-    if entry is None:
-        return None
-    value = entry.group(2).removesuffix(",").rstrip()
-    return entry.group(1), value, value in ("{", "[")
-
-
-def _indented_path(original: list[str], shown: list[str], language: str) -> _Path | None:
-    """For YAML and JSON, each snippet line's original line, the line as it replaces it, and for a header
-    one past the lines under it (None for a leaf, a one-line value), where each is a key found once among
-    the children of the header above it (in the whole file for the first); JSON's braces aside."""
-    lines = [line for line in shown if not _brackets(line)]  # a comment is no key: the snippet is no path
-    found: _Path = []
+def _indented_path(original: list[str], shown: list[str], after_marker: list[bool],
+                   language: str) -> tuple[list[_Step], list[str]] | None:
+    """For YAML and JSON, the steps of a path of keys, each a key found once among the children of the
+    header above it (in the whole file for the first; JSON's braces aside), or a new key there with a
+    one-line value (``_new_place``), and the doubts that a new key may rename one (``_renames``)."""
+    kept = [(line, marked) for line, marked in zip(shown, after_marker) if not is_brackets(line)]  # a comment is
+    # no key: the snippet is no path
+    steps: list[_Step] = []
     top = next((j for j, line in enumerate(original) if line.strip()), None)
+    root = None  # JSON's root: the keys between it and the first shown left out
     if shown[0].strip() == "{" and top is not None and original[top].strip() == "{":
-        found.append((top, shown[0], len(original)))  # JSON's root: the keys between it and the first shown left out
+        root = top
+        steps.append(_Step(top, shown[0], len(original)))
+    kin: list[tuple[int, int | None]] = [(-1, None)] * len(steps)  # each step's indent and the header above it
+    added: list[tuple[int, tuple[str, str, bool], range]] = []  # new keys: (step, entry, the lines of their block)
     stack: list[tuple[int, int]] = []  # (indent, original line) of the headers above
-    for k, line in enumerate(lines):
-        entry = _entry(line, language)
+    for k, (line, marked) in enumerate(kept):
+        entry = key_entry(line, language)
         if entry is None:
             return None
         width = indent_width(line)
         while stack and stack[-1][0] >= width:
             stack.pop()
-        leaf = k + 1 == len(lines) or indent_width(lines[k + 1]) <= width
+        leaf = k + 1 == len(kept) or indent_width(kept[k + 1][0]) <= width
         if leaf == entry[2]:  # a header opens a block with lines under it; a leaf, the reverse
             return None
+        parent = stack[-1][1] if stack else root
         if stack:
-            start, end = stack[-1][1] + 1, _block_end(original, stack[-1][1])
-            children = [j for j in range(start, end) if _content(original[j])]
+            start, end = stack[-1][1] + 1, block_end(original, stack[-1][1])
+            children = [j for j in range(start, end) if is_content(original[j])]
             if not children or min(indent_width(original[j]) for j in children) != width:
                 return None
         else:
             start, end = 0, len(original)
         places = [j for j in range(start, end) if indent_width(original[j]) == width
-                  and (other := _entry(original[j], language)) and other[0] == entry[0]]
-        if len(places) != 1:
+                  and (other := key_entry(original[j], language)) and other[0] == entry[0]]
+        if len(places) > 1:
             return None
+        if not places:  # a key the file lacks: a one-line value, in a mapping, where the path says
+            place = _new_place(original, steps, kin, (width, parent), marked, language) if leaf else None
+            if place is None or not all(key_entry(original[j], language) for j in range(start, end)
+                                        if is_content(original[j]) and indent_width(original[j]) == width):
+                return None
+            added.append((len(steps), entry, range(start, end)))
+            steps.append(_Step(place, line, new=True, marked=marked))
+            kin.append((width, parent))
+            continue
         place = places[0]
         if not leaf:
             if original[place].rstrip() != line.rstrip():
                 return None
             stack.append((width, place))
-        elif not _one_line_at(original, place, language):
+        elif not one_line_at(original, place, language):
             return None  # the file's value is a block (a list, a mapping, `|` text): not one line replaced
-        found.append((place, _restyled(line, original[place], language) if leaf else line,
-                      None if leaf else _block_end(original, place)))
-    return found
+        steps.append(_Step(place, restyled(line, original[place], language) if leaf else line,
+                           None if leaf else block_end(original, place), marked=marked))
+        kin.append((width, parent))
+    shown_lines = {step.place for step in steps if not step.new}
+    doubts = [doubt for n, entry, block in added for doubt in _renames(
+        entry, steps[n].place, [j for j in block if indent_width(original[j]) == kin[n][0] and is_content(original[j])],
+        shown_lines, lambda line: key_entry(line, language), original)]
+    return steps, doubts
 
 
-def _block_end(original: list[str], line: int) -> int:
-    """One past the lines under a key (deeper than it; blank lines, comments and closing brackets do not
-    end it)."""
-    width = indent_width(original[line])
-    return next((j for j in range(line + 1, len(original)) if _content(original[j])
-                 and indent_width(original[j]) <= width), len(original))
+def _new_place(original: list[str], steps: list[_Step], kin: list[tuple[int, int | None]],
+               scope: tuple[int, int | None], marked: bool, language: str) -> int | None:
+    """Where a new key at ``scope`` (its indent, the original line of the header above it) goes: after the
+    last key the snippet shows before it at that scope (its block, in JSON its closing bracket), else
+    first under the header shown above it; at the end of the header's block where a lazy marker stands
+    between it and the line above (the marker keeps what comes first). None where the snippet shows
+    neither (a top-level key with nothing above it: where it goes is a guess)."""
+    width, parent = scope
+    if marked:
+        return None if parent is None else children_end(original, parent)
+    sibling = next((steps[n] for n in range(len(steps) - 1, -1, -1) if kin[n] == scope), None)
+    if sibling is not None:
+        return sibling.place if sibling.new else _after(original, sibling.place, language)
+    return None if parent is None else parent + 1
 
 
-def _section_path(original: list[str], shown: list[str], language: str | None) -> _Path | None:
+def _after(original: list[str], line: int, language: str | None) -> int:
+    """One past a key's lines: its block, and in JSON the bracket closing the object or array it opens."""
+    end = children_end(original, line)
+    if language == "json" and key_entry(original[line], language)[2]:
+        closer = next((j for j in range(end, len(original)) if original[j].strip()), None)
+        if closer is not None and closes(original[closer]):
+            return closer + 1
+    return end
+
+
+def _renames(entry: tuple[str, ...], place: int, keys: list[int], shown: set[int], read,
+             original: list[str]) -> list[str]:
+    """Doubts that a new key (``entry``: key, value), going in before the original line ``place``, renames
+    the key of its block next to that place (``keys``: the lines of the block's keys, ``read``: a line's
+    key and value) that the snippet does not show (``shown``): the same value (not a number or a word of
+    five letters or less: ``true``, ``5``), or a key spelt alike (``node_version``, ``node-version``). Both
+    are kept."""
+    def alike(a: str, b: str) -> bool:
+        a, b = (re.sub(r"[\s_.-]", "", key.strip("\"'").lower()) for key in (a, b))
+        return SequenceMatcher(None, a, b).ratio() >= 0.8
+
+    value = entry[1].removesuffix(",").strip()
+    telling = len(value) > 5 and not re.fullmatch(r"[\d.eE+-]+", value)
+    beside = [max((j for j in keys if j < place), default=None), min((j for j in keys if j >= place), default=None)]
+    others = [read(original[j]) for j in beside if j is not None and j not in shown]
+    return [f"the snippet adds the key {entry[0]!r}, which the file lacks, beside {other[0]!r}, which it does not "
+            f"show: it may rename it; both were kept" for other in others if other is not None and (
+                telling and other[1].removesuffix(",").strip() == value or alike(entry[0], other[0]))][:1]
+
+
+def _section_path(original: list[str], shown: list[str], after_marker: list[bool],
+                  language: str | None) -> tuple[list[_Step], list[str]] | None:
     """For TOML and files of no known language read as INI (``[section]``, ``key = value``: ``setup.cfg``,
-    ``.env``, a systemd unit), each snippet line's original line, the line, and for a header one past its
-    section (None for a key), where each header is found once in the file and each key once in the
-    section above it (the file's top keys, or the whole file where the snippet shows no header above it),
-    its value one line."""
-    headers = [j for j, line in enumerate(original) if _TOML_HEADER.match(line)]
-    found: _Path = []
+    ``.env``, a systemd unit), the steps of a path of keys, where each header is found once in the file and
+    each key once in the section above it (the file's top keys, or the whole file where the snippet shows
+    no header above it), its value one line, or is a new key with a one-line value: after the key shown
+    above it, else first in the section shown above it, or at the section's end where a lazy marker stands
+    between; and the doubts that a new key may rename one (``_renames``)."""
+    headers = [j for j, line in enumerate(original) if TOML_HEADER.match(line)]
+    steps: list[_Step] = []
+    added: list[tuple[int, tuple[str, str], list[int]]] = []  # new keys: (step, key and value, its section's keys)
     section: tuple[int, int] | None = None  # the original lines of the section the snippet is in
-    for line in shown:
-        if _TOML_HEADER.match(line):
+    for line, marked in zip(shown, after_marker):
+        if TOML_HEADER.match(line):
             places = [j for j in headers if original[j].strip() == line.strip()]
             if len(places) != 1:
                 return None
             section = (places[0] + 1, next((j for j in headers if j > places[0]), len(original)))
-            found.append((places[0], line, section[1]))
+            steps.append(_Step(places[0], line, section[1], marked=marked))
             continue
-        entry = _key_value(line, language)
-        if entry is None or language == "toml" and not _one_line(entry[1]):
+        entry = key_value(line, language)
+        if entry is None or language == "toml" and not one_line_value(entry[1]):
             return None
         start, end = section or (0, len(original))
         places = [j for j in range(start, end) if j not in headers
-                  and (other := _key_value(original[j], language)) and other[0] == entry[0]]
-        if len(places) != 1:
+                  and (other := key_value(original[j], language)) and other[0] == entry[0]]
+        if len(places) > 1:
             return None
-        if not _one_line_at(original, places[0], language):
+        if not places:  # a key the file lacks
+            if not steps or marked and section is None:
+                return None
+            if marked:
+                place = max((j + 1 for j in range(*section) if original[j].strip()), default=section[0])
+            else:
+                place = _after_step(steps[-1])  # after the key shown above, or first under its header
+            keys = range(*section) if section else _section_of(headers, place, len(original))
+            added.append((len(steps), entry, [j for j in keys if is_content(original[j]) and j not in headers]))
+            steps.append(_Step(place, line, new=True, marked=marked))
+            continue
+        if not one_line_at(original, places[0], language):
             return None
-        found.append((places[0], line, None))
-    return found
+        steps.append(_Step(places[0], line, marked=marked))
+    shown_lines = {step.place for step in steps if not step.new}
+    return steps, [doubt for n, entry, keys in added for doubt in _renames(
+        entry, steps[n].place, keys, shown_lines, lambda line: key_value(line, language), original)][:1]
 
 
-def _key_value(line: str, language: str | None) -> tuple[str, str] | None:
-    """A line's key (TOML's with the spaces around its dots taken out) and value, or None."""
-    entry = (_TOML_KEY if language == "toml" else _INI_KEY).match(line)
-    if entry is None:
-        return None
-    return (_toml_key(entry.group(1)) if language == "toml" else entry.group(1)), entry.group(2)
-
-
-def _restyled(line: str, kept: str, language: str | None) -> str:
-    """A snippet's key line as it replaces the file's line ``kept``: in JSON with the comma after its value
-    that ``kept`` has, whether the snippet shows one or not."""
-    if language != "json":
-        return line
-    return line.rstrip().removesuffix(",") + ("," if kept.rstrip().endswith(",") else "") + "\n"
-
-
-def _continued(original: list[str], line: int) -> bool:
-    """Whether an INI value goes on on the lines after its own (indented deeper)."""
-    after = line + 1 < len(original) and original[line + 1]
-    return bool(after and after.strip() and indent_width(after) > indent_width(original[line]))
-
-
-def _toml_key(key: str) -> str:
-    """A TOML key with the spaces around its dots taken out."""
-    return re.sub(r"\s*\.\s*", ".", key)
-
-
-def _one_line(value: str) -> bool:
-    """Whether a TOML value ends on its line: brackets and braces closed, no multi-line string opened."""
-    text = re.sub(r'"(?:[^"\\]|\\.)*"|\'[^\']*\'', '""', value.split(" #")[0])
-    return text.count("[") == text.count("]") and text.count("{") == text.count("}") and '"""' not in value \
-        and "'''" not in value
+def _section_of(headers: list[int], line: int, length: int) -> range:
+    """The original lines of the section ``line`` is in (the top keys before the first header)."""
+    return range(max((j + 1 for j in headers if j < line), default=0), next((j for j in headers if j >= line), length))

@@ -27,7 +27,8 @@ from fastapply.anchor import place
 from fastapply.defplace import place_by_definitions
 from fastapply.defs import definitions
 from fastapply.edges import EDGE_DELETION, held_once, inside_file
-from fastapply.keyed import edge_keys, marked_keys, set_in_place, set_keys
+from fastapply.keyed import marked_keys, set_keys
+from fastapply.keymerge import edge_keys, set_in_place
 from fastapply.markers import has_inline_marker, indent_width, marker_lines
 from fastapply.segments import Original, Placement, Segment, is_trivial, starts_inside_block
 from fastapply.syntax import count_errors, get_language
@@ -35,8 +36,6 @@ from fastapply.syntax import count_errors, get_language
 _LINE = re.compile(r"[^\n]*\n|[^\n]+$")
 CERTAIN, LIKELY, NONE = "certain", "likely", "none"
 _PART = "the snippet has no lazy markers and is not the whole file; it replaced the part it matches"
-_KEYS = ("the snippet sets keys on a run of the file's lines; the lines after it were kept, though it may be "
-         "their block as it should be, those lines deleted")
 _KEYS_OR_WHOLE = ("the snippet may be the whole new file, or the keys it sets with the lines it leaves out kept; "
                   "they were kept")
 _NO_PARSER = "no parser for this file type, so the merged file cannot be checked"
@@ -63,7 +62,7 @@ def merge(original: str, update: str, language: str | None) -> MergeResult:
     if segments is None:
         placements, doubts = _unmarked(orig, snippet)
     elif (keys := marked_keys(orig.lines, snippet, flags, language)) is not None:  # `# ...` / `jobs:` / ...
-        placements, doubts = _replacing(keys[0]), keys[1]
+        placements, doubts = keys
     else:
         placements, doubts = _place_all(orig, segments)
     if placements is None:
@@ -212,27 +211,19 @@ def _unmarked(orig: Original, snippet: list[str]) -> tuple[list[Placement] | Non
     return [part[0]], [] if part[1] else [_PART]
 
 
-def _keyed(orig: Original, snippet: list[str], keys: tuple[list[tuple[int, str]], bool],
+def _keyed(orig: Original, snippet: list[str], keys: tuple[list[Placement], list[str]],
            may_be_whole: bool) -> tuple[list[Placement], list[str]]:
-    """The lines a snippet of keys replaces (``keyed.set_keys``), and its doubts: a run of the file's
-    lines that may be its blocks as they should be, or a snippet that may be the whole new file where
-    that reading gives another file (a small ``package.json`` shown from its ``{`` to its ``}``)."""
-    changes, certain = keys
-    doubts = [] if certain else [_KEYS]
-    merged = list(orig.lines)
-    for place, line in changes:
-        merged[place] = line
-    if may_be_whole and [line.rstrip() for line in merged if line.strip()] != [
+    """The placements of a snippet of keys (``keyed.set_keys``), and its doubts; one more where the
+    snippet may be the whole new file and that reading gives another file (a small ``package.json`` shown
+    from its ``{`` to its ``}``)."""
+    placements, doubts = keys
+    merged = _assemble(orig.lines, placements, "")
+    if may_be_whole and [line.rstrip() for line in merged.splitlines() if line.strip()] != [
             line.rstrip() for line in snippet if line.strip()]:
         doubts.append(_KEYS_OR_WHOLE)
     if doubts and orig.language is None:
         doubts.append(_NO_PARSER)
-    return _replacing(changes), doubts
-
-
-def _replacing(changes: list[tuple[int, str]]) -> list[Placement]:
-    """Placements that each replace one original line (a key's, ``keyed.py``) with the line given."""
-    return [Placement(place, place + 1, (line,)) for place, line in changes]
+    return placements, doubts
 
 
 def _part(orig: Original, snippet: list[str]) -> tuple[Placement, bool] | None:

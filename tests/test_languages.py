@@ -365,10 +365,11 @@ def test_the_cli_applies_a_snippet_to_a_file_of_a_new_language(tmp_path):
 
 
 def test_a_snippet_opening_with_the_files_first_bracket_keeps_it_only_with_a_marker_inside_it():
-    """``{`` then a marker inside it: the file's own ``{``. With the marker outside it (not indented), the
-    ``{`` may be any block's, and the marker may stand for nothing: a doubt."""
-    original = '{\n  "a": 1,\n  "b": 2,\n  "c": 3\n}\n'
-    inside = merge(original, '{\n  // ... existing code ...\n  "b": 2,\n  "d": 4,\n  "c": 3\n}\n', "json")
-    assert (inside.confidence, inside.text) == ("certain", '{\n  "a": 1,\n  "b": 2,\n  "d": 4,\n  "c": 3\n}\n')
-    outside = merge(original, '{\n// ... existing code ...\n  "b": 2,\n  "d": 4,\n  "c": 3\n}\n', "json")
+    """``[`` then a marker inside it: the file's own ``[``. With the marker outside it (not indented), the
+    ``[`` may be any block's, and the marker may stand for nothing: a doubt. (An object's keys are found by
+    name, wherever the marker is: ``keyed.py``.)"""
+    original = '[\n  "a",\n  "b",\n  "c"\n]\n'
+    inside = merge(original, '[\n  // ... existing code ...\n  "b",\n  "d",\n  "c"\n]\n', "json")
+    assert (inside.confidence, inside.text) == ("certain", '[\n  "a",\n  "b",\n  "d",\n  "c"\n]\n')
+    outside = merge(original, '[\n// ... existing code ...\n  "b",\n  "d",\n  "c"\n]\n', "json")
     assert outside.text == inside.text and outside.reasons == ("segment 1 only repeats opening lines",)
