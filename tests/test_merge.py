@@ -2144,3 +2144,15 @@ def test_a_file_shown_from_its_second_line_is_not_certain_where_it_holds_that_li
     shown = page[4:].replace("A publishable lockfile.\n", "A publishable lockfile.\nSee npm help.\n")
     merged = merge(page, shown, "markdown")
     assert merged.confidence != "certain" and merged.text.startswith("---\ntitle:")
+
+
+def test_a_segment_that_deletes_many_lines_up_to_a_one_line_anchor_is_not_certain():
+    """`margin: 3em 0 4em 0;`, a new line, is also a line of the footer rule 30 lines below: anchored there,
+    the segment deleted every rule between `h1 {` and it, certain. Far from the rest of the segment, one line
+    is too little to delete that much on."""
+    rules = "".join(f".c{i} {{\n  padding: {i}px;\n}}\n" for i in range(10))
+    css = ("a {\n  color: red;\n}\nh1 {\n  font-weight: 600;\n}\n" + rules
+           + "footer {\n  margin: 3em 0 4em 0;\n  padding: 1em;\n}\n")
+    update = "/* ... existing code ... */\n}\nh1 {\n  margin: 3em 0 4em 0;\n  /* ... existing code ... */\n"
+    merged = merge(css, update, "css")
+    assert merged.confidence == "likely" and any("one-line anchor sets apart" in r for r in merged.reasons)
