@@ -23,7 +23,7 @@ import difflib
 from dataclasses import replace
 
 from fastapply.blockend import place_at_block_end
-from fastapply.defplace import closed_definition, place_by_definitions, reopened_definition
+from fastapply.defplace import closed_definition, deleted_at_end, place_by_definitions, reopened_definition
 from fastapply.edges import (beside_anchor, cut_past_opened, cut_to_code, deletes_nothing, docstring_above_docstring,
                              edge_doubt, read_edge, resumes_at_marker)
 from fastapply.markers import indent_width
@@ -142,8 +142,11 @@ def _place_on(seg: Segment, index: int, orig: Original, lo: int, hi: int, key, h
         if start == head[0] and any(line.strip() for line in leading) and not inserted:
             doubts.append(f"{where} has new lines before its first anchor, which may replace the code there")
     if seg.marker_after is None:
+        lost = deleted_at_end(orig, end, seg.lines, trailing)
         end, doubt = len(orig.lines), edge_doubt(orig.lines[end:], trailing, f"{where} does not end with a marker",
                                                  "last")
+        if not doubt and lost:  # a few lines, but a definition among them
+            doubt = [f"{where} does not end with a marker; {lost!r} after its last anchor would be deleted"]
         doubts += doubt
     elif reach_after is not None:
         end += sum(reach_after)

@@ -3,7 +3,8 @@
 ``place_by_definitions`` places a segment made of whole definitions (``def foo``...) on the original
 definitions of the same kind and name. ``reopened_definition`` and ``closed_definition`` handle a
 segment whose new lines at an edge rewrite the start or the end of the definition its anchor is in
-(``def foo(a, b):`` above an anchor inside ``foo``). Line anchoring itself is in ``anchor.py``.
+(``def foo(a, b):`` above an anchor inside ``foo``); ``deleted_at_end`` finds a definition a segment with no
+marker after it deletes at the file's end. Line anchoring itself is in ``anchor.py``.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from fastapply.segments import (
     exact_key,
     is_closer,
     is_trivial,
+    opens_block,
 )
 from fastapply.syntax import count_errors
 
@@ -88,6 +90,22 @@ def closed_definition(orig: Original, end: int, trailing: tuple[str, ...], marke
         doubts.append(f"{where} ends {enclosing.name!r} with its next lines edited; the marker after them may keep "
                       f"the rest of it")
     return enclosing.end, doubts
+
+
+def deleted_at_end(orig: Original, start: int, lines: tuple[str, ...], trailing: tuple[str, ...]) -> str | None:
+    """The first line of a definition (``def h():``), or of a top-level block where the segment (``lines``)
+    ends indented (``if __name__ == "__main__":``), among the original lines from ``start`` to the file's
+    end, which a segment with no marker after it deletes, and does not write again in its last lines
+    (``trailing``); None where there is none. A snippet that forgot its last marker after a change
+    inside the file's last function but one deletes the last function: a few lines, which the rule for an
+    edge lets a segment delete. On the known answers of the suite and ``data/train``, two exact merges
+    delete definitions that way (commits that delete the file's last test or function); on the
+    line-edit bench one."""
+    last = next(line for line in reversed(lines) if line.strip())
+    shown = {line.strip() for line in trailing}
+    headers = {d.header for d in orig.defs()}
+    return next((line.strip() for j, line in enumerate(orig.lines[start:], start) if line.strip() not in shown and (
+        j in headers or indent_width(last) > indent_width(line) == 0 and opens_block(line))), None)
 
 
 def place_by_definitions(seg: Segment, index: int, orig: Original, lo: int, hi: int) -> Placement | None:

@@ -199,12 +199,12 @@ def test_a_plain_instruction_settles_a_likely_merge_whose_snippet_shows_its_answ
 
 
 def test_an_instruction_against_what_the_snippet_shows_is_not_applied_to_the_merge():
-    """"Delete the function `a`." beside a snippet showing `a` (and dropping the two lines of `b` after
-    it, a certain merge): applying the instruction to that merge would leave neither; the snippet merged
-    into such an answer would change it, so the two disagree and the merge engine refuses, writing nothing."""
+    """"Delete the function `a`." beside a snippet showing `a` (and changing `b` after it, a certain
+    merge): applying the instruction to that merge would leave no `a`; the snippet merged into such an
+    answer would change it, so the two disagree and the merge engine refuses, writing nothing."""
     from fastapply.engine import EditRefused, resolve_edit
 
     text = "import os\n\n\ndef a():\n    return 1\n\n\ndef b():\n    return 2\n"
-    snippet = "# ... existing code ...\ndef a():\n    return 1\n"
+    snippet = "# ... existing code ...\ndef a():\n    return 1\n\n\ndef b():\n    return 3\n"
     with pytest.raises(EditRefused, match="the merge alone does not make this edit: .* still defines it"):
         resolve_edit(text, snippet, "python", "merge", instruction="Delete the function `a`.")

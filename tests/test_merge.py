@@ -2156,3 +2156,18 @@ def test_a_segment_that_deletes_many_lines_up_to_a_one_line_anchor_is_not_certai
     update = "/* ... existing code ... */\n}\nh1 {\n  margin: 3em 0 4em 0;\n  /* ... existing code ... */\n"
     merged = merge(css, update, "css")
     assert merged.confidence == "likely" and any("one-line anchor sets apart" in r for r in merged.reasons)
+
+
+@pytest.mark.parametrize("tail, lost", [
+    ("\n\ndef h():\n    pass\n", "def h():"),  # the file's last function
+    ('\n\nif __name__ == "__main__":\n    raise SystemExit(g())\n', 'if __name__ == "__main__":'),
+])
+def test_a_snippet_with_no_last_marker_that_would_delete_the_files_last_definition_is_not_certain(tail, lost):
+    """Its last marker forgotten after a change inside `g`, the snippet deleted the two lines of what follows,
+    certain: a few lines at the file's edge, which a segment may replace (an import), but a definition."""
+    original = "import os\n\n\nclass A:\n    def f(self):\n        return 1\n\n    def g(self):\n        return 2\n" + tail
+    merged = merge(original, "# ... existing code ...\nclass A:\n    # ... existing code ...\n    def g(self):\n"
+                             "        return 3\n", "python")
+    assert merged.confidence == "likely" and lost in merged.reasons[-1], merged.reasons
+    shown = merge(original, "# ... existing code ...\n    def g(self):\n        return 3\n" + tail, "python")
+    assert (shown.confidence, shown.text) == ("certain", original.replace("return 2", "return 3"))
