@@ -159,12 +159,20 @@ def new_key_edit(rng: random.Random, text: str, language: str) -> tuple[str, str
     one-line value) added after one of the file's keys, and the snippet the path to that key, its line as
     the edited file has it (in JSON with the comma the new key after it needs) and the new key's line
     (half of JSON's shown without its comma): ``new-key-gap``, ``new-key-run``, a third ``new-key-marked``
-    (a marker after the new line). None where the file has no such key, or has that name already."""
+    (a marker after the new line); in a third of YAML's, a block (``fastapply_added:`` over ``enabled: true``,
+    ``new-block-*``); in a third of TOML's and INI's, a section at the file's end (``[fastapply_added]`` over
+    ``enabled = true``, set apart by a blank line; ``new-section-run``, or ``-marked`` with a marker above
+    it). None where the file has no such key, or has that name already."""
     lines = text.splitlines(keepends=True)
     content, leaves = _key_leaves(lines, language)
     if not leaves or "fastapply_added" in text:
         return None
     path, i = rng.choice(leaves)
+    if language in ("toml", OTHER) and text.endswith("\n") and rng.random() < 1 / 3:
+        section = "[fastapply_added]\nenabled = true\n"
+        marked = rng.random() < 1 / 3
+        return (text + ("\n" if lines[-1].strip() else "") + section, ("# ...\n" if marked else "") + section,
+                "new-section-marked" if marked else "new-section-run")
     indent = lines[i][:len(lines[i]) - len(lines[i].lstrip())]
     end = "\n" if lines[i].endswith("\n") else ""
     sibling = lines[i]
@@ -175,11 +183,15 @@ def new_key_edit(rng: random.Random, text: str, language: str) -> tuple[str, str
     else:
         new = indent + ("fastapply_added: added" if language == "yaml" else 'fastapply_added = "added"'
                         if language == "toml" else "fastapply_added = added") + end
+    block = language == "yaml" and rng.random() < 1 / 3
+    if block:
+        new = f"{indent}fastapply_added:\n{indent}  enabled: true{end}"
     edited = lines[:i] + [sibling, new] + lines[i + 1:]
     shown = new.rstrip().removesuffix(",") + "\n" if language == "json" and rng.random() < 0.5 else new
     if not shown.endswith("\n"):
         shown += "\n"
-    return "".join(edited), *_key_snippet(rng, lines, language, content, path, i, sibling + shown, "new-key")
+    return "".join(edited), *_key_snippet(rng, lines, language, content, path, i, sibling + shown,
+                                          "new-block" if block else "new-key")
 
 
 def _key_leaves(lines: list[str], language: str) -> tuple[list[int], list[tuple[list[int], int]]]:

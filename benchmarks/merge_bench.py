@@ -28,7 +28,8 @@ with ``--keys``, the YAML, TOML and JSON files only (with ``--other``, files of 
 read as INI), each snippet the path to one key whose value changed (the headers above it and its new
 line, ``edits.key_edit``; by kind: ``keys-gap`` where it leaves out lines between those it shows,
 ``keys-run`` where they are a run of the file's lines): ``merge-keys.json``; with ``--new-keys``, the path
-to a key the file lacks, added after one of its keys (``edits.new_key_edit``): ``merge-new-keys.json``.
+to a key the file lacks, added after one of its keys (a YAML block, a TOML or INI section at the file's end:
+``edits.new_key_edit``): ``merge-new-keys.json``.
 
 With ``--known``, the edits are tasks in the eval suite's schema (the suite, the training set): each
 update is merged into its original and compared with the task's expected file; the same figures by
@@ -276,7 +277,7 @@ def show(report: dict) -> None:
         table.add_column(column, justify="right" if column != "slice" else "left")
     slices = [("all", report["all"])] + list(report["by_language"].items()) + [
         (f"context {c}", f) for c, f in report["by_context"].items()] + (
-        [(kind, f) for kind, f in report["by_kind"].items() if kind.startswith(("keys-", "new-key-"))])
+        [(kind, f) for kind, f in report["by_kind"].items() if kind.startswith(("keys-", "new-"))])
     for name, f in slices:
         precision = f"{100 * f['precision_certain']:.2f}%" if f["precision_certain"] is not None else "-"
         table.add_row(name, str(f["edits"]), str(f["certain"]), precision, f"{100 * f['share_certain']:.1f}%",

@@ -111,20 +111,19 @@ def test_keys_that_may_be_the_whole_new_file_are_not_certain_where_that_reading_
 @pytest.mark.parametrize("original, update, language, why", [
     (CI, "    runs-on: macos-latest\n", "yaml", "the key twice in the file, and no header shown"),
     (CI, "jobs:\n  test:\n    steps: []\n", "yaml", "the file's value is a block, not one line"),
-    (CI, "jobs:\n  test:\n    env:\n      CI: true\n", "yaml", "a block the file does not have"),
+    (PACKAGE, '{\n  "jest": {\n    "verbose": true\n  }\n}\n', "json", "a JSON object the file does not have"),
     (CI, "timeout-minutes: 5\njobs:\n  test:\n    runs-on: macos-latest\n", "yaml",
      "a key the file does not have, with nothing shown above it: where it goes is a guess"),
     (PACKAGE, '  "files": [\n    "lib",\n    "bin"\n  ]\n', "json", "an array's items"),
     (PYPROJECT, '[tool.ruff]\nselect = [\n  "E",\n]\n', "toml", "a new value spanning lines"),
     (CI, "jobs:\n  test:\n    steps:\n      - run: pytest -x\n", "yaml", "a list item"),
-    (CI, "jobs:\n  check:\n    runs-on: macos-latest\n", "yaml", "a header the file does not have (renamed)"),
     (CI, "jobs:\n  lint:\n    runs-on: ubuntu-latest\n", "yaml", "no value changed"),
     (CI, "jobs:\n  lint:\n    runs-on: macos-latest\n  test:\n    runs-on: macos-latest\n", "yaml",
      "shown out of the file's order"),
     (CI, "jobs:\n  lint:\n    # on a Mac\n    runs-on: macos-latest\n", "yaml", "a comment added"),
     (COMPOSE, "services:\n    image: postgres:16\n", "yaml", "a level skipped"),
     (PYPROJECT, '[project]\ndependencies = ["httpx"]\n', "toml", "the file's value spans lines"),
-    (PYPROJECT, "[tool.black]\nline-length = 120\n", "toml", "a table the file does not have"),
+    (PYPROJECT, "[tool.black]\nline-length = 120\n[tool.black]\n", "toml", "a table twice"),
     (PACKAGE, '  "files": ["lib", "bin"]\n', "json", "the file's value spans lines"),
     ('{\n  "a": {\n    "v": 1\n  },\n  "b": {\n    "v": 2\n  }\n}\n', '    "v": 3\n', "json", "the key twice"),
     (SETUP_CFG, "[options]\ninstall_requires = httpx\n", None, "the file's value goes on on the lines after"),
@@ -278,3 +277,46 @@ def test_a_script_added_to_a_package_json_from_the_command_line(tmp_path):
     result = _in_place(package, '{\n  "scripts": {\n    "test": "jest",\n    "lint": "eslint ."\n  }\n}\n')
     assert result.exit_code == 0, result.output
     assert package.read_text() == PACKAGE.replace('"jest"\n', '"jest",\n    "lint": "eslint ."\n')
+
+
+@pytest.mark.parametrize("update, old, new", [
+    ("jobs:\n  lint:\n    env:\n      CI: true\n", "  lint:\n", "  lint:\n    env:\n      CI: true\n"),  # first
+    ("# ...\njobs:\n  # ...\n  build:\n    runs-on: ubuntu-latest\n    steps:\n      - run: make\n",
+     "ruff check .\n", "ruff check .\n  build:\n    runs-on: ubuntu-latest\n    steps:\n      - run: make\n"),  # last
+    ("# ...\njobs:\n  test:\n    # ...\n  build:\n    steps:\n      - run: make\n  lint:\n    # ...\n",
+     "- run: pytest\n", "- run: pytest\n  build:\n    steps:\n      - run: make\n"),  # between the two it shows
+])
+def test_a_yaml_block_the_file_lacks_goes_in_where_the_path_shows_it(update, old, new):
+    """Merged as code, a new job's `runs-on:` and `steps:` anchored on the test job's and the new job was
+    written into it (likely); read as keys, its lines go in as they are, under the header shown above it.
+    `test:` / `    # ...` shows a header whose block the marker keeps."""
+    merged = merge(CI, update, "yaml")
+    assert (merged.confidence, merged.text) == ("certain", CI.replace(old, new, 1)), merged.reasons
+
+
+def test_a_new_yaml_block_like_the_one_beside_it_may_rename_it():
+    """`tests:` over test's lines, one changed: renamed, or a job added; both kept, the model decides. The
+    same lines as test's, none changed, are no new block at all (the file's lines with a header taken out
+    above them, as the regions bench showed): read as a part."""
+    update = ("jobs:\n  tests:\n    runs-on: ubuntu-latest\n    steps:\n      - uses: actions/checkout@v4\n"
+              "      - run: pytest -x\n")
+    merged = merge(CI, update, "yaml")
+    assert merged.confidence == "likely" and "may rename" in merged.reasons[0]
+    assert set_keys(split_lines(CI), split_lines(update.replace(" -x", "")), "yaml") is None
+
+
+@pytest.mark.parametrize("original, update, language, expected", [
+    (PYPROJECT, "[tool.mypy]\nstrict = true\n", "toml", PYPROJECT + "\n[tool.mypy]\nstrict = true\n"),  # at the end
+    (PYPROJECT, "# ...\n[tool.mypy]\nstrict = true\n\n[tool.pytest.ini_options]\n# ...\n", "toml",
+     PYPROJECT.replace("\n[tool.pytest", "\n[tool.mypy]\nstrict = true\n\n[tool.pytest")),  # before the next shown
+    (SETUP_CFG, "[tool:pytest]\naddopts = -ra\n", None, SETUP_CFG + "\n[tool:pytest]\naddopts = -ra\n"),
+    (PYPROJECT, '[tool.ruff]\ntarget-version = "py311"\n[tool.mypy]\nstrict = true\n', "toml",
+     PYPROJECT.replace('"py311"\n', '"py311"\n[tool.mypy]\nstrict = true\n')),  # right after its section's last key
+    (PYPROJECT, "[tool.ruff]\nline-length = 100\n[tool.mypy]\nstrict = true\n", "toml",
+     PYPROJECT + "\n[tool.mypy]\nstrict = true\n"),  # not its last: the table would take `target-version`
+])
+def test_a_section_the_file_lacks_goes_in_at_the_end_or_before_the_next_one_shown(original, update, language,
+                                                                                 expected):
+    """In TOML, read as a part, `[tool.mypy]` / `strict = true` matched nothing: no candidate at all (none)."""
+    merged = merge(original, update, language)
+    assert (merged.confidence, merged.text) == ("certain", expected), merged.reasons
