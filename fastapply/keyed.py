@@ -80,6 +80,7 @@ def set_keys(original: list[str], snippet: list[str], language: str | None) -> t
         doubts.insert(0, _RUN)
     return placements, doubts
 
+
 def marked_keys(original: list[str], snippet: list[str], markers: list[bool],
                 language: str | None) -> tuple[list[Placement], list[str]] | None:
     """For a snippet with lazy markers (``markers``: which of its lines are), the placements of its keys
@@ -114,6 +115,7 @@ def marked_keys(original: list[str], snippet: list[str], markers: list[bool],
                       f"lines; they were kept")
     return placements, doubts
 
+
 def _read(original: list[str], snippet: list[str], language: str | None,
           markers: list[bool] | None = None) -> tuple[list[Step], list[Placement], list[str]] | None:
     """A snippet read as a path of keys (``indented_path``, ``section_path``; its lazy markers, where
@@ -144,6 +146,7 @@ def _read(original: list[str], snippet: list[str], language: str | None,
     placements = _edits(original, steps, language)
     return (steps, placements, doubts) if placements else None
 
+
 def _in_gap(original: list[str], steps: list[Step]) -> bool:
     """Whether a new key is shown where the file has lines that the snippet leaves out, between the key
     shown above them and the one below (``a: 1`` / ``new: 2`` / ``c: 3`` where the file has ``b:``
@@ -154,6 +157,7 @@ def _in_gap(original: list[str], steps: list[Step]) -> bool:
         if step.new and below and any(is_content(line) for line in original[step.place:below.place]):
             return True
     return False
+
 
 def _edits(original: list[str], steps: list[Step], language: str | None) -> list[Placement]:
     """The placements of a path's steps: each changed key's line replaced, the new ones inserted; in JSON

@@ -27,12 +27,14 @@ class Step(NamedTuple):
     marked: bool = False  # a lazy marker stands between it and the line shown above it
     body: tuple[str, ...] = ()  # a new YAML header's: the snippet's lines under it, inserted after it
 
+
 def after_step(step: Step) -> int:
     """The first original line after a step of a path."""
     return step.place if step.new else step.place + 1
 
+
 def indented_path(original: list[str], shown: list[str], after_marker: list[bool], ends_marked: bool,
-                   language: str) -> tuple[list[Step], list[str]] | None:
+                  language: str) -> tuple[list[Step], list[str]] | None:
     """For YAML and JSON, the steps of a path of keys, each a key found once among the children of the
     header above it (in the whole file for the first; JSON's braces aside), or a new key there with a
     one-line value (``_new_place``), in YAML also a new header with the snippet's lines under it as they
@@ -105,7 +107,7 @@ def indented_path(original: list[str], shown: list[str], after_marker: list[bool
         elif not elided and not one_line_at(original, place, language):
             return None  # the file's value is a block (a list, a mapping, `|` text): not one line replaced
         steps.append(Step(place, restyled(line, original[place], language) if leaf and not elided else line,
-                           None if leaf and not elided else block_end(original, place), marked=marked))
+                          None if leaf and not elided else block_end(original, place), marked=marked))
         kin.append((width, parent))
     shown_lines = {step.place for step in steps if not step.new}
     doubts = [doubt for n, entry, block in added for doubt in _renames(
@@ -113,10 +115,12 @@ def indented_path(original: list[str], shown: list[str], after_marker: list[bool
         shown_lines, lambda line: key_entry(line, language), original)]
     return steps, doubts
 
+
 def _runs_in(original: list[str], lines: list[str]) -> bool:
     """Whether ``lines`` (two or more) are a run of the file's lines, spaces around them aside."""
     stripped, run = [line.strip() for line in original], [line.strip() for line in lines]
     return len(run) > 1 and any(stripped[i:i + len(run)] == run for i in range(len(stripped) - len(run) + 1))
+
 
 def _new_place(original: list[str], steps: list[Step], kin: list[tuple[int, int | None]],
                scope: tuple[int, int | None], marked: bool, language: str, before: int | None = None) -> int | None:
@@ -136,6 +140,7 @@ def _new_place(original: list[str], steps: list[Step], kin: list[tuple[int, int 
         return sibling.place if sibling.new else _after(original, sibling.place, language)
     return None if parent is None else parent + 1
 
+
 def _after(original: list[str], line: int, language: str | None) -> int:
     """One past a key's lines: its block, and in JSON the bracket closing the object or array it opens."""
     end = children_end(original, line)
@@ -144,6 +149,7 @@ def _after(original: list[str], line: int, language: str | None) -> int:
         if closer is not None and closes(original[closer]):
             return closer + 1
     return end
+
 
 def _renames(entry: tuple[str, ...], step: Step, keys: list[int], shown: set[int], read,
              original: list[str]) -> list[str]:
@@ -170,8 +176,9 @@ def _renames(entry: tuple[str, ...], step: Step, keys: list[int], shown: set[int
     return [f"the snippet adds the key {entry[0]!r}, which the file lacks, beside {renamed[0]!r}, which it does not "
             f"show: it may rename it; both were kept"] if renamed else []
 
+
 def section_path(original: list[str], shown: list[str], after_marker: list[bool],
-                  language: str | None) -> tuple[list[Step], list[str]] | None:
+                 language: str | None) -> tuple[list[Step], list[str]] | None:
     """For TOML and files of no known language read as INI (``[section]``, ``key = value``: ``setup.cfg``,
     ``.env``, a systemd unit), the steps of a path of keys, where each header is found once in the file and
     each key once in the section above it (the file's top keys, or the whole file where the snippet shows
@@ -179,8 +186,8 @@ def section_path(original: list[str], shown: list[str], after_marker: list[bool]
     above it, else first in the section shown above it, or at the section's end where a lazy marker stands
     between. A section the file lacks, with its keys, goes in right after the key the snippet shows above it
     where that is its section's last, else before the next section the snippet shows, else at the file's
-    end (a table's place says nothing in TOML, nor a section's in INI). And the doubts
-    that a new key may rename one (``_renames``)."""
+    end (a table's place says nothing in TOML, nor a section's in INI). And the doubts that a new key may
+    rename one (``_renames``)."""
     headers = [j for j, line in enumerate(original) if TOML_HEADER.match(line)]
     steps: list[Step] = []
     added: list[tuple[int, tuple[str, str], list[int]]] = []  # new keys: (step, key and value, its section's keys)
@@ -241,6 +248,7 @@ def section_path(original: list[str], shown: list[str], after_marker: list[bool]
     shown_lines = {step.place for step in steps if not step.new}
     return steps, [doubt for n, entry, keys in added for doubt in _renames(
         entry, steps[n], keys, shown_lines, lambda line: key_value(line, language), original)][:1]
+
 
 def _section_of(headers: list[int], line: int, length: int) -> range:
     """The original lines of the section ``line`` is in (the top keys before the first header)."""
