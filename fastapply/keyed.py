@@ -169,8 +169,8 @@ def _edits(original: list[str], steps: list[Step], language: str | None) -> list
         if step.new:
             inserted.setdefault(step.place, []).extend((step.line, *step.body))
     for place, lines in inserted.items():  # a new section set apart by a blank line, as the file's are
-        if TOML_HEADER.match(lines[0]) and language != "json":
-            if place == len(original) and original[-1].strip():
+        if TOML_HEADER.match(lines[0]) and language in ("toml", None):
+            if place == len(original) and place and original[-1].strip():
                 lines.insert(0, "\n")
             elif place < len(original) and TOML_HEADER.match(original[place]):  # right before the next section
                 lines.append("\n")

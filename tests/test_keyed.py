@@ -320,3 +320,9 @@ def test_a_section_the_file_lacks_goes_in_at_the_end_or_before_the_next_one_show
     """In TOML, read as a part, `[tool.mypy]` / `strict = true` matched nothing: no candidate at all (none)."""
     merged = merge(original, update, language)
     assert (merged.confidence, merged.text) == ("certain", expected), merged.reasons
+
+
+def test_a_section_added_to_an_empty_file():
+    """The blank line that sets a new section apart from the file's last line: none in an empty file (an
+    index past the file's start, once)."""
+    assert merge("", "[tool.mypy]\nstrict = true\n", "toml").text == "[tool.mypy]\nstrict = true\n"
