@@ -76,7 +76,8 @@ def set_keys(original: list[str], snippet: list[str], language: str | None) -> t
     last = after_step(steps[-1])
     around = range(last, max(ends)) if ends else [*range(steps[0].place), *range(last, len(original))]
     deleted = sum(is_content(original[j]) for j in around)  # by the blocks read as they should be
-    if not (gap or deleted == 0 or deleted > EDGE_DELETION):
+    if not (gap or deleted == 0 or deleted > EDGE_DELETION or all(step.new for step in steps)):  # a new table
+        # alone is no file as it should be, whatever the file's size
         doubts.insert(0, _RUN)
     return placements, doubts
 

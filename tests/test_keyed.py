@@ -322,7 +322,11 @@ def test_a_section_the_file_lacks_goes_in_at_the_end_or_before_the_next_one_show
     assert (merged.confidence, merged.text) == ("certain", expected), merged.reasons
 
 
-def test_a_section_added_to_an_empty_file():
+def test_a_section_added_to_an_empty_or_small_file():
     """The blank line that sets a new section apart from the file's last line: none in an empty file (an
-    index past the file's start, once)."""
+    index past the file's start, once). A two-line file: the new table alone is not the file as it should
+    be (the run rule made it likely, as a snippet that may delete 1 to 3 lines)."""
     assert merge("", "[tool.mypy]\nstrict = true\n", "toml").text == "[tool.mypy]\nstrict = true\n"
+    small = '[project]\nname = "demo"\n'
+    merged = merge(small, "[tool.mypy]\nstrict = true\n", "toml")
+    assert (merged.confidence, merged.text) == ("certain", small + "\n[tool.mypy]\nstrict = true\n")
