@@ -57,6 +57,7 @@ from fastapply.markers import indent_width
 from fastapply.segments import Placement
 
 _LANGUAGES = (*CONFIG, None)  # read as paths of keys; None: a file of no known language, read as INI
+_INDENTED = ("yaml", "json")  # read by indentation (``indented_path``); the others by sections
 _RUN = ("the snippet sets keys on a run of the file's lines; the lines after it were kept, though it may be their "
         "block as it should be, those lines deleted")
 
@@ -88,12 +89,9 @@ def marked_keys(original: list[str], snippet: list[str], markers: list[bool],
     and the doubts, where its other lines are a path of keys (``set_keys``; YAML, TOML, JSON): the
     lines a marker stands for are kept, and so are those between the headers of the path (read as code,
     a segment deletes them: ``jobs:`` / ``  test:`` deleted the jobs between); a new key after a marker
-    goes at the end of the block it is in. Doubts where no marker is above (below) its first (last) line
-    and the file has lines there: read as code, those are deleted. None, and the snippet is merged as code,
-    where it shows two keys of one block with lines of the file between them and no marker (its author
-    marks what is left out: they are deleted), ends on a new key with no marker below it where the file
-    has lines after it (which it may replace, as ``_in_gap`` reads a new key between two), or shows a new
-    key whose line the file has elsewhere (in another section: as code, a line of the file shown)."""
+    goes before the key the snippet shows next, else at the end of the block it is in. Doubts where no
+    marker is above (below) its first (last) line and the file has lines there: read as code, those are
+    deleted. None where the snippet is merged as code instead (``_code_reads``)."""
     if language not in CONFIG:
         return None
     read = _read(original, snippet, language, markers)
@@ -101,12 +99,7 @@ def marked_keys(original: list[str], snippet: list[str], markers: list[bool],
         return None
     steps, placements, doubts = read
     edges = [i for i, line in enumerate(snippet) if markers[i] or not is_brackets(line)]  # JSON's braces aside
-    if any(a.end is None and b.end is None and not b.marked and indent_width(a.line) == indent_width(b.line)
-           and any(is_content(line) for line in original[after_step(a):b.place]) for a, b in zip(steps, steps[1:])):
-        return None
-    if steps[-1].new and not markers[edges[-1]] and any(is_content(line) for line in original[steps[-1].place:]):
-        return None
-    if any(step.new and step.line.strip() in {line.strip() for line in original} for step in steps):
+    if _code_reads(original, steps, ends_marked=markers[edges[-1]]):
         return None
     if not markers[edges[0]] and any(is_content(line) for line in original[:steps[0].place]):
         doubts.append(f"the snippet shows no marker above {snippet[edges[0]].strip()!r}, where the file has "
@@ -115,6 +108,21 @@ def marked_keys(original: list[str], snippet: list[str], markers: list[bool],
         doubts.append(f"the snippet shows no marker below {snippet[edges[-1]].strip()!r}, where the file has "
                       f"lines; they were kept")
     return placements, doubts
+
+
+def _code_reads(original: list[str], steps: list[Step], ends_marked: bool) -> bool:
+    """Whether a snippet with markers that is a path of keys reads better as code: it shows two keys of one
+    block with lines of the file between them and no marker (its author marks what is left out: they are
+    deleted), ends on a new key with no marker below it (``ends_marked``) where the file has lines after
+    it (which it may replace, as ``_in_gap`` reads a new key between two), or shows a new key whose line
+    the file has elsewhere (in another section: as code, a line of the file shown)."""
+    file_lines = {line.strip() for line in original}
+    skipped = any(a.end is None and b.end is None and not b.marked and indent_width(a.line) == indent_width(b.line)
+                  and any(is_content(line) for line in original[after_step(a):b.place])
+                  for a, b in zip(steps, steps[1:]))
+    return skipped or steps[-1].new and not ends_marked and any(
+        is_content(line) for line in original[steps[-1].place:]) or any(
+        step.new and step.line.strip() in file_lines for step in steps)
 
 
 def _read(original: list[str], snippet: list[str], language: str | None,
@@ -135,15 +143,15 @@ def _read(original: list[str], snippet: list[str], language: str | None,
             marked = False
     if not shown:
         return None
-    read = (indented_path(original, shown, after_marker, marked, language) if language in ("yaml", "json")
+    read = (indented_path(original, shown, after_marker, marked, language) if language in _INDENTED
             else section_path(original, shown, after_marker, language))
     if read is None:
         return None
     steps, doubts = read
-    if any(b.place < after_step(a) for a, b in zip(steps, steps[1:])) or _in_gap(original, steps) or all(
-            step.new for step in steps) and not (language not in ("yaml", "json") and TOML_HEADER.match(steps[0].line)):
-        return None  # shown out of the file's order, or one line twice; nothing of the file to place it by; or
-        # a new key in place of lines left out
+    out_of_order = any(b.place < after_step(a) for a, b in zip(steps, steps[1:]))  # or one line twice
+    unplaced = all(step.new for step in steps) and not (language not in _INDENTED and TOML_HEADER.match(steps[0].line))
+    if out_of_order or unplaced or _in_gap(original, steps):  # unplaced: nothing of the file to place it by,
+        return None  # but for a new table (at the end)
     placements = _edits(original, steps, language)
     return (steps, placements, doubts) if placements else None
 
@@ -177,12 +185,11 @@ def _edits(original: list[str], steps: list[Step], language: str | None) -> list
                 lines.append("\n")
     if language == "json":
         for place, lines in inserted.items():
-            below = next((line for line in original[place:] if line.strip() and is_content(line) or closes(line)), "")
+            below = next((line for line in original[place:] if is_content(line) or closes(line)), "")
             last = "" if closes(below) else ","
             lines[:] = [line.rstrip().removesuffix(",") + ("," if k + 1 < len(lines) else last) + "\n"
                         for k, line in enumerate(lines)]
-            above = next((j for j in range(place - 1, -1, -1) if original[j].strip() and (
-                is_content(original[j]) or closes(original[j]))), None)
+            above = next((j for j in range(place - 1, -1, -1) if is_content(original[j]) or closes(original[j])), None)
             text = replaced.get(above, original[above]) if above is not None else ""
             if text and not text.rstrip().endswith((",", "{", "[")):
                 replaced[above] = text.rstrip() + ",\n"

@@ -189,6 +189,7 @@ def section_path(original: list[str], shown: list[str], after_marker: list[bool]
     end (a table's place says nothing in TOML, nor a section's in INI). And the doubts that a new key may
     rename one (``_renames``)."""
     headers = [j for j, line in enumerate(original) if TOML_HEADER.match(line)]
+    file_lines = {line.strip() for line in original}
     steps: list[Step] = []
     added: list[tuple[int, tuple[str, str], list[int]]] = []  # new keys: (step, key and value, its section's keys)
     section: tuple[int, int] | None = None  # the original lines of the section the snippet is in
@@ -219,7 +220,7 @@ def section_path(original: list[str], shown: list[str], after_marker: list[bool]
         if entry is None or language == "toml" and not one_line_value(entry[1]):
             return None
         if new_section is not None:
-            if line.strip() in {other.strip() for other in original}:
+            if line.strip() in file_lines:
                 return None  # a line of the file under a header the file lacks: a run of its lines, a header added
             steps.append(Step(new_section, line, new=True, marked=marked))
             continue
