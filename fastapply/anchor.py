@@ -76,7 +76,9 @@ def _place_by_lines(seg: Segment, index: int, orig: Original, lo: int, hi: int, 
         alternatives = [_place_on(seg, index, orig, lo, hi, key, h, t, []) for h, t in others]
         if all(_writes_alike(other, own) for other in alternatives):
             doubts = doubts[1:]
-        elif head is tail and (settled := _only_doubtless(seg, orig, [own, *alternatives])) is not None:
+        elif head is tail and (settled := _only_doubtless(seg, orig, [
+                p for p, (h, _) in zip([own, *alternatives], [(head, tail), *others])
+                if h[2] == max(head[2], *(o[2] for o, _ in others))])) is not None:
             return settled
     placement = replace(own, doubts=(*doubts, *own.doubts))
     if _settled(placement, index):

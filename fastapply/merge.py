@@ -30,6 +30,7 @@ from fastapply.edges import EDGE_DELETION, held_once, inside_file
 from fastapply.keyed import marked_keys, set_keys
 from fastapply.keymerge import edge_keys, set_in_place
 from fastapply.markers import has_inline_marker, indent_width, marker_lines
+from fastapply.restate import restated
 from fastapply.segments import Original, Placement, Segment, is_trivial, starts_inside_block
 from fastapply.syntax import count_errors, get_language
 
@@ -68,7 +69,8 @@ def merge(original: str, update: str, language: str | None) -> MergeResult:
     if placements is None:
         return MergeResult(None, NONE, tuple(doubts))
     placements = set_in_place(orig.lines, placements, language)  # `runs-on:` shown and kept: the shown one stays
-    doubts += _headless(orig, placements) + edge_keys(orig.lines, placements, language)
+    placements, restating = restated(orig.lines, placements, language)  # `limit = 20` shown, `limit = 10` kept
+    doubts += restating + _headless(orig, placements) + edge_keys(orig.lines, placements, language)
     text = _assemble(orig.lines, placements, original)
     if text is None:
         return MergeResult(None, NONE, tuple(doubts) + ("the snippet's segments overlap in the original",))

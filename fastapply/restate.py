@@ -1,0 +1,124 @@
+"""A statement the snippet restates beside the file's own: ``limit = 20`` shown in place of ``limit = 10``.
+
+A segment whose last line of code is new, a marker after it, reads as an insertion there: the marker keeps
+the file's lines that follow. Where that new line stores to the very target of the line the marker keeps
+next to it (``limit = 20`` shown, ``limit = 10`` kept just below; ``const [page, setPage] = useState(1);``
+beside ``... useState(0);``), and neither line reads that target, so read one of the two would be a dead
+store, overwritten before any line reads it (in JavaScript or Go, a declaration made twice, an error): the
+snippet shows the line changed, and its line takes the place of the kept one. Where one of them reads it
+(``s = s + carry``), the snippet may mean either, a doubt. The same for a segment's first line of code,
+new, after a marker, and the line the marker keeps above it. ``keymerge.set_in_place`` does this for a
+configuration's keys; this is its rule for code.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+
+from fastapply.keylines import CONFIG
+from fastapply.markers import indent_width
+from fastapply.segments import Placement
+
+_NOT_CODE = (*CONFIG, "css", "markdown", "html")
+# a store: a target (no call, no string, no comparison before it), then `=` or `:=`, no `==`, `=>`, `+=`, `<=`...
+_STORE = re.compile(r"^(?P<target>[^=()\"'`;]*?[\w\]\}>])\s*(?::=|=)(?![=>~])(?P<value>.*)$")
+_WORD = re.compile(r"[A-Za-z_$][\w$]*")
+_MEMBER = re.compile(r"[A-Za-z_$][\w$]*(?:(?:\.|->|::)[A-Za-z_$][\w$]*|\[[^\]]*\])+")  # `self.limit`, `items[0]`
+_CONTROL = frozenset(("if", "elif", "else", "while", "for", "foreach", "return", "assert", "yield",
+                      "await", "throw", "raise", "print", "echo", "unless", "until", "do", "export", "goto",
+                      "defer", "del", "delete", "typeof"))
+_DECLARES = frozenset(("const", "let", "var", "val", "mut", "final", "static", "auto", "local", "private",
+                       "public", "protected", "readonly", "my", "our"))
+_COMMENT = re.compile(r"\s(?:#|//|/\*)")
+_QUOTED = re.compile(r"\"(?:[^\"\\]|\\.)*\"|'(?:[^'\\]|\\.)*'")
+_OPEN_END = re.compile(r"(?:[(\[{\\.+\-*/%&|^<>=?:]|\band|\bor)\s*$")
+
+
+def restated(original: list[str], placements: list[Placement],
+             language: str | None) -> tuple[list[Placement], list[str]]:
+    """The placements of a merge, with each segment's new edge line that restates the store of the line a
+    marker keeps beside it put in that line's place (the module's docstring), and the doubts where one of
+    the two reads what they store to; the placements as they are otherwise."""
+    if language is None or language in _NOT_CODE or any(b.start < a.end for a, b in zip(placements, placements[1:])):
+        return placements, []
+    out, extra, doubts = list(placements), [], []
+    for n, placement in enumerate(placements):
+        shown = [k for k, line in enumerate(placement.lines) if line.strip()]
+        if not shown:
+            continue
+        kept_from = placements[n - 1].end if n else 0
+        kept_to = placements[n + 1].start if n + 1 < len(placements) else len(original)
+        below = next((j for j in range(placement.end, kept_to) if original[j].strip()), None)
+        above = next((j for j in range(placement.start - 1, kept_from - 1, -1) if original[j].strip()), None)
+        drop = set()
+        for k, kept in ((shown[-1], below), (shown[0], above)):
+            if kept is None or k in drop or (store := _same_store(placement, k, original, kept)) is None:
+                continue
+            target, read = store
+            if read:
+                doubts.append(f"the snippet's line {placement.lines[k].strip()!r} stores to {target} as the line "
+                              f"{original[kept].strip()!r} a marker keeps beside it does: it may replace it")
+                continue
+            drop.add(k)
+            extra.append(Placement(kept, kept + 1, (placement.lines[k],)))
+        if drop:
+            out[n] = replace(placement, lines=tuple(line for k, line in enumerate(placement.lines) if k not in drop))
+    return (sorted(out + extra, key=lambda p: (p.start, p.end)) if extra else placements), doubts
+
+
+def _same_store(placement: Placement, k: int, original: list[str], kept: int) -> tuple[str, bool] | None:
+    """(the target, whether either line reads it) where the placement's line ``k``, new (no line of the file it
+    replaces), stores to the target of the file's line ``kept``, at its indentation, each a statement of one
+    line; else None."""
+    new, old = placement.lines[k], original[kept]
+    if indent_width(new) != indent_width(old) or new.strip() == old.strip():
+        return None
+    if any(line.strip() == new.strip() for line in original[placement.start:placement.end]):
+        return None  # an anchor, not a new line
+    stores = [_store(line) for line in (new, old)]
+    if None in stores or stores[0][0] != stores[1][0]:
+        return None
+    target = stores[0][0]
+    return target, any(_reads(value, target) for _, value in stores)
+
+
+def _store(line: str) -> tuple[str, str] | None:
+    """(the target, declaring words aside, no space around its punctuation; the value, a comment after it
+    aside) of a one-line store (a `;` or `,` may end it: a keyword argument's line), else None."""
+    text = _code_part(line.strip()).rstrip().removesuffix(";").removesuffix(",").rstrip()
+    match = _STORE.match(text)
+    if match is None or _OPEN_END.search(text) or not _balanced(text):
+        return None
+    words = match["target"].split()
+    first = _WORD.match(words[0])
+    if first is None or first[0] in _CONTROL:
+        return None
+    while len(words) > 1 and words[0] in _DECLARES:
+        words.pop(0)
+    return re.sub(r"\s*([^\w$\s])\s*", r"\1", " ".join(words)), match["value"]
+
+
+def _code_part(line: str) -> str:
+    """The line without a comment after its code (``#``, ``//``, ``/*`` after a space, outside quotes)."""
+    for found in _COMMENT.finditer(line):
+        head = line[:found.start()]
+        if all(head.count(quote) % 2 == 0 for quote in "\"'`"):
+            return head
+    return line
+
+
+def _reads(value: str, target: str) -> bool:
+    """Whether ``value`` may read what ``target`` stores to: a member (``self.text``, ``items[0]``) where it
+    holds that chain, else (a name, names unpacked, a declaration with its type) one of its names, but as
+    another object's member (``req.params.format`` reads no ``format``) or in a string (``"out"``)."""
+    value = _QUOTED.sub('""', value)
+    if _MEMBER.fullmatch(target):
+        return re.search(r"(?<![\w$.])" + re.escape(target) + r"(?![\w$])", value) is not None
+    return any(re.search(r"(?<![\w$.])(?<!->)(?<!::)" + re.escape(name) + r"(?![\w$])", value)
+               for name in _WORD.findall(target))
+
+
+def _balanced(text: str) -> bool:
+    """Whether ``text`` closes every bracket it opens (strings not told apart: a store of one line)."""
+    return all(text.count(a) == text.count(b) for a, b in ("()", "[]", "{}"))
