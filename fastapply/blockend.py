@@ -22,18 +22,21 @@ def place_at_block_end(seg: Segment, index: int, orig: Original, lo: int, hi: in
     with no marker after it may)."""
     if seg.marker_before is None and scope is None and seg.marker_after is not None:
         return _place_at_file_start(seg, index, orig)
-    if scope is not None:
-        limit = hi
-    elif seg.marker_after is None:
-        limit = len(orig.lines)
-    else:
-        return None
-    limit -= blank_run(orig.lines, limit - 1, -1, lo)
     body = [line for line in seg.lines if line.strip()]
     closers = 0
     while closers < len(body) and is_closer(body[-1 - closers]):
         closers += 1
     closers = min(closers, _unclosed(body))
+    if scope is not None:
+        limit = hi
+        if closers and indent_width(body[-1]) < indent_width(orig.lines[scope]):
+            outer = _header_at(orig, lo, indent_width(body[-1]))  # the marker deep inside, `}` closing the function
+            limit = orig.block_end(outer) if outer is not None else limit
+    elif seg.marker_after is None:
+        limit = len(orig.lines)
+    else:
+        return None
+    limit -= blank_run(orig.lines, limit - 1, -1, lo)
     if closers:
         own = [i for i in range(lo, limit) if orig.lines[i].strip()][-closers:]
         if [exact_key(orig.lines[i]) for i in own] != [exact_key(line) for line in body[-closers:]]:
@@ -66,6 +69,16 @@ def place_at_block_end(seg: Segment, index: int, orig: Original, lo: int, hi: in
         limit -= 1  # before the block's own closing line
     return Placement(limit, limit, seg.lines, (f"segment {index + 1} anchors nowhere; it was added at the end of "
                                                f"the block {orig.lines[scope].strip()!r}",))
+
+
+def _header_at(orig: Original, lo: int, width: int) -> int | None:
+    """The line heading the block at indentation ``width`` that goes on past line ``lo``: the nearest line
+    above it that is not right of ``width``, where it is at ``width`` and heads such a block."""
+    for j in range(lo - 1, -1, -1):
+        line = orig.lines[j]
+        if line.strip() and indent_width(line) <= width:
+            return j if indent_width(line) == width and orig.block_end(j) > lo else None
+    return None
 
 
 def _place_at_file_start(seg: Segment, index: int, orig: Original) -> Placement | None:

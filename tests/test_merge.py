@@ -2171,3 +2171,29 @@ def test_a_snippet_with_no_last_marker_that_would_delete_the_files_last_definiti
     assert merged.confidence == "likely" and lost in merged.reasons[-1], merged.reasons
     shown = merge(original, "# ... existing code ...\n    def g(self):\n        return 3\n" + tail, "python")
     assert (shown.confidence, shown.text) == ("certain", original.replace("return 2", "return 3"))
+
+
+def test_a_functions_closing_line_after_a_marker_deep_inside_it_closes_the_function():
+    """An agent's snippet of a function: its first line, a marker, a changed line three blocks deep with
+    the line after it, a marker at that depth, and the function's `}`. The `}` was looked for at the end of
+    the innermost block the marker is in, where the file has `    }`: no candidate at all. It closes the
+    block its indentation heads, the function."""
+    js = d('''
+        function load(paths) {
+          const out = [];
+          for (const p of paths) {
+            if (exists(p)) {
+              out.push(read(p, "utf8"));
+              count += 1;
+            }
+          }
+          return out;
+        }
+
+        export default load;
+    ''')
+    update = ("function load(paths) {\n  // ... existing code ...\n    if (exists(p)) {\n"
+              "      out.push(read(p, \"latin1\"));\n      count += 1;\n      // ... existing code ...\n}\n"
+              "// ... existing code ...\n")
+    merged = merge(js, update, "javascript")
+    assert (merged.confidence, merged.text) == ("certain", js.replace('"utf8"', '"latin1"')), merged.reasons
