@@ -49,6 +49,9 @@ _ALIASES = {"c++": "cpp", "golang": "go", "shell": "bash", "zsh": "bash", "sh": 
 _ANY = {"", "text", "txt", "plaintext", "diff", "patch", "udiff"}
 _PARSED = set(SOURCE_LANGUAGES) | {"csharp", "kotlin", "swift", "scala", "php", "lua", "bash"}  # words fail to parse
 _BINDS = re.compile(r"^\s*(?:import|from|#include|use|using|require|package)\b|\brequire\(")  # an import line
+# a top-level declaration or store: `static PyObject *cache;`, `const LIMIT = 10;`, `X = 1`: the name it binds
+_DECLARED = re.compile(r"^(?!(?:return|throw|delete|yield|await|goto)\b)(?:[A-Za-z_$][\w$<>,]*\s+)*[*&]*"
+                       r"([A-Za-z_$][\w$]*)\s*(?:\[[^\]]*\])?\s*(?:=(?!=)|;)")
 
 
 @dataclass(frozen=True)
@@ -217,16 +220,23 @@ def _joined(blocks: list[Block], language: str | None, original: str) -> tuple[s
     plain = blocks[0].body
     for block in blocks[1:]:
         plain += marker_like(_edge(block.body, 1), language) + "\n" + block.body
-    if not any(is_marker_text(line.strip()) for line in plain.split("\n")):
-        return plain, plain
+    return edge_marked(plain, language, original), plain
+
+
+def edge_marked(snippet: str, language: str | None, original: str, head: bool = True, tail: bool = True) -> str:
+    """``snippet`` with a lazy marker before (after) it where it has markers and its first (last) line is
+    a line of the file other than the file's first (last): the code above (below) the part it shows kept,
+    where the snippet as written deletes it; ``head`` (``tail``) False: not before (after) it."""
+    if not any(is_marker_text(line.strip()) for line in snippet.split("\n")):
+        return snippet
     kept = [line.strip() for line in original.split("\n") if line.strip()]
-    first, last = _edge(plain, 1), _edge(plain, -1)
-    out = plain
-    if kept and not is_marker_text(first.strip()) and first.strip() in kept[1:] and first.strip() != kept[0]:
+    first, last = _edge(snippet, 1), _edge(snippet, -1)
+    out = snippet
+    if head and kept and not is_marker_text(first.strip()) and first.strip() in kept[1:] and first.strip() != kept[0]:
         out = marker_like(first, language) + "\n" + out
-    if kept and not is_marker_text(last.strip()) and last.strip() in kept[:-1] and last.strip() != kept[-1]:
+    if tail and kept and not is_marker_text(last.strip()) and last.strip() in kept[:-1] and last.strip() != kept[-1]:
         out += marker_like(last, language) + "\n"
-    return out, plain
+    return out
 
 
 def _edge(text: str, step: int) -> str:
@@ -251,11 +261,14 @@ def deletes_in_use(deleting: str, keeping: str, language: str | None) -> bool:
 
 
 def _bound(text: str, language: str) -> set[str]:
-    """The names ``text`` binds: its definitions', and every word of its import lines."""
+    """The names ``text`` binds: its definitions', every word of its import lines, and the name of each
+    top-level declaration or store."""
     names = {definition.name for definition in definitions(text, language)}
     for line in text.split("\n"):
         if _BINDS.search(line):
             names |= set(re.findall(r"[A-Za-z_$][\w$]*", line))
+        elif declared := _DECLARED.match(line):
+            names.add(declared[1])
     return names
 
 

@@ -27,7 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import NamedTuple
 
-from fastapply.answer import answer_edit, deletes_in_use
+from fastapply.answer import answer_edit, deletes_in_use, edge_marked
 from fastapply.asks import read, undone
 from fastapply.errors import RefusedError, UsageError
 from fastapply.fileio import TextFormat
@@ -143,6 +143,8 @@ class EditReading(NamedTuple):
     patch: Patch | None  # the diff the edit is, if it is one
     unsaid: str | None = None  # a chat model's answer leaving code around its blocks unsaid: the edit read as
     # deleting it (``edit`` keeps it, lazy markers added at its edges; ``answer.answer_edit``)
+    kept: str | None = None  # a snippet with markers starting (ending) on a line inside the file: the snippet with
+    # a marker added there, the code beyond kept (``answer.edge_marked``; ``merge_reading`` decides each edge)
 
 
 def read_edit(original: str, update: str, language: str | None, instruction: str = "",
@@ -158,12 +160,16 @@ def read_edit(original: str, update: str, language: str | None, instruction: str
     >>> read_edit("x = 1\\n", "delete the variable x", "python")[:3]
     ('', '', 'delete the variable x')
     """
-    update, unsaid = answer_edit(update, original, language, path) or (update, update)
+    answered = answer_edit(update, original, language, path)
+    update, unsaid = answered or (update, update)
     patch = read_patch(update, original)
     if patch is not None:
         return EditReading(update, as_update(patch, original, language), instruction, patch)
     if reads_as_instruction(original, update, language, instruction):
         return EditReading("", "", " ".join(update.split()), None)
+    if answered is None:
+        kept = edge_marked(update, language, original)
+        return EditReading(update, update, instruction, None, kept=None if kept == update else kept)
     return EditReading(update, update, instruction, None, None if unsaid == update else unsaid)
 
 
@@ -171,8 +177,14 @@ def merge_reading(original: str, reading: EditReading, language: str | None) -> 
     """The merge engine's answer for an edit as read (``read_edit``): ``merge_edit`` of it; where it is a
     chat model's answer leaving code around its blocks unsaid (``EditReading.unsaid``) and the two
     readings, that code kept or deleted, merge to different files, likely at best: the answer may mean
-    either; unless deleting it would leave a name in use that only it binds (``answer.deletes_in_use``)."""
+    either; unless deleting it would leave a name in use that only it binds (``answer.deletes_in_use``).
+    A snippet that starts (ends) inside the file with no marker there deletes the code beyond it, as
+    written (the suite's snippets delete an import or a file's last tests so); but not that code where
+    deleting it would leave a name in use that only it binds, or break the file (``_kept_edges``): an
+    agent's snippet of a class or function, markers inside it, that leaves out the imports above it."""
     merged = merge_edit(original, reading.edit, language, reading.instruction)
+    if reading.kept is not None:
+        return _kept_edges(original, reading, language, merged)
     if reading.unsaid is None or merged.confidence != CERTAIN:
         return merged
     deleting = merge_edit(original, reading.unsaid, language, reading.instruction).text
@@ -181,6 +193,29 @@ def merge_reading(original: str, reading: EditReading, language: str | None) -> 
     return replace(merged, confidence=LIKELY, reasons=(
         "the answer's code starts or ends inside the file with no lazy marker there: the code beyond it may be "
         "meant kept (as merged) or deleted",))
+
+
+def _kept_edges(original: str, reading: EditReading, language: str | None, merged: MergeResult) -> MergeResult:
+    """The merge of a snippet with markers that starts (ends) inside the file with none there, the code
+    above (below) it kept where deleting it would leave a name in use that only it binds, or the file with
+    more syntax errors (the `}` closing the function shown): beside the snippet with markers added at both
+    edges (``EditReading.kept``), each edge's code deleted alone. The
+    snippet as written (``merged``) where it keeps neither; a certain merge only where the one keeping what
+    it must is."""
+    both = merge_edit(original, reading.kept, language, reading.instruction)
+    if both.confidence != CERTAIN or both.text == merged.text:
+        return merged
+    keep = []
+    for head in (True, False):  # the edge kept, the other's code deleted alone
+        deleting = merge_edit(original, edge_marked(reading.edit, language, original, not head, head), language,
+                              reading.instruction).text
+        keep.append(deleting is not None and (deletes_in_use(deleting, both.text, language) or language is not None
+                                              and count_errors(deleting, language) > count_errors(both.text, language)))
+    if not any(keep):
+        return merged
+    if all(keep) or reading.kept == edge_marked(reading.edit, language, original, *keep):
+        return both
+    return merge_edit(original, edge_marked(reading.edit, language, original, *keep), language, reading.instruction)
 
 
 def _run(run_model: RunModel, original: str, update: str, merged: str | None, placed: MergeResult | None,

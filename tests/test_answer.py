@@ -38,13 +38,11 @@ runner = CliRunner()
 
 
 def test_the_code_block_of_an_answer_is_the_edit_and_code_it_leaves_unsaid_is_kept():
-    """Words around the block aside. The block starts at `class Store:` with no marker above it: as a
-    snippet it would delete `import os` (a snippet says what it leaves out at the file's edges); from a
+    """Words around the block aside. The block starts at `class Store:` with no marker above it: from a
     chat model's answer, that line is the file's and its code above is kept."""
     answer = f"Open it as UTF-8:\n\n```python\n{SNIPPET}```\n\nThat is all.\n"
     outcome = resolve_edit(STORE, answer, "python", "merge")
     assert (outcome.text, outcome.merge.confidence) == (UTF8, "certain")
-    assert resolve_edit(STORE, SNIPPET, "python", "merge").text == UTF8.replace("import os\n\n\n", "")
     indented = "".join(f"   {line}\n" for line in SNIPPET.splitlines())
     listed = f"1. Change `load`:\n\n   ```python\n{indented}   ```\n"
     assert resolve_edit(STORE, listed, "python", "merge").text == UTF8  # a block under a list item
@@ -62,6 +60,44 @@ def test_an_answer_that_may_mean_the_code_around_it_deleted_is_not_certain():
     assert merge_edit(future, "import os\n\n\n" + SNIPPET, "python").text == UTF8  # a snippet says: deleted
     assert deletes_in_use(UTF8.replace("import os\n\n\n", ""), UTF8, "python")
     assert not deletes_in_use(UTF8, "from __future__ import annotations\n" + UTF8, "python")
+
+
+APP = """import { useState } from "react";
+import { fetchUsers } from "./api";
+
+interface Props {
+  size: number;
+}
+
+export function App({ size }: Props) {
+  const [users, setUsers] = useState([]);
+  const [page, setPage] = useState(0);
+  fetchUsers(page, size).then(setUsers);
+  return <ul>{users.map((u) => <li key={u.id}>{u.name}</li>)}</ul>;
+}
+
+export default App;
+"""
+
+
+def test_a_snippet_that_leaves_out_the_code_around_it_keeps_it_where_deleting_it_would_unbind_a_name():
+    """A snippet says what it leaves out at the file's edges: with no marker above (below) it, the code
+    there is deleted. An agent's snippet of a function, markers inside it, that starts at the function's
+    line means the imports above kept where the code it keeps uses them (deleted, `useState` and
+    `fetchUsers` would be names no line binds): that reading is the merge, certain. Where deleting leaves
+    no name unbound, the snippet's own reading holds (`from __future__ ...` deleted, a file's last
+    function deleted: not certain, as before)."""
+    snippet = ("export function App({ size }: Props) {\n  const [users, setUsers] = useState([]);\n"
+               "  const [page, setPage] = useState(1);\n  // ... existing code ...\n}\n")
+    outcome = resolve_edit(APP, snippet, "typescript", "merge")
+    assert (outcome.text, outcome.merge.confidence) == (APP.replace("useState(0)", "useState(1)"), "certain")
+    assert merge_edit(APP, snippet, "typescript").confidence == "likely"  # read as written: 5 lines deleted
+    assert resolve_edit(STORE, SNIPPET, "python", "merge").text == UTF8  # `os.path` keeps `import os`
+    future = "from __future__ import annotations\n" + STORE
+    assert resolve_edit(future, "import os\n\n\n" + SNIPPET, "python", "merge").text == UTF8
+    main = "\n\ndef main():\n    print(Store('.').load('a'))\n"  # used nowhere: deleted, as written
+    merged = merge_reading(STORE + main, read_edit(STORE + main, SNIPPET, "python"), "python")
+    assert (merged.confidence, merged.text) == ("likely", UTF8)  # the last definition deleted: a doubt, as ever
 
 
 @pytest.mark.parametrize("head", [
