@@ -113,6 +113,12 @@ def _replaced(index: int, lines: int, side: str) -> str:
     return f"segment {index + 1} replaces {lines} original line(s) {side}"
 
 
+def may_replace(index: int, side: str) -> str:
+    """The doubt that segment number ``index``'s new lines on ``side`` ("before its first anchor", "after its
+    last anchor") may replace the code the marker beside them keeps (``restate.py`` settles some)."""
+    return f"segment {index + 1} has new lines {side}, which may replace the code there"
+
+
 def _place_on(seg: Segment, index: int, orig: Original, lo: int, hi: int, key, head: list[int], tail: list[int],
               doubts: list[str]) -> Placement:
     """The segment in place of the original lines from its first anchor ``head`` to its last ``tail``
@@ -142,7 +148,7 @@ def _place_on(seg: Segment, index: int, orig: Original, lo: int, hi: int, key, h
         doubts += doubt
         inserted = seg.lines[head[1]].strip() and beside_anchor(leading, seg.lines[head[1]])
         if start == head[0] and any(line.strip() for line in leading) and not inserted:
-            doubts.append(f"{where} has new lines before its first anchor, which may replace the code there")
+            doubts.append(may_replace(index, "before its first anchor"))
     if seg.marker_after is None:
         lost = deleted_at_end(orig, end, seg.lines, trailing)
         end, doubt = len(orig.lines), edge_doubt(orig.lines[end:], trailing, f"{where} does not end with a marker",
@@ -159,7 +165,7 @@ def _place_on(seg: Segment, index: int, orig: Original, lo: int, hi: int, key, h
         inserted = seg.lines[tail[1] + tail[2] - 1].strip() and resumes_at_marker(orig.lines[end:hi],
                                                                                   seg.marker_after, trailing)
         if end == unextended and any(line.strip() for line in trailing) and not inserted:
-            doubts.append(f"{where} has new lines after its last anchor, which may replace the code there")
+            doubts.append(may_replace(index, "after its last anchor"))
         elif inserted and orig.language == "python" and docstring_above_docstring(
                 seg.lines[tail[1] + tail[2] - 1], trailing, orig.lines[end:hi]):
             doubts.append(f"{where} adds a docstring above the one after its last anchor, which it may replace")

@@ -69,8 +69,9 @@ def merge(original: str, update: str, language: str | None) -> MergeResult:
     if placements is None:
         return MergeResult(None, NONE, tuple(doubts))
     placements = set_in_place(orig.lines, placements, language)  # `runs-on:` shown and kept: the shown one stays
-    placements, restating = restated(orig.lines, placements, language)  # `limit = 20` shown, `limit = 10` kept
-    doubts += restating + _headless(orig, placements) + edge_keys(orig.lines, placements, language)
+    placements, restating, settled = restated(orig.lines, placements, language)  # `limit = 20` shown, `= 10` kept
+    doubts = [doubt for doubt in doubts if doubt not in settled] + restating
+    doubts += _headless(orig, placements) + edge_keys(orig.lines, placements, language)
     text = _assemble(orig.lines, placements, original)
     if text is None:
         return MergeResult(None, NONE, tuple(doubts) + ("the snippet's segments overlap in the original",))

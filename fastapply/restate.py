@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
+from fastapply.anchor import may_replace
 from fastapply.keylines import CONFIG
 from fastapply.markers import indent_width
 from fastapply.segments import Placement
@@ -36,13 +37,15 @@ _OPEN_END = re.compile(r"(?:[(\[{\\.+\-*/%&|^<>=?:]|\band|\bor)\s*$")
 
 
 def restated(original: list[str], placements: list[Placement],
-             language: str | None) -> tuple[list[Placement], list[str]]:
+             language: str | None) -> tuple[list[Placement], list[str], set[str]]:
     """The placements of a merge, with each segment's new edge line that restates the store of the line a
-    marker keeps beside it put in that line's place (the module's docstring), and the doubts where one of
-    the two reads what they store to; the placements as they are otherwise."""
+    marker keeps beside it put in that line's place (the module's docstring); the doubts where one of the
+    two reads what they store to; and the doubts this settles: that the segment's new lines there, that
+    line alone, may replace the code beside them (``anchor.may_replace``). The placements as they are
+    otherwise."""
     if language is None or language in _NOT_CODE or any(b.start < a.end for a, b in zip(placements, placements[1:])):
-        return placements, []
-    out, extra, doubts = list(placements), [], []
+        return placements, [], set()
+    out, extra, doubts, settled = list(placements), [], [], set()
     for n, placement in enumerate(placements):
         shown = [k for k, line in enumerate(placement.lines) if line.strip()]
         if not shown:
@@ -52,7 +55,7 @@ def restated(original: list[str], placements: list[Placement],
         below = next((j for j in range(placement.end, kept_to) if original[j].strip()), None)
         above = next((j for j in range(placement.start - 1, kept_from - 1, -1) if original[j].strip()), None)
         drop = set()
-        for k, kept in ((shown[-1], below), (shown[0], above)):
+        for k, kept, side in ((shown[-1], below, "after its last anchor"), (shown[0], above, "before its first anchor")):
             if kept is None or k in drop or (store := _same_store(placement, k, original, kept)) is None:
                 continue
             target, read = store
@@ -62,9 +65,21 @@ def restated(original: list[str], placements: list[Placement],
                 continue
             drop.add(k)
             extra.append(Placement(kept, kept + 1, (placement.lines[k],)))
+            if _alone(placement, shown, k, original):
+                settled.add(may_replace(n, side))
         if drop:
             out[n] = replace(placement, lines=tuple(line for k, line in enumerate(placement.lines) if k not in drop))
-    return (sorted(out + extra, key=lambda p: (p.start, p.end)) if extra else placements), doubts
+    return (sorted(out + extra, key=lambda p: (p.start, p.end)) if extra else placements), doubts, settled
+
+
+def _alone(placement: Placement, shown: list[int], k: int, original: list[str]) -> bool:
+    """Whether the placement's line ``k``, its last (first) line of code, is its only new line after its last
+    (before its first) anchor: the line of code next to it is the last (first) original line it replaces."""
+    if len(shown) < 2:
+        return False
+    inner = shown[-2] if k == shown[-1] else shown[1]
+    span = [line.strip() for line in original[placement.start:placement.end] if line.strip()]
+    return bool(span) and placement.lines[inner].strip() == (span[-1] if k == shown[-1] else span[0])
 
 
 def _same_store(placement: Placement, k: int, original: list[str], kept: int) -> tuple[str, bool] | None:

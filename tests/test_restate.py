@@ -17,6 +17,7 @@ def main():
         print(name)
     return limit
 """
+SPACED = PY.replace("    limit = 10\n", "\n    limit = 10\n\n")  # blank lines around the store
 TS = """import { useState } from "react";
 
 export function App() {
@@ -55,11 +56,15 @@ C = """int main(void) {
      GO.replace("10", "5")),
     (C, "/* ... existing code ... */\n    int total = 0;\n    int limit = 12;\n    /* ... existing code ... */\n",
      C.replace("int limit = 10; /* rows */", "int limit = 12;")),
+    (SPACED, "# ... existing code ...\n    root = os.getcwd()\n\n    limit = 20\n    # ... existing code ...\n",
+     SPACED.replace("limit = 10", "limit = 20")),  # anchored on the blank line, the store's doubt settled
+    (SPACED, "# ... existing code ...\n    limit = 20\n\n    for name in os.listdir(root):\n# ... existing code ...\n",
+     SPACED.replace("limit = 10", "limit = 20")),
 ])
 def test_a_store_shown_changed_beside_a_marker_takes_the_place_of_the_one_it_keeps(original, update, expected):
     """Read as an insertion, one of the two stores would be overwritten before anything reads it (in
     TypeScript and Go, a name declared twice): the snippet shows the line changed. Certain, and exact."""
-    merged = merge(original, update, {PY: "python", TS: "tsx", GO: "go", C: "c"}[original])
+    merged = merge(original, update, {PY: "python", SPACED: "python", TS: "tsx", GO: "go", C: "c"}[original])
     assert (merged.confidence, merged.text) == ("certain", expected), merged.reasons
 
 
