@@ -194,6 +194,73 @@ def new_key_edit(rng: random.Random, text: str, language: str) -> tuple[str, str
                                           "new-block" if block else "new-key")
 
 
+def function_edit(rng: random.Random, text: str, language: str) -> tuple[str, str, str] | None:
+    """(edited text, snippet, kind) for a code file: one line inside a top-level definition replaced (another
+    line of the file, a word changed), and the snippet as an agent writes it: from the definition's first
+    line, with no marker above it though the file has code there (imports), a marker, the changed line
+    between lines of the file, a marker, and the definition's closing line where it has one (``}``,
+    ``end``): ``function-head``. None where the file has no such definition (8 lines or more, below other
+    code)."""
+    from fastapply.defs import definitions
+    from fastapply.snippet import marker_like
+
+    lines = text.splitlines(keepends=True)
+    found = [d for d in definitions(text, language) if not d.scope and d.end - d.header >= 8
+             and any(line.strip() for line in lines[:d.start])]
+    if not found:
+        return None
+    d = rng.choice(found)
+    body = [i for i in range(d.header + 2, d.end - 2) if lines[i].strip() and lines[i - 1].strip()
+            and lines[i + 1].strip()]
+    if not body:
+        return None
+    i = rng.choice(body)
+    new = _new_line(rng, lines[i], None, lines)
+    last = max(j for j in range(d.header, d.end) if lines[j].strip())
+    closer = lines[last] if lines[last].strip() in ("}", "};", "end") else None
+    part = [lines[d.header]]
+    if i - 1 > d.header + 1:
+        part.append(marker_like(lines[d.header + 1], language) + "\n")
+    part += [lines[i - 1], new, lines[i + 1]]
+    if i + 2 < (last if closer else d.end):
+        part.append(marker_like(lines[i + 1], language) + "\n")
+    part += [closer] if closer else []
+    return "".join(lines[:i] + [new] + lines[i + 1:]), "".join(part), "function-head"
+
+
+def store_edit(rng: random.Random, text: str, language: str) -> tuple[str, str, str] | None:
+    """(edited text, snippet, kind) for a code file: the value of a one-line store inside a block changed
+    (``name = 10`` -> ``name = 11``, ``const x = "a"`` -> ``"a2"``), and the snippet, as a chat model
+    writes it, its new line with a marker right after it and 1 to 3 lines of the file above
+    (``store-below``, the marker keeping the old line below it), or right before it and lines below
+    (``store-above``), markers around it. None where the file has no such store: a line of one name (with
+    ``const``, ``let``, ``var``), ``=`` or ``:=`` and a value, between lines of code at its indentation."""
+    from fastapply.markers import indent_width
+    from fastapply.snippet import marker_like
+
+    lines = text.splitlines(keepends=True)
+    code = [i for i, line in enumerate(lines) if line.strip()]
+    stores = [code[n] for n in range(4, len(code) - 4) if re.match(_STORE, lines[code[n]])
+              and all(indent_width(lines[code[m]]) == indent_width(lines[code[n]]) for m in (n - 1, n + 1))]
+    if not stores:
+        return None
+    i = rng.choice(stores)
+    semicolon = ";" if lines[i].rstrip().endswith(";") else ""
+    new = _new_value(lines[i].rstrip().removesuffix(";") + "\n").rstrip("\n") + semicolon + "\n"
+    n, context = code.index(i), rng.choice([1, 2, 3])
+    below = rng.random() < 0.5
+    shown = code[n - context:n] if below else code[n + 1:n + 1 + context]
+    first, last = min(shown[0], i), max(shown[-1], i)
+    part = [new if j == i else lines[j] for j in range(first, last + 1)]
+    before = [marker_like(lines[code[n - context - 1 if below else n - 1]], language) + "\n"] if first > code[0] else []
+    after = [marker_like(lines[code[n + 1] if below else code[n + context + 1]], language) + "\n"]
+    edited = lines[:i] + [new] + lines[i + 1:]
+    return "".join(edited), "".join(before + part + after), "store-below" if below else "store-above"
+
+
+_STORE = r"^\s*(?:(?:const|let|var) )?[A-Za-z_$][\w$.]* *(?:=|:=) *[^=\s(\[{][^(\[{]*?[^,(\[{\s\\]\n$"
+
+
 def _key_leaves(lines: list[str], language: str) -> tuple[list[int], list[tuple[list[int], int]]]:
     """The lines of a file that are neither blank, nor brackets, nor comments; and its keys with one-line
     values, each with the lines of the headers above it (``_parents``; TOML's and INI's section header)."""

@@ -29,7 +29,12 @@ read as INI), each snippet the path to one key whose value changed (the headers 
 line, ``edits.key_edit``; by kind: ``keys-gap`` where it leaves out lines between those it shows,
 ``keys-run`` where they are a run of the file's lines): ``merge-keys.json``; with ``--new-keys``, the path
 to a key the file lacks, added after one of its keys (a YAML block, a TOML or INI section at the file's end:
-``edits.new_key_edit``): ``merge-new-keys.json``.
+``edits.new_key_edit``): ``merge-new-keys.json``. Two modes of code files alone, with markers as a chat
+model or an agent writes them: ``--stores``, a one-line store's value changed, shown with a marker right
+after it (before it) and lines of the file above (below) it (``edits.store_edit``): ``merge-stores.json``;
+``--functions``, a top-level definition shown from its first line with no marker above it, one line inside
+it changed between markers, and its closing line (``edits.function_edit``), merged as the CLI reads it
+(``engine.merge_reading``, which decides the code beyond an edge with no marker): ``merge-functions.json``.
 
 With ``--known``, the edits are tasks in the eval suite's schema (the suite, the training set): each
 update is merged into its original and compared with the task's expected file; the same figures by
@@ -58,10 +63,11 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from edits import OTHER, block_edit, corpus, key_edit, new_key_edit, random_edit, region_edit, sources  # noqa: E402
+from edits import (OTHER, block_edit, corpus, function_edit, key_edit, new_key_edit, random_edit,  # noqa: E402
+                   region_edit, sources, store_edit)
 
 from fastapply.bench import cpu_model  # noqa: E402
-from fastapply.engine import merge_edit  # noqa: E402
+from fastapply.engine import merge_edit, merge_reading, read_edit  # noqa: E402
 from fastapply.merge import merge  # noqa: E402
 from fastapply.snippet import make_snippet  # noqa: E402
 from fastapply.syntax import count_errors  # noqa: E402
@@ -73,9 +79,13 @@ BLOCKS_RESULTS = RESULTS.with_name("merge-blocks.json")
 REGIONS_RESULTS = RESULTS.with_name("merge-regions.json")
 KEYS_RESULTS = RESULTS.with_name("merge-keys.json")
 NEW_KEYS_RESULTS = RESULTS.with_name("merge-new-keys.json")
+STORES_RESULTS = RESULTS.with_name("merge-stores.json")
+FUNCTIONS_RESULTS = RESULTS.with_name("merge-functions.json")
 ALONE = {"blocks": block_edit, "regions": region_edit}  # snippets of one changed part alone, no marker
 KEY_EDITS = {"keys": key_edit, "new-keys": new_key_edit}  # paths of keys, told the language
 KEYED = ("yaml", "toml", "json")  # the languages of ``--keys`` and ``--new-keys``
+NOT_CODE = (*KEYED, "css", "html", "markdown", OTHER)  # no language of ``--stores`` and ``--functions``
+CODE_EDITS = {"stores": store_edit, "functions": function_edit}  # snippets with markers in code, told the language
 
 
 def run(n_edits: int, seed: int, js_share: float, replay: int, dirs: list[Path] | None = None,
@@ -90,6 +100,8 @@ def run(n_edits: int, seed: int, js_share: float, replay: int, dirs: list[Path] 
     files = sources(dirs, other=other) if dirs else {"python": corpus("python"), "javascript": corpus("javascript")}
     if alone in KEY_EDITS:  # with ``other``, the files of no known language too, read as INI
         files = {language: found for language, found in files.items() if language in KEYED or language == OTHER}
+    if alone in CODE_EDITS:
+        files = {language: found for language, found in files.items() if language not in NOT_CODE}
     if not dirs and not files["javascript"]:
         js_share = 0.0
     texts: dict[Path, str] = {}
@@ -104,7 +116,8 @@ def run(n_edits: int, seed: int, js_share: float, replay: int, dirs: list[Path] 
         text = texts.setdefault(path, path.read_text("utf-8"))
         code = None if language == OTHER else language  # the language the merge is told
         if alone:
-            drawn = KEY_EDITS[alone](rng, text, language) if alone in KEY_EDITS else ALONE[alone](rng, text)
+            drawn = (ALONE[alone](rng, text) if alone in ALONE
+                     else {**KEY_EDITS, **CODE_EDITS}[alone](rng, text, language))
             edited, snippet, kind = drawn or (text, "", "")
             context = 0
         else:
@@ -116,7 +129,8 @@ def run(n_edits: int, seed: int, js_share: float, replay: int, dirs: list[Path] 
         if not alone:
             snippet = make_snippet(text, edited, code, context=context)
         start = time.perf_counter()
-        result = merge(text, snippet, code)
+        result = (merge_reading(text, read_edit(text, snippet, code), code) if alone == "functions"  # as the CLI
+                  else merge(text, snippet, code))  # reads its edges
         seconds = time.perf_counter() - start
         rows.append({
             "language": language, "kind": kind, "context": context, "lines": text.count("\n"),
@@ -346,6 +360,12 @@ def main() -> None:
     parser.add_argument("--new-keys", action="store_true",
                         help="as --keys, but each snippet the path to a key the file lacks, added after one of "
                              "its keys")
+    parser.add_argument("--stores", action="store_true",
+                        help="with --sources: code files only, each snippet a one-line store whose value changed, "
+                             "a marker right after it (before it), and lines of the file above (below) it")
+    parser.add_argument("--functions", action="store_true",
+                        help="with --sources: code files only, each snippet a top-level definition from its first "
+                             "line, no marker above it, one line inside it changed between markers")
     parser.add_argument("--other", action="store_true",
                         help="with --sources: files of no language fastapply knows too (a Dockerfile, a .conf), "
                              "merged with no parser, as 'other'")
@@ -361,19 +381,21 @@ def main() -> None:
     args = parser.parse_args()
     if (args.merges or args.against) and not args.known:
         parser.error("--merges and --against go with --known")
-    if (args.blocks or args.regions or args.keys or args.new_keys or args.other) and not args.sources:
-        parser.error("--blocks, --regions, --keys, --new-keys and --other go with --sources")
-    if args.blocks + args.regions + args.keys + args.new_keys > 1:
-        parser.error("one of --blocks, --regions, --keys and --new-keys")
-    alone = ("blocks" if args.blocks else "regions" if args.regions else "keys" if args.keys
-             else "new-keys" if args.new_keys else None)
+    modes = {"blocks": args.blocks, "regions": args.regions, "keys": args.keys, "new-keys": args.new_keys,
+             "stores": args.stores, "functions": args.functions}
+    if (any(modes.values()) or args.other) and not args.sources:
+        parser.error("--blocks, --regions, --keys, --new-keys, --stores, --functions and --other go with --sources")
+    if sum(modes.values()) > 1:
+        parser.error("one of --blocks, --regions, --keys, --new-keys, --stores and --functions")
+    alone = next((mode for mode, chosen in modes.items() if chosen), None)
     if args.known:
         report = run_known(args.known, args.merges, args.against)
         out = args.out or KNOWN_RESULTS
     else:
         report = run(args.edits, args.seed, args.js_share, args.replay, args.sources, alone, args.other)
         out = args.out or {"blocks": BLOCKS_RESULTS, "regions": REGIONS_RESULTS, "keys": KEYS_RESULTS,
-                           "new-keys": NEW_KEYS_RESULTS}.get(
+                           "new-keys": NEW_KEYS_RESULTS, "stores": STORES_RESULTS,
+                           "functions": FUNCTIONS_RESULTS}.get(
             alone, SOURCES_RESULTS if args.sources else RESULTS)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(report, indent=2) + "\n")
