@@ -225,8 +225,9 @@ def _joined(blocks: list[Block], language: str | None, original: str) -> tuple[s
 
 def edge_marked(snippet: str, language: str | None, original: str, head: bool = True, tail: bool = True) -> str:
     """``snippet`` with a lazy marker before (after) it where it has markers and its first (last) line is
-    a line of the file other than the file's first (last): the code above (below) the part it shows kept,
-    where the snippet as written deletes it; ``head`` (``tail``) False: not before (after) it."""
+    a line of the file other than the file's first (last), or its last is new code: the code above (below)
+    the part it shows kept, where the snippet as written deletes it; ``head`` (``tail``) False: not before
+    (after) it."""
     if not any(is_marker_text(line.strip()) for line in snippet.split("\n")):
         return snippet
     kept = [line.strip() for line in original.split("\n") if line.strip()]
@@ -234,7 +235,8 @@ def edge_marked(snippet: str, language: str | None, original: str, head: bool = 
     out = snippet
     if head and kept and not is_marker_text(first.strip()) and first.strip() in kept[1:] and first.strip() != kept[0]:
         out = marker_like(first, language) + "\n" + out
-    if tail and kept and not is_marker_text(last.strip()) and last.strip() in kept[:-1] and last.strip() != kept[-1]:
+    if tail and kept and not is_marker_text(last.strip()) and last.strip() != kept[-1] and (
+            last.strip() in kept[:-1] or last.strip() not in kept):  # a line of the file, or new code (a method)
         out += marker_like(last, language) + "\n"
     return out
 

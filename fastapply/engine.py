@@ -144,7 +144,7 @@ class EditReading(NamedTuple):
     unsaid: str | None = None  # a chat model's answer leaving code around its blocks unsaid: the edit read as
     # deleting it (``edit`` keeps it, lazy markers added at its edges; ``answer.answer_edit``)
     kept: str | None = None  # a snippet with markers starting (ending) on a line inside the file: the snippet with
-    # a marker added there, the code beyond kept (``answer.edge_marked``; ``merge_reading`` decides each edge)
+    # a marker added there, the code beyond kept (``answer.edge_marked``), where ``merge_reading`` takes it
 
 
 def read_edit(original: str, update: str, language: str | None, instruction: str = "",
@@ -179,9 +179,9 @@ def merge_reading(original: str, reading: EditReading, language: str | None) -> 
     readings, that code kept or deleted, merge to different files, likely at best: the answer may mean
     either; unless deleting it would leave a name in use that only it binds (``answer.deletes_in_use``).
     A snippet that starts (ends) inside the file with no marker there deletes the code beyond it, as
-    written (the suite's snippets delete an import or a file's last tests so); but not that code where
-    deleting it would leave a name in use that only it binds, or break the file (``_kept_edges``): an
-    agent's snippet of a class or function, markers inside it, that leaves out the imports above it."""
+    written (the suite's snippets delete an import or a file's last tests so); but not where deleting the
+    code beyond one edge would leave a name in use that only it binds, or break the file (``_kept_edges``):
+    an agent's snippet of a class or function, markers inside it, that leaves out the imports above it."""
     merged = merge_edit(original, reading.edit, language, reading.instruction)
     if reading.kept is not None:
         return _kept_edges(original, reading, language, merged)
@@ -196,26 +196,22 @@ def merge_reading(original: str, reading: EditReading, language: str | None) -> 
 
 
 def _kept_edges(original: str, reading: EditReading, language: str | None, merged: MergeResult) -> MergeResult:
-    """The merge of a snippet with markers that starts (ends) inside the file with none there, the code
-    above (below) it kept where deleting it would leave a name in use that only it binds, or the file with
-    more syntax errors (the `}` closing the function shown): beside the snippet with markers added at both
-    edges (``EditReading.kept``), each edge's code deleted alone. The
-    snippet as written (``merged``) where it keeps neither; a certain merge only where the one keeping what
-    it must is."""
+    """The merge of a snippet with markers that starts (ends) inside the file with none there: with the code
+    beyond both edges kept (``EditReading.kept``) where deleting that beyond either edge alone would leave a
+    name in use that only it binds, or the file with more syntax errors (the `}` closing the function
+    shown): its writer marks no edge, so it leaves the code beyond the other one unsaid too (a class shown
+    from its line down to a new last method, the imports above it and `main` below it kept). The snippet
+    as written (``merged``) otherwise; certain only where the merge keeping both is."""
     both = merge_edit(original, reading.kept, language, reading.instruction)
     if both.confidence != CERTAIN or both.text == merged.text:
         return merged
-    keep = []
-    for head in (True, False):  # the edge kept, the other's code deleted alone
+    for head in (True, False):  # the code beyond one edge deleted alone
         deleting = merge_edit(original, edge_marked(reading.edit, language, original, not head, head), language,
                               reading.instruction).text
-        keep.append(deleting is not None and (deletes_in_use(deleting, both.text, language) or language is not None
-                                              and count_errors(deleting, language) > count_errors(both.text, language)))
-    if not any(keep):
-        return merged
-    if all(keep) or reading.kept == edge_marked(reading.edit, language, original, *keep):
-        return both
-    return merge_edit(original, edge_marked(reading.edit, language, original, *keep), language, reading.instruction)
+        if deleting is not None and (deletes_in_use(deleting, both.text, language) or language is not None
+                                     and count_errors(deleting, language) > count_errors(both.text, language)):
+            return both
+    return merged
 
 
 def _run(run_model: RunModel, original: str, update: str, merged: str | None, placed: MergeResult | None,

@@ -84,9 +84,9 @@ def test_a_snippet_that_leaves_out_the_code_around_it_keeps_it_where_deleting_it
     """A snippet says what it leaves out at the file's edges: with no marker above (below) it, the code
     there is deleted. An agent's snippet of a function, markers inside it, that starts at the function's
     line means the imports above kept where the code it keeps uses them (deleted, `useState` and
-    `fetchUsers` would be names no line binds): that reading is the merge, certain. Where deleting leaves
-    no name unbound, the snippet's own reading holds (`from __future__ ...` deleted, a file's last
-    function deleted: not certain, as before)."""
+    `fetchUsers` would be names no line binds): that reading is the merge, certain, and the code below it
+    is unsaid too (`main` kept). Where deleting leaves no name unbound, the snippet's own reading holds
+    (`from __future__ ...` deleted; a file's last function deleted: not certain, as before)."""
     snippet = ("export function App({ size }: Props) {\n  const [users, setUsers] = useState([]);\n"
                "  const [page, setPage] = useState(1);\n  // ... existing code ...\n}\n")
     outcome = resolve_edit(APP, snippet, "typescript", "merge")
@@ -95,8 +95,14 @@ def test_a_snippet_that_leaves_out_the_code_around_it_keeps_it_where_deleting_it
     assert resolve_edit(STORE, SNIPPET, "python", "merge").text == UTF8  # `os.path` keeps `import os`
     future = "from __future__ import annotations\n" + STORE
     assert resolve_edit(future, "import os\n\n\n" + SNIPPET, "python", "merge").text == UTF8
-    main = "\n\ndef main():\n    print(Store('.').load('a'))\n"  # used nowhere: deleted, as written
+    main = "\n\ndef main():\n    print(Store('.').load('a'))\n"  # unsaid below as `import os` is above
     merged = merge_reading(STORE + main, read_edit(STORE + main, SNIPPET, "python"), "python")
+    assert (merged.confidence, merged.text) == ("certain", UTF8 + main)
+    method = "    def drop(self, name):\n        os.remove(self.path(name))\n"  # a new last method, no marker below
+    merged = merge_reading(STORE + main, read_edit(STORE + main, SNIPPET + "\n" + method, "python"), "python")
+    assert (merged.confidence, merged.text) == ("certain", UTF8 + "\n" + method + main)
+    tail = "\n\ndef main():\n    pass\n"  # nothing above it unsaid: the snippet from the file's first line deletes it
+    merged = merge_reading(STORE + tail, read_edit(STORE + tail, "import os\n\n\n" + SNIPPET, "python"), "python")
     assert (merged.confidence, merged.text) == ("likely", UTF8)  # the last definition deleted: a doubt, as ever
 
 
