@@ -228,34 +228,78 @@ def function_edit(rng: random.Random, text: str, language: str) -> tuple[str, st
     return "".join(lines[:i] + [new] + lines[i + 1:]), "".join(part), "function-head"
 
 
-def store_edit(rng: random.Random, text: str, language: str) -> tuple[str, str, str] | None:
-    """(edited text, snippet, kind) for a code file: the value of a one-line store inside a block changed
-    (``name = 10`` -> ``name = 11``, ``const x = "a"`` -> ``"a2"``), and the snippet, as a chat model
-    writes it, its new line with a marker right after it and 1 to 3 lines of the file above
-    (``store-below``, the marker keeping the old line below it), or right before it and lines below
-    (``store-above``), markers around it. None where the file has no such store: a line of one name (with
-    ``const``, ``let``, ``var``), ``=`` or ``:=`` and a value, between lines of code at its indentation."""
+def beside_edit(rng: random.Random, text: str, language: str) -> tuple[str, str, str] | None:
+    """(edited text, snippet, kind) for a code file: a line between lines of code at its indentation
+    changed, and the snippet as a chat model writes it, the new line with a marker right after it and 1 to
+    3 lines of the file above it (``-below``: the marker keeps what follows), or right before it and lines
+    below (``-above``), markers around. ``store-*``: a one-line store's value changed (``name = 10`` ->
+    ``name = 11``: a line of one name, with ``const``, ``let``, ``var``, ``=`` or ``:=`` and a value);
+    ``line-*``: a line that stores nothing, its last number or string changed (``print("a")`` ->
+    ``print("a2")``); both
+    meant in place of the line beside the marker. ``copy-*``: such a line's copy, changed, added before
+    (``-below``) or after (``-above``) it, the line itself left to the marker: meant added. None where the
+    file has no such line."""
     from fastapply.markers import indent_width
     from fastapply.snippet import marker_like
 
     lines = text.splitlines(keepends=True)
     code = [i for i, line in enumerate(lines) if line.strip()]
-    stores = [code[n] for n in range(4, len(code) - 4) if re.match(_STORE, lines[code[n]])
-              and all(indent_width(lines[code[m]]) == indent_width(lines[code[n]]) for m in (n - 1, n + 1))]
-    if not stores:
+    kind = rng.choice(["store", "line", "copy"])
+    found = [n for n in range(4, len(code) - 4) if lines[code[n]].endswith("\n")
+             and all(indent_width(lines[code[m]]) == indent_width(lines[code[n]]) for m in (n - 1, n + 1))
+             and (re.match(_STORE, lines[code[n]]) is not None if kind == "store" else
+                  not _assigns(lines[code[n]]) and _literal_changed(lines[code[n]]) is not None)]
+    if not found:
         return None
-    i = rng.choice(stores)
-    semicolon = ";" if lines[i].rstrip().endswith(";") else ""
-    new = _new_value(lines[i].rstrip().removesuffix(";") + "\n").rstrip("\n") + semicolon + "\n"
-    n, context = code.index(i), rng.choice([1, 2, 3])
-    below = rng.random() < 0.5
-    shown = code[n - context:n] if below else code[n + 1:n + 1 + context]
-    first, last = min(shown[0], i), max(shown[-1], i)
-    part = [new if j == i else lines[j] for j in range(first, last + 1)]
-    before = [marker_like(lines[code[n - context - 1 if below else n - 1]], language) + "\n"] if first > code[0] else []
-    after = [marker_like(lines[code[n + 1] if below else code[n + context + 1]], language) + "\n"]
-    edited = lines[:i] + [new] + lines[i + 1:]
-    return "".join(edited), "".join(before + part + after), "store-below" if below else "store-above"
+    n = rng.choice(found)
+    i = code[n]
+    if kind == "store":
+        semicolon = ";" if lines[i].rstrip().endswith(";") else ""
+        new = _new_value(lines[i].rstrip().removesuffix(";") + "\n").rstrip("\n") + semicolon + "\n"
+    else:
+        new = _literal_changed(lines[i])
+    below, context = rng.random() < 0.5, rng.choice([1, 2, 3])
+    if kind == "copy":  # the copy goes between the line and the lines the snippet shows
+        edited = lines[:i] + [new] + lines[i:] if below else lines[:i + 1] + [new] + lines[i + 1:]
+        shown = code[n - context:n] if below else code[n + 1:n + 1 + context]
+        part = lines[shown[0]:i] + [new] if below else [new] + lines[i + 1:shown[-1] + 1]
+        top, bottom = (code[n - context - 1], i) if below else (i, code[n + context + 1])
+    else:
+        edited = lines[:i] + [new] + lines[i + 1:]
+        shown = code[n - context:n + 1] if below else code[n:n + 1 + context]
+        part = [new if j == i else lines[j] for j in range(shown[0], shown[-1] + 1)]
+        top = code[n - context - 1] if below else code[n - 1]
+        bottom = code[n + 1] if below else code[n + context + 1]
+    before = [marker_like(lines[top], language) + "\n"] if min(shown) > code[0] else []
+    after = [marker_like(lines[bottom], language) + "\n"]
+    return "".join(edited), "".join(before + part + after), f"{kind}-{'below' if below else 'above'}"
+
+
+def _literal_changed(line: str) -> str | None:
+    """The line with its last number one more, or a character added before its last string's closing
+    quote; None where it has neither, or is no whole statement (brackets left open, a comma ending it)."""
+    body = line.rstrip("\n")
+    if body.rstrip().endswith((",", "(", "[", "{", "\\")) or any(body.count(a) != body.count(b)
+                                                             for a, b in ("()", "[]", "{}")):
+        return None
+    string = list(re.finditer(r"(\"[^\"\n]*)\"|('[^'\n]*)'", body))
+    number = list(re.finditer(r"(?<![\w.])\d+(?![\w.])", body))
+    if number and (not string or number[-1].start() > string[-1].end()):
+        found = number[-1]
+        return body[:found.start()] + str(int(found.group()) + 1) + body[found.end():] + "\n"
+    if string:
+        found = string[-1]
+        return body[:found.end() - 1] + "2" + body[found.end() - 1:] + "\n"
+    return None
+
+
+def _assigns(line: str) -> bool:
+    """Whether a line stores anything (an `=` or `:=` outside brackets and strings: a declaration with its
+    type, `x = f(y)`): no line for ``line-*`` and ``copy-*``, whose copy would be a dead store."""
+    text = re.sub(r"\"[^\"]*\"|'[^']*'", "", line)
+    while re.search(r"\([^()]*\)|\[[^\[\]]*\]|\{[^{}]*\}", text):
+        text = re.sub(r"\([^()]*\)|\[[^\[\]]*\]|\{[^{}]*\}", "", text)
+    return re.search(r"(?<![=!<>+\-*/%&|^:~])=(?![=>~])|:=", text) is not None
 
 
 _STORE = r"^\s*(?:(?:const|let|var) )?[A-Za-z_$][\w$.]* *(?:=|:=) *[^=\s(\[{][^(\[{]*?[^,(\[{\s\\]\n$"

@@ -30,8 +30,9 @@ line, ``edits.key_edit``; by kind: ``keys-gap`` where it leaves out lines betwee
 ``keys-run`` where they are a run of the file's lines): ``merge-keys.json``; with ``--new-keys``, the path
 to a key the file lacks, added after one of its keys (a YAML block, a TOML or INI section at the file's end:
 ``edits.new_key_edit``): ``merge-new-keys.json``. Two modes of code files alone, with markers as a chat
-model or an agent writes them: ``--stores``, a one-line store's value changed, shown with a marker right
-after it (before it) and lines of the file above (below) it (``edits.store_edit``): ``merge-stores.json``;
+model or an agent writes them: ``--beside``, a line changed, shown with a marker right after it (before it)
+and lines of the file above (below) it: a store's value, another line's number or string, or such a line's
+changed copy added beside it (``edits.beside_edit``): ``merge-beside.json``;
 ``--functions``, a top-level definition shown from its first line with no marker above it, one line inside
 it changed between markers, and its closing line (``edits.function_edit``), merged as the CLI reads it
 (``engine.merge_reading``, which decides the code beyond an edge with no marker): ``merge-functions.json``.
@@ -64,7 +65,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from edits import (OTHER, block_edit, corpus, function_edit, key_edit, new_key_edit, random_edit,  # noqa: E402
-                   region_edit, sources, store_edit)
+                   region_edit, sources, beside_edit)
 
 from fastapply.bench import cpu_model  # noqa: E402
 from fastapply.engine import merge_edit, merge_reading, read_edit  # noqa: E402
@@ -79,13 +80,13 @@ BLOCKS_RESULTS = RESULTS.with_name("merge-blocks.json")
 REGIONS_RESULTS = RESULTS.with_name("merge-regions.json")
 KEYS_RESULTS = RESULTS.with_name("merge-keys.json")
 NEW_KEYS_RESULTS = RESULTS.with_name("merge-new-keys.json")
-STORES_RESULTS = RESULTS.with_name("merge-stores.json")
+BESIDE_RESULTS = RESULTS.with_name("merge-beside.json")
 FUNCTIONS_RESULTS = RESULTS.with_name("merge-functions.json")
 ALONE = {"blocks": block_edit, "regions": region_edit}  # snippets of one changed part alone, no marker
 KEY_EDITS = {"keys": key_edit, "new-keys": new_key_edit}  # paths of keys, told the language
 KEYED = ("yaml", "toml", "json")  # the languages of ``--keys`` and ``--new-keys``
-NOT_CODE = (*KEYED, "css", "html", "markdown", OTHER)  # no language of ``--stores`` and ``--functions``
-CODE_EDITS = {"stores": store_edit, "functions": function_edit}  # snippets with markers in code, told the language
+NOT_CODE = (*KEYED, "css", "html", "markdown", OTHER)  # no language of ``--beside`` and ``--functions``
+CODE_EDITS = {"beside": beside_edit, "functions": function_edit}  # snippets with markers in code, told the language
 
 
 def run(n_edits: int, seed: int, js_share: float, replay: int, dirs: list[Path] | None = None,
@@ -360,9 +361,10 @@ def main() -> None:
     parser.add_argument("--new-keys", action="store_true",
                         help="as --keys, but each snippet the path to a key the file lacks, added after one of "
                              "its keys")
-    parser.add_argument("--stores", action="store_true",
-                        help="with --sources: code files only, each snippet a one-line store whose value changed, "
-                             "a marker right after it (before it), and lines of the file above (below) it")
+    parser.add_argument("--beside", action="store_true",
+                        help="with --sources: code files only, each snippet a changed line (a store, another line, "
+                             "a changed copy added), a marker right after it (before it), lines of the file above "
+                             "(below) it")
     parser.add_argument("--functions", action="store_true",
                         help="with --sources: code files only, each snippet a top-level definition from its first "
                              "line, no marker above it, one line inside it changed between markers")
@@ -382,11 +384,11 @@ def main() -> None:
     if (args.merges or args.against) and not args.known:
         parser.error("--merges and --against go with --known")
     modes = {"blocks": args.blocks, "regions": args.regions, "keys": args.keys, "new-keys": args.new_keys,
-             "stores": args.stores, "functions": args.functions}
+             "beside": args.beside, "functions": args.functions}
     if (any(modes.values()) or args.other) and not args.sources:
-        parser.error("--blocks, --regions, --keys, --new-keys, --stores, --functions and --other go with --sources")
+        parser.error("--blocks, --regions, --keys, --new-keys, --beside, --functions and --other go with --sources")
     if sum(modes.values()) > 1:
-        parser.error("one of --blocks, --regions, --keys, --new-keys, --stores and --functions")
+        parser.error("one of --blocks, --regions, --keys, --new-keys, --beside and --functions")
     alone = next((mode for mode, chosen in modes.items() if chosen), None)
     if args.known:
         report = run_known(args.known, args.merges, args.against)
@@ -394,7 +396,7 @@ def main() -> None:
     else:
         report = run(args.edits, args.seed, args.js_share, args.replay, args.sources, alone, args.other)
         out = args.out or {"blocks": BLOCKS_RESULTS, "regions": REGIONS_RESULTS, "keys": KEYS_RESULTS,
-                           "new-keys": NEW_KEYS_RESULTS, "stores": STORES_RESULTS,
+                           "new-keys": NEW_KEYS_RESULTS, "beside": BESIDE_RESULTS,
                            "functions": FUNCTIONS_RESULTS}.get(
             alone, SOURCES_RESULTS if args.sources else RESULTS)
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -118,3 +118,16 @@ def test_the_only_doubtless_reading_of_a_repeated_anchor_is_not_one_that_anchors
               "    input = buf2;\n    // ... existing code ...\n")
     merged = merge(c, update, "c")
     assert (merged.confidence, merged.text) == ("likely", c.replace("buf;", "buf2;")), merged.reasons
+
+
+@pytest.mark.parametrize("update", [
+    "# ... existing code ...\n        print(name)\n    return limit + 1\n    # ... existing code ...\n",
+    "# ... existing code ...\n        print(name)\n    return (limit)\n    # ... existing code ...\n",
+])
+def test_a_new_line_beside_a_marker_much_like_the_line_it_keeps_is_not_certain(update):
+    """`return limit + 1` then a marker: read as an insertion, the old `return limit` stayed after it
+    (here unreachable; `fmt.Fprintf(w, "hello %s (%s)\\n", ...)` above the old `Fprintf` printed twice),
+    certain. A line this alike the one the marker keeps may be that line changed or a copy added: a doubt,
+    the model decides (`--engine merge` refuses)."""
+    merged = merge(PY, update, "python")
+    assert merged.confidence == "likely" and "is much like the line 'return limit'" in merged.reasons[0], merged.reasons
