@@ -76,9 +76,8 @@ def _place_by_lines(seg: Segment, index: int, orig: Original, lo: int, hi: int, 
         alternatives = [_place_on(seg, index, orig, lo, hi, key, h, t, []) for h, t in others]
         if all(_writes_alike(other, own) for other in alternatives):
             doubts = doubts[1:]
-        elif head is tail and (settled := _only_doubtless(seg, orig, [
-                p for p, (h, _) in zip([own, *alternatives], [(head, tail), *others])
-                if h[2] == max(head[2], *(o[2] for o, _ in others))])) is not None:
+        elif head is tail and (settled := _only_doubtless(seg, orig, _longest(
+                [own, *alternatives], [head, *(h for h, _ in others)]))) is not None:
             return settled
     placement = replace(own, doubts=(*doubts, *own.doubts))
     if _settled(placement, index):
@@ -285,6 +284,15 @@ def _writes_alike(a: Placement, b: Placement) -> bool:
     which reading of its anchors is meant is moot (a segment that ends the file, ending on a line the
     file has twice, is placed alike from either; on the 22,504 known answers, 8 merges, all exact)."""
     return (a.start, a.end, a.lines) == (b.start, b.end, b.lines)
+
+
+def _longest(placements: list[Placement], runs: list[list[int]]) -> list[Placement]:
+    """The placements on the anchor runs (``[original line, segment line, length]``, one each) as long as the
+    longest: one that anchors fewer of the segment's lines reads some lines of the file as new there (a
+    `return NULL;` / `}` run at another function's end, where the five-line run's place has the line the
+    snippet changes after it: taken as the only reading with no doubt, the edit went into that function)."""
+    longest = max(run[2] for run in runs)
+    return [placement for placement, run in zip(placements, runs) if run[2] == longest]
 
 
 def _only_doubtless(seg: Segment, orig: Original, placements: list[Placement]) -> Placement | None:

@@ -34,6 +34,7 @@ from fastapply.defs import definitions
 from fastapply.diffs import read_patch  # diffs.split_files imports this module when it runs, not at its import
 from fastapply.errors import UsageError
 from fastapply.markers import is_marker_text
+from fastapply.segments import is_trivial
 from fastapply.snippet import marker_like
 from fastapply.syntax import LANGUAGES, SOURCE_LANGUAGES, count_errors, language_for_path
 
@@ -225,7 +226,8 @@ def _joined(blocks: list[Block], language: str | None, original: str) -> tuple[s
 
 def edge_marked(snippet: str, language: str | None, original: str, head: bool = True, tail: bool = True) -> str:
     """``snippet`` with a lazy marker before (after) it where it has markers and its first (last) line is
-    a line of the file other than the file's first (last), or its last is new code: the code above (below)
+    a line of the file other than the file's first (last), or its last is new code after a line of the
+    file (``_anchored_tail``): the code above (below)
     the part it shows kept, where the snippet as written deletes it; ``head`` (``tail``) False: not before
     (after) it."""
     if not any(is_marker_text(line.strip()) for line in snippet.split("\n")):
@@ -236,9 +238,18 @@ def edge_marked(snippet: str, language: str | None, original: str, head: bool = 
     if head and kept and not is_marker_text(first.strip()) and first.strip() in kept[1:] and first.strip() != kept[0]:
         out = marker_like(first, language) + "\n" + out
     if tail and kept and not is_marker_text(last.strip()) and last.strip() != kept[-1] and (
-            last.strip() in kept[:-1] or last.strip() not in kept):  # a line of the file, or new code (a method)
+            last.strip() in kept[:-1] or last.strip() not in kept and _anchored_tail(snippet, kept)):
         out += marker_like(last, language) + "\n"
     return out
+
+
+def _anchored_tail(snippet: str, kept: list[str]) -> bool:
+    """Whether the code after a snippet's last marker holds a line of the file (``kept``) that is no
+    closing bracket: new code after it (a method after the one shown) is placed by it, where new code
+    alone after a marker (a function to append) anchors nowhere but at the file's end."""
+    lines = snippet.split("\n")
+    last = max(i for i, line in enumerate(lines) if is_marker_text(line.strip()))
+    return any(line.strip() in kept and not is_trivial(line) for line in lines[last + 1:])
 
 
 def _edge(text: str, step: int) -> str:

@@ -101,6 +101,9 @@ def test_a_snippet_that_leaves_out_the_code_around_it_keeps_it_where_deleting_it
     method = "    def drop(self, name):\n        os.remove(self.path(name))\n"  # a new last method, no marker below
     merged = merge_reading(STORE + main, read_edit(STORE + main, SNIPPET + "\n" + method, "python"), "python")
     assert (merged.confidence, merged.text) == ("certain", UTF8 + "\n" + method + main)
+    append = "# ... existing code ...\n\n\ndef drop(name):\n    os.remove(name)\n"  # new code alone: at the end
+    merged = merge_reading(STORE, read_edit(STORE, f"Add:\n\n```python\n{append}```\n", "python"), "python")
+    assert (merged.confidence, merged.text) == ("likely", STORE + append.removeprefix("# ... existing code ...\n"))
     tail = "\n\ndef main():\n    pass\n"  # nothing above it unsaid: the snippet from the file's first line deletes it
     merged = merge_reading(STORE + tail, read_edit(STORE + tail, "import os\n\n\n" + SNIPPET, "python"), "python")
     assert (merged.confidence, merged.text) == ("likely", UTF8)  # the last definition deleted: a doubt, as ever
