@@ -224,12 +224,16 @@ def _joined(blocks: list[Block], language: str | None, original: str) -> tuple[s
     return edge_marked(plain, language, original), plain
 
 
-def edge_marked(snippet: str, language: str | None, original: str, head: bool = True, tail: bool = True) -> str:
+def edge_marked(snippet: str, language: str | None, original: str, head: bool = True, tail: bool = True,
+                wide: bool = False) -> str:
     """``snippet`` with a lazy marker before (after) it where it has markers and its first (last) line is
-    a line of the file other than the file's first (last), or its last is new code after a line of the
-    file (``_anchored_tail``): the code above (below)
-    the part it shows kept, where the snippet as written deletes it; ``head`` (``tail``) False: not before
-    (after) it."""
+    a line of the file other than the file's first (last): the code above (below) the part it shows kept,
+    where the snippet as written deletes it; ``head`` (``tail``) False: not before (after) it. ``wide``
+    (for a snippet, whose kept reading ``engine.merge_reading`` takes only where deleting would unbind a
+    name or break the file) marks more last lines: new code after a line of the file (a method added after
+    the one shown, ``_anchored_tail``), and a line that only closes a block (``}``) though the file ends
+    with it too (an `impl` block shown, another after it). Not for a chat model's answer, whose merge is
+    certain only where both readings agree: there 91 exact known answers, put in fences, were not."""
     if not any(is_marker_text(line.strip()) for line in snippet.split("\n")):
         return snippet
     kept = [line.strip() for line in original.split("\n") if line.strip()]
@@ -237,8 +241,9 @@ def edge_marked(snippet: str, language: str | None, original: str, head: bool = 
     out = snippet
     if head and kept and not is_marker_text(first.strip()) and first.strip() in kept[1:] and first.strip() != kept[0]:
         out = marker_like(first, language) + "\n" + out
-    if tail and kept and not is_marker_text(last.strip()) and last.strip() != kept[-1] and (
-            last.strip() in kept[:-1] or last.strip() not in kept and _anchored_tail(snippet, kept)):
+    if tail and kept and not is_marker_text(last.strip()) and (
+            last.strip() in kept[:-1] and (last.strip() != kept[-1] or wide and is_trivial(last))
+            or wide and last.strip() not in kept and _anchored_tail(snippet, kept)):
         out += marker_like(last, language) + "\n"
     return out
 

@@ -168,7 +168,7 @@ def read_edit(original: str, update: str, language: str | None, instruction: str
     if reads_as_instruction(original, update, language, instruction):
         return EditReading("", "", " ".join(update.split()), None)
     if answered is None:
-        kept = edge_marked(update, language, original)
+        kept = edge_marked(update, language, original, wide=True)
         return EditReading(update, update, instruction, None, kept=None if kept == update else kept)
     return EditReading(update, update, instruction, None, None if unsaid == update else unsaid)
 
@@ -200,17 +200,26 @@ def _kept_edges(original: str, reading: EditReading, language: str | None, merge
     beyond both edges kept (``EditReading.kept``) where deleting that beyond either edge alone would leave a
     name in use that only it binds, or the file with more syntax errors (the `}` closing the function
     shown): its writer marks no edge, so it leaves the code beyond the other one unsaid too (a class shown
-    from its line down to a new last method, the imports above it and `main` below it kept). The snippet
-    as written (``merged``) otherwise; certain only where the merge keeping both is."""
+    from its line down to a new last method, the imports above it and `main` below it kept). Where keeping
+    both is not certain, the code beyond one edge kept alone, so. The snippet as written (``merged``)
+    otherwise; certain only where the merge keeping what it must is."""
+    def keeping(head: bool, tail: bool) -> MergeResult:
+        return merge_edit(original, edge_marked(reading.edit, language, original, head, tail, wide=True), language,
+                          reading.instruction)
+
+    def breaks(deleting: str | None, kept: str) -> bool:
+        return deleting is not None and (deletes_in_use(deleting, kept, language) or language is not None
+                                         and count_errors(deleting, language) > count_errors(kept, language))
+
     both = merge_edit(original, reading.kept, language, reading.instruction)
-    if both.confidence != CERTAIN or both.text == merged.text:
-        return merged
-    for head in (True, False):  # the code beyond one edge deleted alone
-        deleting = merge_edit(original, edge_marked(reading.edit, language, original, not head, head), language,
-                              reading.instruction).text
-        if deleting is not None and (deletes_in_use(deleting, both.text, language) or language is not None
-                                     and count_errors(deleting, language) > count_errors(both.text, language)):
+    if both.confidence == CERTAIN and both.text != merged.text:
+        if any(breaks(keeping(not head, head).text, both.text) for head in (True, False)):
             return both
+        return merged
+    for head in (True, False):  # keeping both is no certain merge: one edge's code kept alone
+        alone = keeping(head, not head)
+        if alone.confidence == CERTAIN and alone.text != merged.text and breaks(merged.text, alone.text):
+            return alone
     return merged
 
 

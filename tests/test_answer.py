@@ -33,6 +33,75 @@ SNIPPET = '''class Store:
         with open(self.path(name), encoding="utf-8") as f:
             return f.read()
 '''
+RUST = '''use std::collections::HashMap;
+use std::fmt;
+
+#[derive(Debug, Clone)]
+pub struct Cache {
+    entries: HashMap<String, String>,
+    capacity: usize,
+}
+
+impl Cache {
+    pub fn new(capacity: usize) -> Self {
+        Cache {
+            entries: HashMap::new(),
+            capacity,
+        }
+    }
+
+    pub fn get(&self, key: &str) -> Option<&String> {
+        self.entries.get(key)
+    }
+
+    pub fn insert(&mut self, key: String, value: String) {
+        if self.entries.len() >= self.capacity {
+            return;
+        }
+        self.entries.insert(key, value);
+    }
+}
+
+impl fmt::Display for Cache {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        write!(f, "Cache({} entries)", self.entries.len())
+    }
+}
+'''
+IMPL = '''impl Cache {
+    // ... existing code ...
+
+    pub fn insert(&mut self, key: String, value: String) -> bool {
+        if self.entries.len() >= self.capacity {
+            return false;
+        }
+        self.entries.insert(key, value);
+        true
+    }
+
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+}
+'''
+RUST_MERGED = RUST.replace('''    pub fn insert(&mut self, key: String, value: String) {
+        if self.entries.len() >= self.capacity {
+            return;
+        }
+        self.entries.insert(key, value);
+    }
+''', '''    pub fn insert(&mut self, key: String, value: String) -> bool {
+        if self.entries.len() >= self.capacity {
+            return false;
+        }
+        self.entries.insert(key, value);
+        true
+    }
+
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+''')
 CALC = "def area(r):\n    return 3.14 * r * r\n"
 runner = CliRunner()
 
@@ -104,6 +173,8 @@ def test_a_snippet_that_leaves_out_the_code_around_it_keeps_it_where_deleting_it
     append = "# ... existing code ...\n\n\ndef drop(name):\n    os.remove(name)\n"  # new code alone: at the end
     merged = merge_reading(STORE, read_edit(STORE, f"Add:\n\n```python\n{append}```\n", "python"), "python")
     assert (merged.confidence, merged.text) == ("likely", STORE + append.removeprefix("# ... existing code ...\n"))
+    merged = merge_reading(RUST, read_edit(RUST, IMPL, "rust"), "rust")  # its `}` is the file's last line too
+    assert (merged.confidence, merged.text) == ("certain", RUST_MERGED), merged.reasons
     tail = "\n\ndef main():\n    pass\n"  # nothing above it unsaid: the snippet from the file's first line deletes it
     merged = merge_reading(STORE + tail, read_edit(STORE + tail, "import os\n\n\n" + SNIPPET, "python"), "python")
     assert (merged.confidence, merged.text) == ("likely", UTF8)  # the last definition deleted: a doubt, as ever
