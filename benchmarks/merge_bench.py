@@ -42,7 +42,9 @@ update is merged into its original and compared with the task's expected file; t
 file, and the ids of the certain merges that are wrong, go to ``benchmarks/results/merge-known.json``.
 Instruction-only tasks (no update to merge) are left out. A change to the merge engine is measured
 against the engine before it: ``--merges PATH`` keeps each task's confidence and exactness (run it on
-the old checkout), ``--against PATH`` lists the tasks whose merge the new engine changes:
+the old checkout), ``--against PATH`` lists the tasks whose merge the new engine changes; ``--fenced`` puts
+each update in a chat model's answer (a fenced block below a line of words), read as the CLI reads one,
+to ``merge-known-fenced.json``:
 
     python benchmarks/merge_bench.py --known evals/tasks/suite.jsonl.gz --merges runs/merges-before.json
     python benchmarks/merge_bench.py --known evals/tasks/suite.jsonl.gz --against runs/merges-before.json
@@ -75,6 +77,7 @@ from fastapply.syntax import count_errors  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results" / "merge.json"
 KNOWN_RESULTS = RESULTS.with_name("merge-known.json")
+KNOWN_FENCED_RESULTS = RESULTS.with_name("merge-known-fenced.json")
 SOURCES_RESULTS = RESULTS.with_name("merge-languages.json")
 BLOCKS_RESULTS = RESULTS.with_name("merge-blocks.json")
 REGIONS_RESULTS = RESULTS.with_name("merge-regions.json")
@@ -202,9 +205,12 @@ def figures(rows: list[dict]) -> dict:
     }
 
 
-def run_known(paths: list[Path], merges: Path | None = None, against: Path | None = None) -> dict:
+def run_known(paths: list[Path], merges: Path | None = None, against: Path | None = None,
+              fenced: bool = False) -> dict:
     """Merge every task of ``paths`` (eval-suite schema) and compare with its expected file; each task's
-    (confidence, exact) written to ``merges``, and the tasks whose pair differs from ``against``'s listed."""
+    (confidence, exact) written to ``merges``, and the tasks whose pair differs from ``against``'s listed.
+    ``fenced``: each update as a chat model's answer, one fenced block with a line of words above it, read
+    as the CLI reads it (``engine.read_edit``, ``merge_reading``)."""
     from fastapply.errors import FastapplyError
     from fastapply.tasks import load_tasks
 
@@ -215,7 +221,12 @@ def run_known(paths: list[Path], merges: Path | None = None, against: Path | Non
                 continue
             start = time.perf_counter()
             try:
-                result = merge_edit(task.original, task.update, task.language, task.instruction)
+                if fenced:
+                    answer = f"Here is the change:\n\n```{task.language}\n{task.update.rstrip(chr(10))}\n```\n"
+                    result = merge_reading(task.original, read_edit(task.original, answer, task.language,
+                                                                    task.instruction), task.language)
+                else:
+                    result = merge_edit(task.original, task.update, task.language, task.instruction)
                 confidence, exact = result.confidence, result.text == task.expected
             except FastapplyError:  # a language the merge engine does not know
                 confidence, exact = "none", False
@@ -227,7 +238,8 @@ def run_known(paths: list[Path], merges: Path | None = None, against: Path | Non
         merges.write_text(json.dumps(pairs) + "\n")
     before = json.loads(against.read_text()) if against is not None else {}
     return {
-        "command": "python benchmarks/merge_bench.py --known " + " ".join(str(p) for p in paths),
+        "command": "python benchmarks/merge_bench.py --known " + " ".join(str(p) for p in paths)
+                   + (" --fenced" if fenced else ""),
         "machine": machine(),
         "all": figures(rows),
         "by_file": {str(p): figures([r for r in rows if r["file"] == str(p)]) for p in paths},
@@ -374,6 +386,9 @@ def main() -> None:
     parser.add_argument("--known", type=Path, nargs="+", metavar="TASKS",
                         help="merge these task files (eval-suite schema, .jsonl or .jsonl.gz) instead of "
                              "generated edits")
+    parser.add_argument("--fenced", action="store_true",
+                        help="with --known: each update as a chat model's answer, in a fenced block, read as the CLI "
+                             "reads it")
     parser.add_argument("--merges", type=Path, help="with --known: write each task's confidence and exactness here")
     parser.add_argument("--against", type=Path, help="with --known: list the tasks whose merge differs from this "
                                                      "earlier --merges file")
@@ -381,8 +396,8 @@ def main() -> None:
                                                  f"{KNOWN_RESULTS.name} with --known, {SOURCES_RESULTS.name} with "
                                                  f"--sources, in benchmarks/results)")
     args = parser.parse_args()
-    if (args.merges or args.against) and not args.known:
-        parser.error("--merges and --against go with --known")
+    if (args.merges or args.against or args.fenced) and not args.known:
+        parser.error("--merges, --against and --fenced go with --known")
     modes = {"blocks": args.blocks, "regions": args.regions, "keys": args.keys, "new-keys": args.new_keys,
              "beside": args.beside, "functions": args.functions}
     if (any(modes.values()) or args.other) and not args.sources:
@@ -391,8 +406,8 @@ def main() -> None:
         parser.error("one of --blocks, --regions, --keys, --new-keys, --beside and --functions")
     alone = next((mode for mode, chosen in modes.items() if chosen), None)
     if args.known:
-        report = run_known(args.known, args.merges, args.against)
-        out = args.out or KNOWN_RESULTS
+        report = run_known(args.known, args.merges, args.against, args.fenced)
+        out = args.out or (KNOWN_FENCED_RESULTS if args.fenced else KNOWN_RESULTS)
     else:
         report = run(args.edits, args.seed, args.js_share, args.replay, args.sources, alone, args.other)
         out = args.out or {"blocks": BLOCKS_RESULTS, "regions": REGIONS_RESULTS, "keys": KEYS_RESULTS,
