@@ -29,8 +29,9 @@ def place_at_block_end(seg: Segment, index: int, orig: Original, lo: int, hi: in
     closers = min(closers, _unclosed(body))
     if scope is not None:
         limit = hi
-        if closers and indent_width(body[-1]) < indent_width(orig.lines[scope]):
-            outer = _header_at(orig, lo, indent_width(body[-1]))  # the marker deep inside, `}` closing the function
+        if closers and (indent_width(body[-1]) < indent_width(orig.lines[scope]) or hi <= lo):
+            # the marker deep inside, `}` closing the function; or the scope a signature of several lines, ended
+            outer = _header_at(orig, lo, indent_width(body[-1]))
             limit = orig.block_end(outer) if outer is not None else limit
     elif seg.marker_after is None:
         limit = len(orig.lines)

@@ -2197,3 +2197,31 @@ def test_a_functions_closing_line_after_a_marker_deep_inside_it_closes_the_funct
               "// ... existing code ...\n")
     merged = merge(js, update, "javascript")
     assert (merged.confidence, merged.text) == ("certain", js.replace('"utf8"', '"latin1"')), merged.reasons
+
+
+def test_a_functions_closing_line_closes_it_where_its_signature_takes_several_lines():
+    """`fn load(` with its parameters on lines of their own: the block the marker after `fn load(` is in is
+    the signature, ended before the changed line, so the `}` found no block to close: no candidate."""
+    rust = d('''
+        fn load(
+            paths: &[String],
+            strict: bool,
+        ) -> Vec<String> {
+            let mut out = Vec::new();
+            for p in paths {
+                if strict {
+                    count += 1;
+                    out.push(p.clone());
+                    total += 1;
+                }
+            }
+            out
+        }
+
+        fn other() {}
+    ''')
+    update = ("fn load(\n    // ... existing code ...\n            count += 1;\n            out.push(p.to_uppercase());\n"
+              "            total += 1;\n            // ... existing code ...\n}\n// ... existing code ...\n")
+    merged = merge(rust, update, "rust")
+    assert (merged.confidence, merged.text) == ("certain", rust.replace("p.clone()", "p.to_uppercase()")), \
+        merged.reasons
