@@ -201,7 +201,8 @@ def _kept_edges(original: str, reading: EditReading, language: str | None, merge
     name in use that only it binds, or the file with more syntax errors (the `}` closing the function
     shown): its writer marks no edge, so it leaves the code beyond the other one unsaid too (a class shown
     from its line down to a new last method, the imports above it and `main` below it kept). Where keeping
-    both is not certain, the code beyond one edge kept alone, so. The snippet as written (``merged``)
+    both is not certain, the code beyond one edge kept alone, so; else, likely, the merge keeping both (a
+    better draft for the model than one deleting the imports). The snippet as written (``merged``)
     otherwise; certain only where the merge keeping what it must is."""
     def keeping(head: bool, tail: bool) -> MergeResult:
         return merge_edit(original, edge_marked(reading.edit, language, original, head, tail, wide=True), language,
@@ -212,15 +213,15 @@ def _kept_edges(original: str, reading: EditReading, language: str | None, merge
                                          and count_errors(deleting, language) > count_errors(kept, language))
 
     both = merge_edit(original, reading.kept, language, reading.instruction)
+    must = both.text is not None and both.text != merged.text and any(
+        breaks(keeping(not head, head).text, both.text) for head in (True, False))
     if both.confidence == CERTAIN and both.text != merged.text:
-        if any(breaks(keeping(not head, head).text, both.text) for head in (True, False)):
-            return both
-        return merged
+        return both if must else merged
     for head in (True, False):  # keeping both is no certain merge: one edge's code kept alone
         alone = keeping(head, not head)
         if alone.confidence == CERTAIN and alone.text != merged.text and breaks(merged.text, alone.text):
             return alone
-    return merged
+    return both if must and merged.confidence != CERTAIN else merged  # likely: the model's draft, and where
 
 
 def _run(run_model: RunModel, original: str, update: str, merged: str | None, placed: MergeResult | None,

@@ -175,6 +175,13 @@ def test_a_snippet_that_leaves_out_the_code_around_it_keeps_it_where_deleting_it
     assert (merged.confidence, merged.text) == ("likely", STORE + append.removeprefix("# ... existing code ...\n"))
     merged = merge_reading(RUST, read_edit(RUST, IMPL, "rust"), "rust")  # its `}` is the file's last line too
     assert (merged.confidence, merged.text) == ("certain", RUST_MERGED), merged.reasons
+    go = ("package main\n\nimport (\n\t\"fmt\"\n\t\"net/http\"\n)\n\ntype Server struct {\n\taddr string\n}\n\n"
+          "func (s *Server) handle(w http.ResponseWriter, r *http.Request) {\n\tif r.Method != \"GET\" {\n\t\treturn\n"
+          "\t}\n\tfmt.Fprintf(w, \"hello from %s\\n\", s.addr)\n}\n")
+    shown = ("func (s *Server) handle(w http.ResponseWriter, r *http.Request) {\n\t// ... existing code ...\n"
+             "\tfmt.Fprintf(w, \"hello from %s!\\n\", s.addr)\n}\n")  # much like the line kept: a doubt of its own
+    merged = merge_reading(go, read_edit(go, shown, "go"), "go")
+    assert merged.confidence == "likely" and merged.text.startswith("package main\n\nimport (")  # the model's draft
     tail = "\n\ndef main():\n    pass\n"  # nothing above it unsaid: the snippet from the file's first line deletes it
     merged = merge_reading(STORE + tail, read_edit(STORE + tail, "import os\n\n\n" + SNIPPET, "python"), "python")
     assert (merged.confidence, merged.text) == ("likely", UTF8)  # the last definition deleted: a doubt, as ever
