@@ -49,9 +49,9 @@ def restated(original: list[str], placements: list[Placement],
              language: str | None) -> tuple[list[Placement], list[str], set[str]]:
     """The placements of a merge, with each segment's new edge line that restates the store of the line a
     marker keeps beside it put in that line's place (the module's docstring); the doubts where one of the
-    two reads what they store to; and the doubts this settles: that the segment's new lines there, that
-    line alone, may replace the code beside them (``anchor.may_replace``). The placements as they are
-    otherwise."""
+    two reads what they store to, or the new line stores nothing the kept one does but is much like it;
+    and the doubts this settles: that the segment's new lines there, that line alone, may replace the code
+    beside them (``anchor.may_replace``). The placements as they are otherwise."""
     if language is None or language in _NOT_CODE or any(b.start < a.end for a, b in zip(placements, placements[1:])):
         return placements, [], set()
     out, extra, doubts, settled = list(placements), [], [], set()
@@ -66,11 +66,12 @@ def restated(original: list[str], placements: list[Placement],
         drop = set()
         for k, kept, side in ((shown[-1], below, "after its last anchor"),
                               (shown[0], above, "before its first anchor")):
-            if kept is None or k in drop or not _alone(placement, shown, k, original):
-                continue  # the new line is no insertion: it takes the place of a line of the file already
-            store = _same_store(placement, k, original, kept)
+            if kept is None or k in drop or not _alone(placement, shown, k, original) \
+                    or not _new_beside(placement, k, original, kept):
+                continue  # no new line inserted there beside the kept one
+            store = _same_store(placement.lines[k], original[kept])
             if store is None:
-                if _alike(placement, k, original, kept):
+                if _alike(placement.lines[k], original[kept]):
                     doubts.append(f"the snippet's line {placement.lines[k].strip()!r} is much like the line "
                                   f"{original[kept].strip()!r} a marker keeps beside it: it may replace it")
                 continue
@@ -97,15 +98,17 @@ def _alone(placement: Placement, shown: list[int], k: int, original: list[str]) 
     return bool(span) and placement.lines[inner].strip() == (span[-1] if k == shown[-1] else span[0])
 
 
-def _same_store(placement: Placement, k: int, original: list[str], kept: int) -> tuple[str, bool] | None:
-    """(the target, whether either line reads it) where the placement's line ``k``, new (no line of the file it
-    replaces), stores to the target of the file's line ``kept``, at its indentation, each a statement of one
-    line; else None."""
+def _new_beside(placement: Placement, k: int, original: list[str], kept: int) -> bool:
+    """Whether the placement's line ``k`` is new (no line of the file it replaces) and at the indentation of
+    the file's line ``kept``, not that line's text."""
     new, old = placement.lines[k], original[kept]
-    if indent_width(new) != indent_width(old) or new.strip() == old.strip():
-        return None
-    if any(line.strip() == new.strip() for line in original[placement.start:placement.end]):
-        return None  # an anchor, not a new line
+    return indent_width(new) == indent_width(old) and new.strip() != old.strip() and not any(
+        line.strip() == new.strip() for line in original[placement.start:placement.end])
+
+
+def _same_store(new: str, old: str) -> tuple[str, bool] | None:
+    """(the target, whether either line reads it) where ``new`` stores to the target of ``old``, each a
+    statement of one line; else None."""
     stores = [_store(line) for line in (new, old)]
     if None in stores or stores[0][0] != stores[1][0]:
         return None
@@ -113,16 +116,11 @@ def _same_store(placement: Placement, k: int, original: list[str], kept: int) ->
     return target, any(_reads(value, target) for _, value in stores)
 
 
-def _alike(placement: Placement, k: int, original: list[str], kept: int) -> bool:
-    """Whether the placement's new line ``k`` (no line of the file it replaces), no store of the kept line's
-    target, is that line changed as much as not: at its indentation, of 6 characters or more, 80% alike
-    (``fmt.Fprintf(w, "hello %s (%s)\n", ...)`` beside ``fmt.Fprintf(w, "hello %s\n", ...)``)."""
-    new, old = placement.lines[k].strip(), original[kept].strip()
-    if indent_width(placement.lines[k]) != indent_width(original[kept]) or new == old or len(new) < 6:
-        return False
-    if any(line.strip() == new for line in original[placement.start:placement.end]):
-        return False  # an anchor, not a new line
-    return difflib.SequenceMatcher(None, new, old, autojunk=False).ratio() >= ALIKE
+def _alike(new: str, old: str) -> bool:
+    """Whether ``new``, no store of ``old``'s target, is ``old`` changed as much as not: of 6 characters or
+    more, 80% alike (``fmt.Fprintf(w, "hello %s (%s)\n", ...)`` beside ``fmt.Fprintf(w, "hello %s\n", ...)``)."""
+    new, old = new.strip(), old.strip()
+    return len(new) >= 6 and difflib.SequenceMatcher(None, new, old, autojunk=False).ratio() >= ALIKE
 
 
 def _store(line: str) -> tuple[str, str] | None:
