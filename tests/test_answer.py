@@ -84,24 +84,8 @@ IMPL = '''impl Cache {
     }
 }
 '''
-RUST_MERGED = RUST.replace('''    pub fn insert(&mut self, key: String, value: String) {
-        if self.entries.len() >= self.capacity {
-            return;
-        }
-        self.entries.insert(key, value);
-    }
-''', '''    pub fn insert(&mut self, key: String, value: String) -> bool {
-        if self.entries.len() >= self.capacity {
-            return false;
-        }
-        self.entries.insert(key, value);
-        true
-    }
-
-    pub fn len(&self) -> usize {
-        self.entries.len()
-    }
-''')
+RUST_MERGED = RUST.replace(RUST[RUST.index("    pub fn insert"):RUST.index("}\n\nimpl fmt")],
+                           IMPL[IMPL.index("    pub fn insert"):IMPL.rindex("}")])  # the snippet's methods in place
 CALC = "def area(r):\n    return 3.14 * r * r\n"
 runner = CliRunner()
 
