@@ -50,6 +50,7 @@ _ALIASES = {"c++": "cpp", "golang": "go", "shell": "bash", "zsh": "bash", "sh": 
 _ANY = {"", "text", "txt", "plaintext", "diff", "patch", "udiff"}
 _PARSED = set(SOURCE_LANGUAGES) | {"csharp", "kotlin", "swift", "scala", "php", "lua", "bash"}  # words fail to parse
 _BINDS = re.compile(r"^\s*(?:import|from|#include|use|using|require|package)\b|\brequire\(")  # an import line
+_UNTOLD = re.compile(r"^\s*#\s*include\b")  # an include: which names it binds is not told
 # a top-level declaration or store: `static PyObject *cache;`, `const LIMIT = 10;`, `X = 1`: the name it binds
 _DECLARED = re.compile(r"^(?!(?:return|throw|delete|yield|await|goto)\b)(?:[A-Za-z_$][\w$<>,]*\s+)*[*&]*"
                        r"([A-Za-z_$][\w$]*)\s*(?:\[[^\]]*\])?\s*(?:=(?!=)|;)")
@@ -274,6 +275,8 @@ def deletes_in_use(deleting: str, keeping: str, language: str | None) -> bool:
     if any(tag not in ("equal", "delete") for tag, *_ in ops):
         return False
     gone = "\n".join(line for tag, i1, i2, _, _ in ops if tag == "delete" for line in old[i1:i2])
+    if any(_UNTOLD.match(line) for line in gone.split("\n")) and not any(_UNTOLD.match(line) for line in new):
+        return True  # the file's every `#include` deleted: the names it gave are not told, and the code uses some
     used = identifiers(deleting, language)
     return any(used[name] for name in _bound(gone, language) - _bound(deleting, language))
 

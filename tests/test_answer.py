@@ -166,6 +166,12 @@ def test_a_snippet_that_leaves_out_the_code_around_it_keeps_it_where_deleting_it
              "\tfmt.Fprintf(w, \"hello from %s!\\n\", s.addr)\n}\n")  # much like the line kept: a doubt of its own
     merged = merge_reading(go, read_edit(go, shown, "go"), "go")
     assert merged.confidence == "likely" and merged.text.startswith("package main\n\nimport (")  # the model's draft
+    c = ("/* Copyright */\n#include <stdio.h>\n\nint count(void) {\n    return 1;\n}\n\n"
+         "int reset(void) {\n    puts(\"r\");\n    return 0;\n}\n")
+    shown = "int reset(void) {\n    // ... existing code ...\n    fflush(stdout);\n    return 0;\n}\n"  # `#include`'s
+    merged = merge_reading(c, read_edit(c, shown, "c"), "c")  # names are not told: deleting every one is no edit
+    flushed = c.replace("    return 0;", "    fflush(stdout);\n    return 0;")
+    assert (merged.confidence, merged.text) == ("certain", flushed), merged.reasons
     tail = "\n\ndef main():\n    pass\n"  # nothing above it unsaid: the snippet from the file's first line deletes it
     merged = merge_reading(STORE + tail, read_edit(STORE + tail, "import os\n\n\n" + SNIPPET, "python"), "python")
     assert (merged.confidence, merged.text) == ("likely", UTF8)  # the last definition deleted: a doubt, as ever
