@@ -267,7 +267,8 @@ def deletes_in_use(deleting: str, keeping: str, language: str | None) -> bool:
     """Whether ``deleting`` (an answer read as deleting the code around its blocks) is ``keeping`` with
     lines taken out, one of which binds a name (an import, a definition) that ``deleting`` still uses and
     binds nowhere else: so read, the file would use a name it no longer has, which its writer does not
-    mean (`import os` above `class Store:`, whose methods call `os.path`)."""
+    mean (`import os` above `class Store:`, whose methods call `os.path`); or the file's every `#include`,
+    whose names are not told."""
     if language is None:
         return False
     old, new = keeping.split("\n"), deleting.split("\n")
