@@ -213,7 +213,7 @@ def _kept_edges(original: str, reading: EditReading, language: str | None, merge
                                          and count_errors(deleting, language) > count_errors(kept, language))
 
     both = merge_edit(original, reading.kept, language, reading.instruction)
-    must = both.text is not None and both.text != merged.text and any(
+    must = both.text is not None and both.text != merged.text and any(  # the code beyond one edge deleted alone
         breaks(keeping(not head, head).text, both.text) for head in (True, False))
     if both.confidence == CERTAIN and both.text != merged.text:
         return both if must else merged
@@ -221,7 +221,7 @@ def _kept_edges(original: str, reading: EditReading, language: str | None, merge
         alone = keeping(head, not head)
         if alone.confidence == CERTAIN and alone.text != merged.text and breaks(merged.text, alone.text):
             return alone
-    return both if must and merged.confidence != CERTAIN else merged  # likely: the model's draft, and where
+    return both if must and merged.confidence != CERTAIN else merged  # likely: the model's draft and window
 
 
 def _run(run_model: RunModel, original: str, update: str, merged: str | None, placed: MergeResult | None,
