@@ -40,7 +40,7 @@ _ADD_WORD = re.compile(r"\b(?:add|import|insert|include)\b", re.IGNORECASE)
 _FILLER = frozenset("""a also an and any be can could entirely everywhere file from here in instead it its just module
     more needed no not now of please should the then this too unused we you""".split())
 ABOVE = ("#[", "[", "@", "//", "/*", "*", "#")  # how attributes and comments above a definition start
-MEMBER = {".", "->", "::", "?."}  # what comes before a member of another object or module
+MEMBER = {".", "->", "::", "?.", "optional_chain"}  # what comes before a member of another object or module (`?.`)
 
 
 @dataclass(frozen=True)

@@ -77,6 +77,8 @@ def test_a_rename_changes_every_identifier_of_the_definition_and_its_own_members
     # ``json.loads`` is json's: renaming a function ``loads`` of the file may not touch it
     loads = "import json\n\n\ndef loads(text):\n    return json.loads(text)\n\n\nprint(loads('1'))\n"
     assert "member of another object" in unsure(loads, "Rename loads to parse.")
+    chained = "function load() {\n  return 1;\n}\n\nconst r = cache?.load();\nload();\n"  # `?.`: a member too
+    assert "member of another object" in unsure(chained, "Rename load to read.", "javascript")
     quoted = "def f():\n    return 'f'\n\n\nf()\n"
     assert "no name" in unsure(quoted, "Rename f to g.")
     assert "strings or comments" in unsure(quoted.replace("'f'", "'call f'"), "Rename f to g.")
