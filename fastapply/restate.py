@@ -21,6 +21,7 @@ import re
 from dataclasses import replace
 
 from fastapply.anchor import may_replace
+from fastapply.asks import identifiers
 from fastapply.keylines import CONFIG
 from fastapply.markers import indent_width
 from fastapply.segments import Placement
@@ -69,7 +70,7 @@ def restated(original: list[str], placements: list[Placement],
             if kept is None or k in drop or not _alone(placement, shown, k, original) \
                     or not _new_beside(placement, k, original, kept):
                 continue  # no new line inserted there beside the kept one
-            store = _same_store(placement.lines[k], original[kept])
+            store = _same_store(placement.lines[k], original[kept], language)
             if store is None:
                 if _alike(placement.lines[k], original[kept]):
                     doubts.append(f"the snippet's line {placement.lines[k].strip()!r} is much like the line "
@@ -106,14 +107,14 @@ def _new_beside(placement: Placement, k: int, original: list[str], kept: int) ->
         line.strip() == new.strip() for line in original[placement.start:placement.end])
 
 
-def _same_store(new: str, old: str) -> tuple[str, bool] | None:
+def _same_store(new: str, old: str, language: str) -> tuple[str, bool] | None:
     """(the target, whether either line reads it) where ``new`` stores to the target of ``old``, each a
     statement of one line; else None."""
     stores = [_store(line) for line in (new, old)]
     if None in stores or stores[0][0] != stores[1][0]:
         return None
     target = stores[0][0]
-    return target, any(_reads(value, target) for _, value in stores)
+    return target, any(_reads(value, target, language) for _, value in stores)
 
 
 def _alike(new: str, old: str) -> bool:
@@ -148,15 +149,15 @@ def _code_part(line: str) -> str:
     return line
 
 
-def _reads(value: str, target: str) -> bool:
+def _reads(value: str, target: str, language: str) -> bool:
     """Whether ``value`` may read what ``target`` stores to: a member (``self.text``, ``items[0]``) where it
-    holds that chain, else (a name, names unpacked, a declaration with its type) one of its names, but as
-    another object's member (``req.params.format`` reads no ``format``) or in a string (``"out"``)."""
-    value = _QUOTED.sub('""', value)
+    holds that chain, else (a name, names unpacked, a declaration with its type) where it uses one of its
+    names as a name of its own (``asks.identifiers``: ``req.params.format`` reads no ``format``, nor
+    ``"out"`` ``out``)."""
     if _MEMBER.fullmatch(target):
-        return re.search(r"(?<![\w$.])" + re.escape(target) + r"(?![\w$])", value) is not None
-    return any(re.search(r"(?<![\w$.])(?<!->)(?<!::)" + re.escape(name) + r"(?![\w$])", value)
-               for name in _WORD.findall(target))
+        return re.search(r"(?<![\w$.])" + re.escape(target) + r"(?![\w$])", _QUOTED.sub('""', value)) is not None
+    used = identifiers(value, language)
+    return any(used[name] for name in _WORD.findall(target))
 
 
 def _balanced(text: str) -> bool:

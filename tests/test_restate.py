@@ -79,7 +79,8 @@ def test_a_new_line_beside_a_marker_that_restates_no_store_is_inserted(update, e
     assert (merged.confidence, merged.text) == ("certain", expected), merged.reasons
 
 
-@pytest.mark.parametrize("line", ["    limit = limit * 2\n", "    limit = 10 if root else limit\n"])
+@pytest.mark.parametrize("line", ["    limit = limit * 2\n", "    limit = 10 if root else limit\n",
+                                  '    limit = f"{limit}s"\n'])  # a name inside an f-string is read too
 def test_a_store_that_reads_its_own_target_beside_the_kept_one_is_not_certain(line):
     """`limit = limit * 2` above the `limit = 10` a marker keeps may be new (then `limit = 10` overwrites
     it, which its writer may not see) or the line changed: a doubt, the model decides."""
