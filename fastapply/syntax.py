@@ -7,6 +7,8 @@ so importing this module is cheap. It does not merge, validate or judge edits; i
 from __future__ import annotations
 
 import importlib
+import threading
+import time
 from collections.abc import Collection
 from dataclasses import dataclass
 from functools import lru_cache
@@ -92,13 +94,26 @@ def comment(language: str | None, text: str) -> str:
 
 
 @lru_cache(maxsize=None)
-def _parser(name: str):
+def _grammar(name: str):
     import tree_sitter
 
     lang = get_language(name)
     module = importlib.import_module(lang.grammar_module)
-    grammar = tree_sitter.Language(getattr(module, lang.grammar_function)())
-    return tree_sitter.Parser(grammar)
+    return tree_sitter.Language(getattr(module, lang.grammar_function)())
+
+
+_threads = threading.local()
+
+
+def _parser(name: str):
+    """This thread's parser of ``name``: one parser is never used by two threads at once (the server
+    merges and guesses languages off its model thread)."""
+    import tree_sitter
+
+    parsers = _threads.__dict__.setdefault("parsers", {})
+    if name not in parsers:
+        parsers[name] = tree_sitter.Parser(_grammar(name))
+    return parsers[name]
 
 
 def parse(text: str, language: str):
@@ -127,6 +142,73 @@ def count_errors(text: str, language: str) -> int:
             visited_children = True
         else:
             return errors
+
+
+# Languages a file's text can be told by: their grammars reject most text of the others. Looser grammars take
+# much code of other languages with no error (HTML, Markdown and PHP any text; YAML `key: value` lines, which
+# are Python too; Scala, Kotlin, Ruby and Bash many) and are not guessed.
+_TELLABLE = ("python", "javascript", "typescript", "tsx", "go", "rust", "java", "c", "cpp", "csharp", "swift", "lua",
+             "json", "toml", "css")
+# where both parse a text it is the narrower language: C is C++ too, JSON is a JavaScript and a Python value,
+# TOML's `[table]` and `key = "value"` lines are Python, JavaScript and Swift
+_NARROWER = {"c": ("cpp",), "javascript": ("typescript", "tsx"), "typescript": ("tsx",),
+             "json": ("yaml", "python", "javascript", "typescript", "tsx"),
+             "toml": ("python", "javascript", "typescript", "tsx", "swift")}
+# languages in which YAML's `key: value` lines are code too (annotations, labels): a text YAML reads as keys
+# or items is not told
+_YAML_ALIKE = ("python", "javascript", "typescript", "tsx")
+GUESS_BUDGET_S = 2.0  # the most that guessing one text's language may take
+_GRAMMAR_BUDGET_S = 0.2  # one grammar's parse; longer is error recovery, not a text in that language
+
+
+def guess_language(text: str) -> str | None:
+    """The language of ``text``, a file with no name (an edit sent as a chat message), where exactly one of
+    the languages that can be told apart parses it with no error once narrower ones are preferred; else
+    None. Text opening with ``<`` (markup, JSX alike) is not guessed, nor Python or JavaScript that YAML
+    reads as keys or items too (short texts do).
+
+    >>> guess_language("import os\\n\\n\\ndef f():\\n    return os.sep\\n"), guess_language("int main(void) {}\\n")
+    ('python', 'c')
+    >>> guess_language("name: demo\\nversion: 2\\n"), guess_language("let x: number = 1;\\n")  # YAML; also Rust, Swift
+    (None, None)
+    """
+    if not text.strip() or text.lstrip().startswith("<"):
+        return None
+    deadline = time.perf_counter() + GUESS_BUDGET_S
+    clean = {name for name in _TELLABLE if _clean_tree(text, name, deadline) is not None}
+    if time.perf_counter() > deadline:
+        return None  # a grammar may not have been tried
+    for narrow, wider in _NARROWER.items():
+        if narrow in clean:
+            clean -= set(wider)
+    if len(clean) != 1:
+        return None
+    found = clean.pop()
+    if found in _YAML_ALIKE and _yaml_alike(text, deadline):
+        return None
+    return found
+
+
+def _clean_tree(text: str, language: str, deadline: float):
+    """``language``'s tree of ``text`` where it has no error and was parsed within its share of the time
+    left, else None: a grammar still recovering from errors when the time is up does not parse it."""
+    data = text.encode("utf-8")
+    stop = min(deadline, time.perf_counter() + _GRAMMAR_BUDGET_S)
+    parser = _parser(language)
+    try:
+        tree = parser.parse(lambda byte, point: data[byte:byte + 65536],
+                            progress_callback=lambda *state: time.perf_counter() > stop)
+    except ValueError:  # cancelled: the next parse must not resume this one
+        parser.reset()
+        return None
+    return None if tree.root_node.has_error else tree
+
+
+def _yaml_alike(text: str, deadline: float) -> bool:
+    """Whether YAML reads ``text`` as keys or items (not as one long plain string, which most code is)."""
+    tree = _clean_tree(text, "yaml", deadline)
+    return tree is not None and any(node.type == "block_node" for document in tree.root_node.children
+                                    for node in document.children)
 
 
 def python_parses(text: str) -> bool:
