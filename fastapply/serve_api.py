@@ -9,6 +9,8 @@ This module does no decoding and no routing.
 from __future__ import annotations
 
 import json
+import re
+from dataclasses import dataclass
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -86,6 +88,31 @@ class ChatRequest(_Strict):
         if self.stop is None:
             return []
         return [self.stop] if isinstance(self.stop, str) else list(self.stop)
+
+    def apply_form(self) -> ChatEdit | None:
+        """The edit this request asks for in the apply form, or None for any other chat: one user message,
+        ``<instruction>...</instruction>`` (optional), ``<code>FILE</code>``, ``<update>SNIPPET</update>``."""
+        if len(self.messages) != 1 or self.messages[0].role != "user":
+            return None
+        found = _APPLY_FORM.fullmatch(_text(self.messages[0].content))
+        if found is None:
+            return None
+        return ChatEdit(found["code"], found["update"], found["instruction"] or "")
+
+
+# the file is everything up to the last "</code>" that the update's opening tag follows
+_APPLY_FORM = re.compile(r"\s*(?:<instruction>(?P<instruction>.*?)</instruction>\s*)?"
+                         r"<code>(?P<code>.*)</code>\s*<update>(?P<update>.*)</update>\s*", re.S)
+
+
+@dataclass(frozen=True)
+class ChatEdit:
+    """An edit sent as a chat message in the apply form, the form Morph's API and fastapply's own apply
+    models read: the file, the update snippet and the instruction, verbatim."""
+
+    original: str
+    update: str
+    instruction: str
 
 
 class ApplyRequest(_Strict):

@@ -32,7 +32,7 @@ from starlette.exceptions import HTTPException
 
 from fastapply.engine import EditRefused
 from fastapply.errors import FastapplyError
-from fastapply.serve_api import ApiError, ApplyRequest, ChatRequest, error_body, parse_body
+from fastapply.serve_api import ApiError, ApplyRequest, ChatEdit, ChatRequest, error_body, parse_body
 
 
 @dataclass(frozen=True)
@@ -156,11 +156,13 @@ def create_app(model, tokenizer, config: ServeConfig = ServeConfig()):
 
         authorize(request)
         body = await parse_body(request, ChatRequest, config.max_body_bytes)
+        created, request_id = int(time.time()), f"chatcmpl-{uuid.uuid4().hex}"
+        head = {"id": request_id, "created": created, "model": config.model_name}
+        if (edit := body.apply_form()) is not None:
+            return await chat_apply(request, body, edit, head)
         plan = _planned(lambda: plan_chat(model, tokenizer, body.message_dicts(), body.prediction_text(),
                                           body.token_budget(), body.stop_list(), body.temperature, body.seed))
         ticket = queue.admit()
-        created, request_id = int(time.time()), f"chatcmpl-{uuid.uuid4().hex}"
-        head = {"id": request_id, "created": created, "model": config.model_name}
 
         def decode(on_text=None):
             target = HFTarget(model, temperature=plan.temperature, seed=plan.seed)
@@ -183,8 +185,6 @@ def create_app(model, tokenizer, config: ServeConfig = ServeConfig()):
 
     @app.post("/v1/apply")
     async def apply(request: Request):
-        from fastapply.apply import apply_edit
-        from fastapply.engine import ModelRun, resolve_edit
         from fastapply.syntax import get_language, language_for_path
 
         authorize(request)
@@ -192,28 +192,64 @@ def create_app(model, tokenizer, config: ServeConfig = ServeConfig()):
         if body.language is not None:
             _planned(lambda: get_language(body.language))
         language = body.language if body.language is not None or body.path is None else language_for_path(body.path)
-        ticket = None
+        outcome = await edit_outcome(request, body, language)
+        return {"object": "fastapply.apply", "model": config.model_name, **apply_answer(body.original, outcome)}
+
+    async def edit_outcome(request: Request, edit: ApplyRequest, language: str | None):
+        """``engine.resolve_edit``'s outcome of ``edit`` (an ``EditRefused`` returned, not raised): on the
+        model thread in turn, or at once where no model runs (``engine: merge``)."""
+        if edit.engine == "merge":  # no model: not queued behind model work
+            return await asyncio.to_thread(_planned, lambda: resolve(edit, language, None))
+        ticket = queue.admit()
+        return await _unless_disconnected(request, ticket, queue.run(ticket, lambda: resolve(edit, language, ticket)))
+
+    def resolve(edit: ApplyRequest, language: str | None, ticket: Ticket | None):
+        from fastapply.apply import apply_edit
+        from fastapply.engine import ModelRun, resolve_edit
 
         def run_model(shown: str, update: str, instruction: str, merged: str | None, watch) -> ModelRun:
-            result = apply_edit(model, tokenizer, shown, update, instruction, preset=body.preset,
-                                merged=merged, max_new_tokens=body.max_tokens, temperature=body.temperature,
-                                seed=body.seed, on_pass=lambda out, stats: ticket.check(), watch=watch,
+            result = apply_edit(model, tokenizer, shown, update, instruction, preset=edit.preset,
+                                merged=merged, max_new_tokens=edit.max_tokens, temperature=edit.temperature,
+                                seed=edit.seed, on_pass=lambda out, stats: ticket.check(), watch=watch,
                                 language=language)
             return ModelRun.of(result)
 
-        def work():
-            try:
-                return resolve_edit(body.original, body.update, language, body.engine, run_model, body.force,
-                                    body.instruction, config.merge_first, body.focus, body.path)
-            except EditRefused as refused:
-                return refused
+        try:
+            return resolve_edit(edit.original, edit.update, language, edit.engine, run_model, edit.force,
+                                edit.instruction, config.merge_first, edit.focus, edit.path)
+        except EditRefused as refused:
+            return refused
 
-        if body.engine == "merge":  # no model: not queued behind model work
-            outcome = await asyncio.to_thread(_planned, work)
-        else:
-            ticket = queue.admit()
-            outcome = await _unless_disconnected(request, ticket, queue.run(ticket, work))
-        return {"object": "fastapply.apply", "model": config.model_name, **apply_answer(body.original, outcome)}
+    async def chat_apply(request: Request, body: ChatRequest, edit: ChatEdit, head: dict):
+        """A chat request in the apply form, answered as Morph's API answers it: the new file is the message
+        (decided and checked as ``/v1/apply`` does with the auto engine, in the language the file's text
+        tells, where it does); a refused edit is a 422 error."""
+        from fastapply.prompt import chat_ids, encode_text
+        from fastapply.syntax import guess_language
+
+        if body.stop_list():
+            raise ApiError(400, "stop: an edit in the apply form (<code>, <update>) is answered with the whole "
+                                "file; stop strings cannot cut it")
+        asked = ApplyRequest(original=edit.original, update=edit.update, instruction=edit.instruction,
+                             max_tokens=body.token_budget(), temperature=body.temperature, seed=body.seed)
+        language = await asyncio.to_thread(guess_language, edit.original)  # no file name: told by its text
+        outcome = await edit_outcome(request, asked, language)
+        if isinstance(outcome, EditRefused):
+            raise ApiError(422, f"the edit was refused ({', '.join(outcome.reasons)}): {outcome}", "edit_refused")
+        prompt, completion = len(chat_ids(tokenizer, body.message_dicts())), len(encode_text(tokenizer, outcome.text))
+        usage = {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion,
+                 "completion_tokens_details": {"reasoning_tokens": 0, "accepted_prediction_tokens": 0,
+                                               "rejected_prediction_tokens": 0}}
+        if body.stream:
+            include_usage = bool(body.stream_options and body.stream_options.include_usage)
+            return StreamingResponse(_whole_events(head, outcome.text, usage, include_usage),
+                                     media_type="text/event-stream", headers={"Cache-Control": "no-cache"})
+        details = {"language": language,
+                   **{key: value for key, value in apply_answer(edit.original, outcome).items() if key != "text"}}
+        return {**head, "object": "chat.completion", "system_fingerprint": None,
+                "choices": [{"index": 0, "message": {"role": "assistant", "content": outcome.text},
+                             "logprobs": None, "finish_reason": "stop"}],
+                "usage": usage, "fastapply": details}
 
     return app
 
@@ -269,35 +305,51 @@ async def _disconnected(request) -> None:
         pass
 
 
+def _chunk(head: dict, delta: dict, finish_reason=None, **extra) -> str:
+    """One server-sent event in OpenAI's ``chat.completion.chunk`` format."""
+    choices = [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish_reason}]
+    return f"data: {json.dumps({**head, 'object': 'chat.completion.chunk', 'choices': choices, **extra})}\n\n"
+
+
+def _ending(head: dict, finish_reason: str, usage: dict, include_usage: bool) -> Iterator[str]:
+    """The events after the last text: the finish reason, the usage where asked, ``data: [DONE]``."""
+    yield _chunk(head, {}, finish_reason, **({"usage": None} if include_usage else {}))
+    if include_usage:
+        yield f"data: {json.dumps({**head, 'object': 'chat.completion.chunk', 'choices': [], 'usage': usage})}\n\n"
+    yield "data: [DONE]\n\n"
+
+
+async def _whole_events(head: dict, text: str, usage: dict, include_usage: bool):
+    """A text known in full, as server-sent events: one chunk with all of it."""
+    yield _chunk(head, {"role": "assistant", "content": ""})
+    yield _chunk(head, {"content": text})
+    for event in _ending(head, "stop", usage, include_usage):
+        yield event
+
+
 async def _events(queue: ModelQueue, ticket: Ticket, decode, head: dict, include_usage: bool):
     """Server-sent events in OpenAI's ``chat.completion.chunk`` format, ending with ``data: [DONE]``."""
     loop = asyncio.get_running_loop()
     messages: asyncio.Queue = asyncio.Queue()
 
-    def chunk(delta: dict, finish_reason=None, **extra) -> str:
-        choices = [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish_reason}]
-        return f"data: {json.dumps({**head, 'object': 'chat.completion.chunk', 'choices': choices, **extra})}\n\n"
-
     def on_text(text: str) -> None:
         loop.call_soon_threadsafe(messages.put_nowait, text)
 
     try:
-        yield chunk({"role": "assistant", "content": ""})
+        yield _chunk(head, {"role": "assistant", "content": ""})
         job = asyncio.ensure_future(queue.run(ticket, lambda: decode(on_text)))
         # deltas are posted before the job's end is (both through the loop, in order), so None comes last
         job.add_done_callback(lambda done: (messages.put_nowait(None), done.cancelled() or done.exception()))
         while (text := await messages.get()) is not None:
-            yield chunk({"content": text})
+            yield _chunk(head, {"content": text})
         try:
             result = job.result()
         except FastapplyError as exc:
             yield f"data: {json.dumps(error_body(str(exc), 'invalid_request_error'))}\n\n"
+            yield "data: [DONE]\n\n"
         else:
-            yield chunk({}, result.finish_reason, **({"usage": None} if include_usage else {}))
-            if include_usage:
-                usage = {**head, "object": "chat.completion.chunk", "choices": [], "usage": result.usage()}
-                yield f"data: {json.dumps(usage)}\n\n"
-        yield "data: [DONE]\n\n"
+            for event in _ending(head, result.finish_reason, result.usage(), include_usage):
+                yield event
     finally:
         ticket.release(cancel=True)
 

@@ -170,6 +170,53 @@ def test_apply_route_takes_a_chat_answer_for_the_file_its_path_names(server):
         assert empty.status_code == 400 and "the edit is empty" in empty.json()["error"]["message"], engine
 
 
+def apply_form(original: str = ORIGINAL, update: str = UPDATE, instruction: str = "") -> list[dict[str, str]]:
+    """One user message as Morph's API and its clients write an edit."""
+    asked = f"<instruction>{instruction}</instruction>\n" if instruction else ""
+    return [{"role": "user", "content": f"{asked}<code>{original}</code>\n<update>{update}</update>"}]
+
+
+def test_a_chat_in_the_apply_form_is_answered_with_the_new_file(server, apply_model):
+    """The file comes back as the message, decided and checked as /v1/apply decides it (the same run) in the
+    language its text tells."""
+    from fastapply.prompt import chat_ids, encode_text
+
+    answer = chat(server, messages=apply_form())
+    message = answer["choices"][0]["message"]["content"]
+    assert message == EXPECTED and answer["choices"][0]["finish_reason"] == "stop"
+    details = answer["fastapply"]
+    routed = server.post("/v1/apply", json={"original": ORIGINAL, "update": UPDATE, "language": "python"}).json()
+    assert details["language"] == "python"  # told by the file's text
+    assert details["ok"] is True and details["engine"] == "model" and "text" not in details
+    assert details["validation"] == routed["validation"] and details["merge"] == routed["merge"]
+    assert details["stats"]["passes"] == routed["stats"]["passes"]
+    usage = answer["usage"]
+    assert usage["prompt_tokens"] == len(chat_ids(apply_model[1], apply_form()))
+    assert usage["completion_tokens"] == len(encode_text(apply_model[1], EXPECTED))
+    body = {"model": "tiny", "messages": apply_form(), "stream": True, "stream_options": {"include_usage": True}}
+    with server.stream("POST", "/v1/chat/completions", json=body) as response:
+        assert response.status_code == 200
+        events = [line.removeprefix("data: ") for line in response.iter_lines() if line]
+    assert events[-1] == "[DONE]"
+    chunks = [json.loads(e) for e in events[:-1]]
+    assert "".join(c["choices"][0]["delta"].get("content") or "" for c in chunks if c["choices"]) == EXPECTED
+    assert chunks[-1]["usage"] == usage and chunks[-2]["choices"][0]["finish_reason"] == "stop"
+
+
+def test_a_refused_edit_in_the_apply_form_is_an_error_not_a_file(server):
+    """Cut off by max_tokens, or asking for stop strings: no text comes back."""
+    cut = server.post("/v1/chat/completions", json={"messages": apply_form(), "max_tokens": 10})
+    assert cut.status_code == 422, cut.text
+    error = cut.json()["error"]
+    assert error["type"] == "edit_refused" and "cut off" in error["message"]
+    streamed = server.post("/v1/chat/completions", json={"messages": apply_form(), "max_tokens": 10, "stream": True})
+    assert streamed.status_code == 422 and streamed.json()["error"]["type"] == "edit_refused"
+    stopped = server.post("/v1/chat/completions", json={"messages": apply_form(), "stop": ["x"]})
+    assert stopped.status_code == 400 and "stop" in stopped.json()["error"]["message"]
+    lazy = server.post("/v1/chat/completions", json={"messages": apply_form(update="// ... existing code ...\n")})
+    assert lazy.status_code == 400 and "lazy markers alone" in lazy.json()["error"]["message"]
+
+
 def test_models_and_health(server):
     assert [m["id"] for m in server.get("/v1/models").json()["data"]] == ["tiny"]
     health = server.get("/health").json()
