@@ -23,7 +23,7 @@ import uuid
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager, contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, StreamingResponse
@@ -204,8 +204,11 @@ def create_app(model, tokenizer, config: ServeConfig = ServeConfig()):
         return await _unless_disconnected(request, ticket, queue.run(ticket, lambda: resolve(edit, language, ticket)))
 
     def resolve(edit: ApplyRequest, language: str | None, ticket: Ticket | None):
+        """The edit on the file's text as the CLI reads a file (LF lines), the new file given back in its
+        line endings (and byte-order mark), as the CLI writes it."""
         from fastapply.apply import apply_edit
         from fastapply.engine import ModelRun, resolve_edit
+        from fastapply.fileio import as_lf, decode, encode
 
         def run_model(shown: str, update: str, instruction: str, merged: str | None, watch) -> ModelRun:
             result = apply_edit(model, tokenizer, shown, update, instruction, preset=edit.preset,
@@ -214,11 +217,13 @@ def create_app(model, tokenizer, config: ServeConfig = ServeConfig()):
                                 language=language)
             return ModelRun.of(result)
 
+        original, fmt = decode(edit.original.encode("utf-8"), "the original")
         try:
-            return resolve_edit(edit.original, edit.update, language, edit.engine, run_model, edit.force,
-                                edit.instruction, config.merge_first, edit.focus, edit.path)
+            outcome = resolve_edit(original, as_lf(edit.update), language, edit.engine, run_model, edit.force,
+                                   as_lf(edit.instruction), config.merge_first, edit.focus, edit.path)
         except EditRefused as refused:
             return refused
+        return replace(outcome, text=encode(outcome.text, outcome.format(fmt)).decode("utf-8"))  # a BOM kept
 
     async def chat_apply(request: Request, body: ChatRequest, edit: ChatEdit, head: dict):
         """A chat request in the apply form, answered as Morph's API answers it: the new file is the message

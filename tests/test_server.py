@@ -170,6 +170,19 @@ def test_apply_route_takes_a_chat_answer_for_the_file_its_path_names(server):
         assert empty.status_code == 400 and "the edit is empty" in empty.json()["error"]["message"], engine
 
 
+def test_a_file_with_crlf_lines_comes_back_with_crlf_lines(server):
+    """The edit is applied to the file's LF text, as the CLI reads a file, and the new file is given back
+    in the file's own line endings (and byte-order mark): not a file of mixed endings."""
+    anchored = 'def greet(name):\n    return "hello, " + name + "!"\n# ... existing code ...\n'  # LF, as chats write
+    for original, expected in [(ORIGINAL.replace("\n", "\r\n"), EXPECTED.replace("\n", "\r\n")),
+                               ("\ufeff" + ORIGINAL, "\ufeff" + EXPECTED)]:
+        answer = server.post("/v1/apply", json={"original": original, "update": anchored, "language": "python",
+                                                "engine": "merge"}).json()
+        assert answer["ok"] is True and answer["text"] == expected and answer["changed"] is True
+    crlf = server.post("/v1/apply", json={"original": ORIGINAL.replace("\n", "\r\n"), "update": UPDATE}).json()
+    assert crlf["engine"] == "model" and crlf["text"] == EXPECTED.replace("\n", "\r\n")  # the model read LF text
+
+
 def apply_form(original: str = ORIGINAL, update: str = UPDATE, instruction: str = "") -> list[dict[str, str]]:
     """One user message as Morph's API and its clients write an edit."""
     asked = f"<instruction>{instruction}</instruction>\n" if instruction else ""
