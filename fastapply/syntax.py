@@ -7,6 +7,7 @@ so importing this module is cheap. It does not merge, validate or judge edits; i
 from __future__ import annotations
 
 import importlib
+import re
 import threading
 import time
 from collections.abc import Collection
@@ -157,14 +158,32 @@ _NARROWER = {"c": ("cpp",), "javascript": ("typescript", "tsx"), "typescript": (
 # languages in which YAML's `key: value` lines are code too (annotations, labels): a text YAML reads as keys
 # or items is not told
 _YAML_ALIKE = ("python", "javascript", "typescript", "tsx")
+# what a file of each must hold besides parsing: a requirements file is a Swift expression, a .proto file C
+_WORDS = {
+    "python": r"^[ \t]*(?:import|from|def|class|async|if|for|while|with|try|return|print)\b",
+    "javascript": r"\b(?:function|const|let|var|import|export|require|class|return)\b|=>",
+    "typescript": r"\b(?:function|const|let|var|import|export|class|interface|type|return)\b|=>",
+    "go": r"^package\s+\w+",
+    "rust": r"\b(?:fn|let|use|impl|struct|enum|mod|pub|trait|macro_rules)\b",
+    "java": r"\b(?:class|interface|enum|record|package|import)\s+[\w.]+",
+    "c": r"^[ \t]*#[ \t]*(?:include|define|if)\b|\b(?:int|void|char|static|struct|typedef|unsigned|return|const)\b",
+    "csharp": r"\b(?:using|namespace|class|public|private|internal|static|void)\b",
+    "swift": r"\b(?:func|import|let|var|struct|class|enum|protocol|extension)\b",
+    "lua": r"\b(?:local|function|end|require|return)\b",
+    "json": r"\A\s*[\[{]",
+    "toml": r"^[ \t]*(?:\[[^\]\n]+\]|[\w.\"'-]+[ \t]*=)",
+    "css": r"[{}]",
+}
+_WORDS["tsx"] = _WORDS["typescript"]
+_WORDS["cpp"] = _WORDS["c"] + r"|\b(?:namespace|template|class|std::)"
 GUESS_BUDGET_S = 2.0  # the most that guessing one text's language may take
 _GRAMMAR_BUDGET_S = 0.2  # one grammar's parse; longer is error recovery, not a text in that language
 
 
 def guess_language(text: str) -> str | None:
     """The language of ``text``, a file with no name (an edit sent as a chat message), where exactly one of
-    the languages that can be told apart parses it with no error once narrower ones are preferred; else
-    None. Text opening with ``<`` (markup, JSX alike) is not guessed, nor Python or JavaScript that YAML
+    the languages that can be told apart parses it with no error once narrower ones are preferred, and it
+    holds that language's words (``_WORDS``: ``def``, ``package``, ``#include`` ...); else None. Text opening with ``<`` (markup, JSX alike) is not guessed, nor Python or JavaScript that YAML
     reads as keys or items too (short texts do).
 
     >>> guess_language("import os\\n\\n\\ndef f():\\n    return os.sep\\n"), guess_language("int main(void) {}\\n")
@@ -184,7 +203,7 @@ def guess_language(text: str) -> str | None:
     if len(clean) != 1:
         return None
     found = clean.pop()
-    if found in _YAML_ALIKE and _yaml_alike(text, deadline):
+    if not re.search(_WORDS[found], text, re.MULTILINE) or found in _YAML_ALIKE and _yaml_alike(text, deadline):
         return None
     return found
 

@@ -151,8 +151,15 @@ def test_a_file_of_the_other_languages_is_told_or_not_guessed(language):
     "name: demo\nversion: 2\n",  # YAML, and Python's annotations, JavaScript's labels
     "<div>{items.length}</div>\n",  # markup, or JSX
     "let x: number = 1;\n",  # TypeScript, Rust and Swift alike
+    "requests==2.31.0\nflask>=2\n",  # a Swift expression, with none of its words
+    'syntax = "proto3";\n\nmessage User {\n  string name = 1;\n}\n',  # protobuf: C to its grammar
+    "DEBUG=1\nDATABASE_URL=postgres://localhost/db\n",  # .env
+    "[server]\nport = 8080\nhost = localhost\n",  # INI
+    "all: build\n\nbuild:\n\tgo build ./...\n",  # a Makefile
+    "FROM python:3.11\nRUN pip install -r requirements.txt\n",  # a Dockerfile
+    "This project applies edits.\nIt is fast.\n",
 ])
-def test_text_several_languages_parse_is_not_guessed(text):
+def test_text_that_is_not_code_of_one_language_is_not_guessed(text):
     assert guess_language(text) is None
 
 
