@@ -146,12 +146,21 @@ def test_bad_input_is_one_clear_line_and_a_nonzero_exit(env, tmp_path, case, mon
     assert env.read_bytes() == before
 
 
-def test_a_file_on_stdin_refused_for_want_of_a_language_says_to_name_one():
+def test_a_file_on_stdin_is_merged_in_the_language_its_text_tells():
     update = "# ... existing code ...\ndef read_config(path):\n    config = dict()\n# ... existing code ...\n"
-    refused = invoke("-", "--edit", update, "--engine", "merge", input=SMALL_PY)
-    assert refused.exit_code == 3 and "no parser" in refused.stderr and "--language" in refused.stderr
+    told = invoke("-", "--edit", update, "--engine", "merge", input=SMALL_PY)
     named = invoke("-", "--edit", update, "--engine", "merge", "--language", "python", input=SMALL_PY)
-    assert named.exit_code == 0 and "    config = dict()\n" in named.stdout
+    assert told.exit_code == named.exit_code == 0 and "    config = dict()\n" in told.stdout
+    assert told.stdout == named.stdout
+
+
+def test_a_file_on_stdin_refused_for_want_of_a_language_says_to_name_one():
+    short = "def read_config(path):\n    return path\n"  # YAML reads it as keys too: not told
+    update = "def read_config(path):\n    return str(path)\n"
+    refused = invoke("-", "--edit", update, "--engine", "merge", input=short)
+    assert refused.exit_code == 3 and "no parser" in refused.stderr and "--language" in refused.stderr
+    named = invoke("-", "--edit", update, "--engine", "merge", "--language", "python", input=short)
+    assert named.exit_code == 0 and named.stdout == update
 
 
 def test_no_model_without_merge_is_a_usage_error(tmp_path, monkeypatch):

@@ -39,7 +39,7 @@ def apply_command(
     engine: ApplyEngineOpt = ApplyEngine.auto,
     force: ForceOpt = False,
     focus: FocusOpt = True,
-    language: Annotated[Optional[str], typer.Option(help="The file's language (default: from its extension).")] = None,
+    language: Annotated[Optional[str], typer.Option(help="The file's language (default: from its extension; on stdin, told by its text where it can be).")] = None,
     max_new_tokens: MaxTokensOpt = None,
     temperature: Annotated[float, typer.Option(min=0.0, help="0 is greedy; above 0 samples (losslessly).")] = 0.0,
     seed: Annotated[Optional[int], typer.Option(help="Seed for sampling.")] = None,
@@ -67,7 +67,7 @@ def apply_command(
         if in_place and file == fileio.STDIN:
             raise UsageError("--in-place needs a file, not stdin")
         from fastapply.engine import EditRefused, ModelRun, resolve_edit
-        from fastapply.syntax import get_language, language_for_path
+        from fastapply.syntax import get_language, guess_language, language_for_path
 
         from fastapply import bundled
 
@@ -82,7 +82,7 @@ def apply_command(
         if language is not None:
             get_language(language)
         else:
-            language = language_for_path(file) if file != fileio.STDIN else None
+            language = language_for_path(file) if file != fileio.STDIN else guess_language(original)  # no name
 
         def run_model(shown: str, update: str, instruction: str, merged: str | None, watch) -> ModelRun:
             if remote is not None:  # the server writes its answer whole: no watch
@@ -98,8 +98,8 @@ def apply_command(
                                    path=None if file == fileio.STDIN else file)
         except EditRefused as refused:
             if file == fileio.STDIN and language is None and refused.reasons == ("uncertain-merge",):
-                refused = EditRefused(f"{refused} (a file on stdin has no language to check it by: name it with "
-                                      f"--language)", refused.reasons, refused.merge)
+                refused = EditRefused(f"{refused} (the language of a file on stdin was not told by its text: name it "
+                                      f"with --language)", refused.reasons, refused.merge)
             if as_json:  # a tool reading stdout learns of the refusal there too; the one line and exit 3 stay
                 typer.echo(json.dumps(_report(file, None, refused, model, remote, policy), indent=1))
             raise refused from None
