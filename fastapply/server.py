@@ -185,15 +185,20 @@ def create_app(model, tokenizer, config: ServeConfig = ServeConfig()):
 
     @app.post("/v1/apply")
     async def apply(request: Request):
-        from fastapply.syntax import get_language, language_for_path
+        from fastapply.syntax import get_language, guess_language, language_for_path
 
         authorize(request)
         body = await parse_body(request, ApplyRequest, config.max_body_bytes)
         if body.language is not None:
             _planned(lambda: get_language(body.language))
-        language = body.language if body.language is not None or body.path is None else language_for_path(body.path)
+            language = body.language
+        elif body.path is not None:
+            language = language_for_path(body.path)
+        else:  # no file name: told by the file's text
+            language = await asyncio.to_thread(guess_language, body.original)
         outcome = await edit_outcome(request, body, language)
-        return {"object": "fastapply.apply", "model": config.model_name, **apply_answer(body.original, outcome)}
+        return {"object": "fastapply.apply", "model": config.model_name,
+                **apply_answer(body.original, outcome, language)}
 
     async def edit_outcome(request: Request, edit: ApplyRequest, language: str | None):
         """``engine.resolve_edit``'s outcome of ``edit`` (an ``EditRefused`` returned, not raised): on the
@@ -241,7 +246,8 @@ def create_app(model, tokenizer, config: ServeConfig = ServeConfig()):
         outcome = await edit_outcome(request, asked, language)
         if isinstance(outcome, EditRefused):
             raise ApiError(422, f"the edit was refused ({', '.join(outcome.reasons)}): {outcome}", "edit_refused")
-        prompt, completion = len(chat_ids(tokenizer, body.message_dicts())), len(encode_text(tokenizer, outcome.text))
+        prompt, completion = await asyncio.to_thread(lambda: (len(chat_ids(tokenizer, body.message_dicts())),
+                                                              len(encode_text(tokenizer, outcome.text))))
         usage = {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion,
                  "completion_tokens_details": {"reasoning_tokens": 0, "accepted_prediction_tokens": 0,
                                                "rejected_prediction_tokens": 0}}
@@ -249,8 +255,7 @@ def create_app(model, tokenizer, config: ServeConfig = ServeConfig()):
             include_usage = bool(body.stream_options and body.stream_options.include_usage)
             return StreamingResponse(_whole_events(head, outcome.text, usage, include_usage),
                                      media_type="text/event-stream", headers={"Cache-Control": "no-cache"})
-        details = {"language": language,
-                   **{key: value for key, value in apply_answer(edit.original, outcome).items() if key != "text"}}
+        details = {key: value for key, value in apply_answer(edit.original, outcome, language).items() if key != "text"}
         return {**head, "object": "chat.completion", "system_fingerprint": None,
                 "choices": [{"index": 0, "message": {"role": "assistant", "content": outcome.text},
                              "logprobs": None, "finish_reason": "stop"}],
@@ -259,14 +264,15 @@ def create_app(model, tokenizer, config: ServeConfig = ServeConfig()):
     return app
 
 
-def apply_answer(original: str, outcome) -> dict:
-    """The body of ``/v1/apply``'s answer for an ``EditOutcome`` or an ``EditRefused``: ``ok`` false means
-    refused (no ``text``; ``refused`` says why); ``validation`` is null when no model output was checked."""
+def apply_answer(original: str, outcome, language: str | None) -> dict:
+    """The body of ``/v1/apply``'s answer for an ``EditOutcome`` or an ``EditRefused`` in ``language``: ``ok``
+    false means refused (no ``text``; ``refused`` says why); ``validation`` is null when no model output was
+    checked."""
     refused = isinstance(outcome, EditRefused)
     run, merged, problems = outcome.model_run, outcome.merge, outcome.problems
     text = None if refused else outcome.text
     return {
-        "ok": not refused, "text": text, "changed": None if refused else text != original,
+        "ok": not refused, "text": text, "changed": None if refused else text != original, "language": language,
         "engine": None if refused else outcome.engine,  # what wrote the text: "merge" or "model"
         "closed": run.closed if run is not None else None,
         "merge": {"confidence": merged.confidence, "reasons": list(merged.reasons)} if merged is not None else None,

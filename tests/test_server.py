@@ -96,6 +96,7 @@ def test_apply_route_returns_the_new_file(server, apply_model):
     assert response.status_code == 200, response.text
     result = response.json()
     assert result["ok"] is True and result["text"] == EXPECTED and result["engine"] == "model"
+    assert result["language"] == "python"
     assert result["changed"] is True and result["closed"] is True and result["refused"] is None
     assert result["validation"] == {"ok": True, "reasons": [], "problems": []}
     merged = merge(ORIGINAL, UPDATE, "python")  # auto: the model drafts from the merge engine's candidate
@@ -104,6 +105,9 @@ def test_apply_route_returns_the_new_file(server, apply_model):
     assert result["stats"]["passes"] == local.stats.passes
     alone = server.post("/v1/apply", json={"original": ORIGINAL, "update": UPDATE, "engine": "model"}).json()
     assert alone["text"] == EXPECTED and alone["merge"] is None
+    assert alone["language"] == "python"  # no language, no path: told by the file's text
+    named = server.post("/v1/apply", json={"original": ORIGINAL, "update": UPDATE, "path": "notes.txt"}).json()
+    assert named["language"] is None  # a file's name tells its language, or that it has none fastapply knows
     assert alone["stats"]["passes"] == apply_edit(*apply_model, ORIGINAL, UPDATE).stats.passes
 
 
