@@ -1,8 +1,9 @@
 """``fastapply serve``: one warm model behind an OpenAI-compatible HTTP API.
 
 Routes: ``POST /v1/chat/completions`` (``prediction`` is the draft; ``stream: true`` answers with
-server-sent events), ``POST /v1/apply`` (original + update in, new file out), ``GET /v1/models``,
-``GET /health``. One worker thread runs the model; requests wait their turn in a bounded queue and
+server-sent events; an edit in the apply form, ``<code>`` and ``<update>`` in one user message, is
+answered with the new file as ``/v1/apply`` makes it), ``POST /v1/apply`` (original + update in, new file
+out), ``GET /v1/models``, ``GET /health``. One worker thread runs the model; requests wait their turn in a bounded queue and
 get 503 when it is full. A client that goes away has its work abandoned at the next forward pass.
 Bodies are size-limited (413) and checked strictly (400 for malformed JSON or unknown fields); when
 an API key is set every ``/v1`` route needs ``Authorization: Bearer KEY`` (401).

@@ -26,7 +26,8 @@ def serve_command(
                                                    "(default: torch's; 1 is often fastest on a busy machine).")] = None,
     verbose: VerboseOpt = False,
 ) -> None:
-    """Keep one model warm behind an OpenAI-compatible API (chat completions with `prediction`, /v1/apply)."""
+    """Keep one model warm behind an OpenAI-compatible API (chat completions with `prediction`, edits in Morph's
+    apply form, /v1/apply)."""
     with errors():
         try:
             from fastapply.server import ServeConfig, serve
