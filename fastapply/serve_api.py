@@ -132,6 +132,17 @@ class ApplyRequest(_Strict):
     seed: int | None = None
 
 
+class CodeApplyRequest(_Strict):
+    """Relace's instant-apply route, ``/v1/code/apply``: the file and the edit snippet, camel-cased."""
+
+    initialCode: str  # noqa: N815 (Relace's field names)
+    editSnippet: str  # noqa: N815
+    instruction: str = ""
+    stream: bool = False  # not offered: the merged file comes back whole, once checked
+    model: str = ""  # any name is accepted: the server has one model
+    relace_metadata: dict | None = None  # a client's own tags, kept by Relace; not used
+
+
 async def parse_body(request, schema: type[_Strict], max_bytes: int) -> _Strict:
     """Read the body (at most ``max_bytes``), parse JSON and validate it against ``schema``."""
     declared = request.headers.get("content-length")

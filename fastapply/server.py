@@ -3,10 +3,11 @@
 Routes: ``POST /v1/chat/completions`` (``prediction`` is the draft; ``stream: true`` answers with
 server-sent events; an edit in the apply form, ``<code>`` and ``<update>`` in one user message, is
 answered with the new file as ``/v1/apply`` makes it), ``POST /v1/apply`` (original + update in, new file
-out), ``GET /v1/models``, ``GET /health``. One worker thread runs the model; requests wait their turn in a bounded queue and
-get 503 when it is full. A client that goes away has its work abandoned at the next forward pass.
-Bodies are size-limited (413) and checked strictly (400 for malformed JSON or unknown fields); when
-an API key is set every ``/v1`` route needs ``Authorization: Bearer KEY`` (401).
+out), ``POST /v1/code/apply`` (Relace's instant-apply shape of it), ``GET /v1/models``, ``GET /health``.
+One worker thread runs the model; requests wait their turn in a bounded queue and get 503 when it is full.
+A client that goes away has its work abandoned at the next forward pass. Bodies are size-limited (413)
+and checked strictly (400 for malformed JSON or unknown fields); when an API key is set every ``/v1``
+route needs ``Authorization: Bearer KEY`` (401).
 This module does HTTP and scheduling only; ``chat.py`` and ``apply.py`` do the decoding, and
 ``engine.resolve_edit`` decides and validates what ``/v1/apply`` returns, as for the CLI. It imports
 FastAPI at once, so only the ``serve`` command imports it.
@@ -33,7 +34,8 @@ from starlette.exceptions import HTTPException
 
 from fastapply.engine import EditRefused
 from fastapply.errors import FastapplyError
-from fastapply.serve_api import ApiError, ApplyRequest, ChatEdit, ChatRequest, error_body, parse_body
+from fastapply.serve_api import (ApiError, ApplyRequest, ChatEdit, ChatRequest, CodeApplyRequest, error_body,
+                                 parse_body)
 
 
 @dataclass(frozen=True)
@@ -233,34 +235,58 @@ def create_app(model, tokenizer, config: ServeConfig = ServeConfig()):
 
     async def chat_apply(request: Request, body: ChatRequest, edit: ChatEdit, head: dict):
         """A chat request in the apply form, answered as Morph's API answers it: the new file is the message
-        (decided and checked as ``/v1/apply`` does with the auto engine, in the language the file's text
-        tells, where it does); a refused edit is a 422 error."""
+        (decided and checked as ``/v1/apply`` does with the auto engine, ``whole_file``)."""
         from fastapply.prompt import chat_ids, encode_text
-        from fastapply.syntax import guess_language
 
         if body.stop_list():
             raise ApiError(400, "stop: an edit in the apply form (<code>, <update>) is answered with the whole "
                                 "file; stop strings cannot cut it")
         asked = ApplyRequest(original=edit.original, update=edit.update, instruction=edit.instruction,
                              max_tokens=body.token_budget(), temperature=body.temperature, seed=body.seed)
-        language = await asyncio.to_thread(guess_language, edit.original)  # no file name: told by its text
-        outcome = await edit_outcome(request, asked, language)
-        if isinstance(outcome, EditRefused):
-            raise ApiError(422, f"the edit was refused ({', '.join(outcome.reasons)}): {outcome}", "edit_refused")
+        text, details = await whole_file(request, asked)
         prompt, completion = await asyncio.to_thread(lambda: (len(chat_ids(tokenizer, body.message_dicts())),
-                                                              len(encode_text(tokenizer, outcome.text))))
+                                                              len(encode_text(tokenizer, text))))
         usage = {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion,
                  "completion_tokens_details": {"reasoning_tokens": 0, "accepted_prediction_tokens": 0,
                                                "rejected_prediction_tokens": 0}}
         if body.stream:
             include_usage = bool(body.stream_options and body.stream_options.include_usage)
-            return StreamingResponse(_whole_events(head, outcome.text, usage, include_usage),
+            return StreamingResponse(_whole_events(head, text, usage, include_usage),
                                      media_type="text/event-stream", headers={"Cache-Control": "no-cache"})
-        details = {key: value for key, value in apply_answer(edit.original, outcome, language).items() if key != "text"}
         return {**head, "object": "chat.completion", "system_fingerprint": None,
-                "choices": [{"index": 0, "message": {"role": "assistant", "content": outcome.text},
+                "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
                              "logprobs": None, "finish_reason": "stop"}],
                 "usage": usage, "fastapply": details}
+
+    @app.post("/v1/code/apply")
+    async def code_apply(request: Request):
+        from fastapply.prompt import encode_text, get_preset, prompt_ids
+
+        authorize(request)
+        body = await parse_body(request, CodeApplyRequest, config.max_body_bytes)
+        if body.stream:
+            raise ApiError(400, "stream: fastapply answers /v1/code/apply with the whole merged file, checked")
+        asked = ApplyRequest(original=body.initialCode, update=body.editSnippet, instruction=body.instruction)
+        text, details = await whole_file(request, asked)
+        preset = get_preset(asked.preset)
+        prompt, completion = await asyncio.to_thread(lambda: (
+            len(prompt_ids(tokenizer, preset, asked.original, asked.update, asked.instruction)),
+            len(encode_text(tokenizer, text))))
+        return {"mergedCode": text, "usage": {"prompt_tokens": prompt, "completion_tokens": completion,
+                                              "total_tokens": prompt + completion}, "fastapply": details}
+
+    async def whole_file(request: Request, asked: ApplyRequest) -> tuple[str, dict]:
+        """The new file and ``/v1/apply``'s answer without it, for the routes that answer with the file alone
+        (the apply form, ``/v1/code/apply``): no file name, so in the language the file's text tells; a
+        refused edit is a 422 error, never a file."""
+        from fastapply.syntax import guess_language
+
+        language = await asyncio.to_thread(guess_language, asked.original)
+        outcome = await edit_outcome(request, asked, language)
+        if isinstance(outcome, EditRefused):
+            raise ApiError(422, f"the edit was refused ({', '.join(outcome.reasons)}): {outcome}", "edit_refused")
+        details = apply_answer(asked.original, outcome, language)
+        return details.pop("text"), details
 
     return app
 

@@ -234,6 +234,27 @@ def test_a_refused_edit_in_the_apply_form_is_an_error_not_a_file(server):
     assert lazy.status_code == 400 and "lazy markers alone" in lazy.json()["error"]["message"]
 
 
+def test_relaces_code_apply_route_answers_with_the_merged_file(server, apply_model):
+    from fastapply.prompt import encode_text, get_preset, prompt_ids
+
+    body = {"initialCode": ORIGINAL, "editSnippet": UPDATE, "relace_metadata": {"source": "test"}}
+    answer = server.post("/v1/code/apply", json=body)
+    assert answer.status_code == 200, answer.text
+    merged = answer.json()
+    assert merged["mergedCode"] == EXPECTED and "text" not in merged["fastapply"]
+    assert merged["fastapply"]["language"] == "python" and merged["fastapply"]["engine"] == "model"
+    tokenizer = apply_model[1]
+    assert merged["usage"] == {"prompt_tokens": len(prompt_ids(tokenizer, get_preset("default"), ORIGINAL, UPDATE)),
+                               "completion_tokens": len(encode_text(tokenizer, EXPECTED)),
+                               "total_tokens": merged["usage"]["prompt_tokens"] + merged["usage"]["completion_tokens"]}
+    streamed = server.post("/v1/code/apply", json={**body, "stream": True})
+    assert streamed.status_code == 400 and "stream" in streamed.json()["error"]["message"]
+    unknown = server.post("/v1/code/apply", json={**body, "extra": 1})
+    assert unknown.status_code == 400 and "extra" in unknown.json()["error"]["message"]
+    lazy = server.post("/v1/code/apply", json={"initialCode": ORIGINAL, "editSnippet": "// ... rest of code ...\n"})
+    assert lazy.status_code == 400 and "lazy markers alone" in lazy.json()["error"]["message"]
+
+
 def test_models_and_health(server):
     assert [m["id"] for m in server.get("/v1/models").json()["data"]] == ["tiny"]
     health = server.get("/health").json()
