@@ -194,7 +194,8 @@ def guess_language(text: str) -> str | None:
     if not text.strip() or text.lstrip().startswith("<"):
         return None
     deadline = time.perf_counter() + GUESS_BUDGET_S
-    clean = {name for name in _TELLABLE if _clean_tree(text, name, deadline) is not None}
+    worded = [name for name in _TELLABLE if re.search(_WORDS[name], text, re.MULTILINE)]  # cheaper than a parse
+    clean = {name for name in worded if _clean_tree(text, name, deadline) is not None}
     if time.perf_counter() > deadline:
         return None  # a grammar may not have been tried
     for narrow, wider in _NARROWER.items():
@@ -203,7 +204,7 @@ def guess_language(text: str) -> str | None:
     if len(clean) != 1:
         return None
     found = clean.pop()
-    if not re.search(_WORDS[found], text, re.MULTILINE) or found in _YAML_ALIKE and _yaml_alike(text, deadline):
+    if found in _YAML_ALIKE and _yaml_alike(text, deadline):
         return None
     return found
 
