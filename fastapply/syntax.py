@@ -153,12 +153,13 @@ _TELLABLE = ("python", "javascript", "typescript", "tsx", "go", "rust", "java", 
 # where both parse a text it is the narrower language: C is C++ too, JSON is a JavaScript and a Python value,
 # TOML's `[table]` and `key = "value"` lines are Python, JavaScript and Swift
 _NARROWER = {"c": ("cpp",), "javascript": ("typescript", "tsx"), "typescript": ("tsx",),
-             "json": ("yaml", "python", "javascript", "typescript", "tsx"),
+             "json": ("python", "javascript", "typescript", "tsx"),
              "toml": ("python", "javascript", "typescript", "tsx", "swift")}
 # languages in which YAML's `key: value` lines are code too (annotations, labels): a text YAML reads as keys
 # or items is not told
 _YAML_ALIKE = ("python", "javascript", "typescript", "tsx")
-# what a file of each must hold besides parsing: a requirements file is a Swift expression, a .proto file C
+# what a file of each holds (only those it holds are parsed): a requirements file is a Swift expression, a
+# .proto file C to its grammar
 _WORDS = {
     "python": r"^[ \t]*(?:import|from|def|class|async|if|for|while|with|try|return|print)\b",
     "javascript": r"\b(?:function|const|let|var|import|export|require|class|return)\b|=>",
@@ -182,9 +183,10 @@ _GRAMMAR_BUDGET_S = 0.2  # one grammar's parse; longer is error recovery, not a 
 
 def guess_language(text: str) -> str | None:
     """The language of ``text``, a file with no name (an edit sent as a chat message), where exactly one of
-    the languages that can be told apart parses it with no error once narrower ones are preferred, and it
-    holds that language's words (``_WORDS``: ``def``, ``package``, ``#include`` ...); else None. Text opening with ``<`` (markup, JSX alike) is not guessed, nor Python or JavaScript that YAML
-    reads as keys or items too (short texts do).
+    the languages that can be told apart, among those whose words it holds (``_WORDS``: ``def``,
+    ``package``, ``#include`` ...), parses it with no error once narrower ones are preferred; else None.
+    Text opening with ``<`` (markup, JSX alike) is not guessed, nor Python or JavaScript that YAML reads as
+    keys or items too (short texts do).
 
     >>> guess_language("import os\\n\\n\\ndef f():\\n    return os.sep\\n"), guess_language("int main(void) {}\\n")
     ('python', 'c')
