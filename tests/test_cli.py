@@ -43,6 +43,8 @@ def test_stdout_stdin_and_json_agree(env):
     data = json.loads(as_json.stdout)
     assert data["text"] == direct.stdout
     assert data["changed"] == (direct.stdout != SMALL_PY)
+    assert data["language"] == "python"
+    assert json.loads(invoke("-", "--edit", UPDATE, "--json", input=SMALL_PY).stdout)["language"] == "python"  # told
     for field in ("passes", "tokens", "tokens_per_pass", "tokens_per_s", "chars_per_s", "accepted_histogram"):
         assert field in data["stats"]
     assert data["stats"]["tokens_per_pass"] > 2  # the copy-trained model accepts long drafts

@@ -39,7 +39,8 @@ def apply_command(
     engine: ApplyEngineOpt = ApplyEngine.auto,
     force: ForceOpt = False,
     focus: FocusOpt = True,
-    language: Annotated[Optional[str], typer.Option(help="The file's language (default: from its extension; on stdin, told by its text where it can be).")] = None,
+    language: Annotated[Optional[str], typer.Option(
+        help="The file's language (default: from its extension; on stdin, told by its text where it can be).")] = None,
     max_new_tokens: MaxTokensOpt = None,
     temperature: Annotated[float, typer.Option(min=0.0, help="0 is greedy; above 0 samples (losslessly).")] = 0.0,
     seed: Annotated[Optional[int], typer.Option(help="Seed for sampling.")] = None,
@@ -101,7 +102,7 @@ def apply_command(
                 refused = EditRefused(f"{refused} (the language of a file on stdin was not told by its text: name it "
                                       f"with --language)", refused.reasons, refused.merge)
             if as_json:  # a tool reading stdout learns of the refusal there too; the one line and exit 3 stay
-                typer.echo(json.dumps(_report(file, None, refused, model, remote, policy), indent=1))
+                typer.echo(json.dumps(_report(file, None, refused, model, remote, policy, language), indent=1))
             raise refused from None
         new_text = outcome.text
         for problem in outcome.problems:
@@ -116,7 +117,7 @@ def apply_command(
         if check:
             raise typer.Exit(1 if changed else 0)
         if as_json:
-            typer.echo(json.dumps(_report(file, original, outcome, model, remote, policy), indent=1))
+            typer.echo(json.dumps(_report(file, original, outcome, model, remote, policy, language), indent=1))
         elif diff:
             name = fileio.shown_name(file)
             sys.stdout.write("".join(difflib.unified_diff(
@@ -132,13 +133,15 @@ def apply_command(
             sys.stdout.flush()
 
 
-def _report(file: str, original: str | None, outcome, model: str | None, remote: str | None, policy: str) -> dict:
+def _report(file: str, original: str | None, outcome, model: str | None, remote: str | None, policy: str,
+            language: str | None) -> dict:
     """What ``--json`` prints for an ``EditOutcome``, or for an ``EditRefused`` (``ok`` false, no text;
-    ``refused`` says why, ``problems`` names what validation found in the model's answer)."""
+    ``refused`` says why, ``problems`` names what validation found in the model's answer); ``language``:
+    the one the edit was merged and checked in (named, by the file's extension, or told by its text)."""
     refused = original is None
     merged, run = outcome.merge, outcome.model_run
     return {
-        "path": file, "ok": not refused, "changed": None if refused else outcome.text != original,
+        "path": file, "ok": not refused, "changed": None if refused else outcome.text != original, "language": language,
         "text": None if refused else outcome.text, "engine": None if refused else outcome.engine, "model": model,
         "server": remote, "draft": ("server" if remote else policy) if run is not None else None,
         "merge": {"confidence": merged.confidence, "reasons": list(merged.reasons)} if merged else None,
