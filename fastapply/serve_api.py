@@ -126,7 +126,7 @@ class ApplyRequest(_Strict):
     engine: Literal["auto", "merge", "model"] = "auto"  # auto: the model, drafting from the merge engine's candidate
     force: bool = False  # return output that fails validation (its problems are reported) instead of refusing it
     focus: bool = True  # the model rewrites the top-level statements around the edit, not the whole file (focus.py)
-    preset: str = "default"
+    preset: str | None = None  # a prompt preset's name; None: the server's (``--preset``)
     max_tokens: int | None = Field(default=None, ge=1)
     temperature: float = Field(default=0.0, ge=0.0, le=2.0)
     seed: int | None = None

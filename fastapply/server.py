@@ -47,6 +47,7 @@ class ServeConfig:
     max_body_bytes: int = 8 * 1024 * 1024  # larger request bodies are answered 413
     model_name: str = "fastapply"  # the id /v1/models reports and responses carry
     merge_first: bool = False  # /v1/apply's auto engine returns a certain merge without the model (fastapply-small)
+    preset: str = "default"  # the prompt preset of edits that name none (the apply form, /v1/code/apply, /v1/apply)
 
 
 class Cancelled(Exception):
@@ -219,7 +220,7 @@ def create_app(model, tokenizer, config: ServeConfig = ServeConfig()):
         from fastapply.fileio import as_lf, decode, encode
 
         def run_model(shown: str, update: str, instruction: str, merged: str | None, watch) -> ModelRun:
-            result = apply_edit(model, tokenizer, shown, update, instruction, preset=edit.preset,
+            result = apply_edit(model, tokenizer, shown, update, instruction, preset=edit.preset or config.preset,
                                 merged=merged, max_new_tokens=edit.max_tokens, temperature=edit.temperature,
                                 seed=edit.seed, on_pass=lambda out, stats: ticket.check(), watch=watch,
                                 language=language)
@@ -268,7 +269,7 @@ def create_app(model, tokenizer, config: ServeConfig = ServeConfig()):
             raise ApiError(400, "stream: fastapply answers /v1/code/apply with the whole merged file, checked")
         asked = ApplyRequest(original=body.initialCode, update=body.editSnippet, instruction=body.instruction)
         text, details = await whole_file(request, asked)
-        preset = get_preset(asked.preset)
+        preset = get_preset(config.preset)
         prompt, completion = await asyncio.to_thread(lambda: (
             len(prompt_ids(tokenizer, preset, asked.original, asked.update, asked.instruction)),
             len(encode_text(tokenizer, text))))

@@ -255,6 +255,26 @@ def test_relaces_code_apply_route_answers_with_the_merged_file(server, apply_mod
     assert lazy.status_code == 400 and "lazy markers alone" in lazy.json()["error"]["message"]
 
 
+def test_the_servers_preset_is_the_one_of_edits_that_name_none(apply_model):
+    """``--preset``: the apply form and /v1/code/apply prompt with it (the prompt counted in the usage is its);
+    a /v1/apply request naming one uses its own (the tiny model learnt the default preset's prompt)."""
+    from fastapply.prompt import get_preset, prompt_ids
+    from fastapply.server import ServeConfig, create_app, running_server
+
+    model, tokenizer = apply_model
+    anchored = 'def greet(name):\n    return "hello, " + name + "!"\n# ... existing code ...\n'  # certain: no model
+    config = ServeConfig(preset="open-fastapply", merge_first=True)
+    with running_server(create_app(model, tokenizer, config)) as url, httpx.Client(base_url=url, timeout=60) as client:
+        merged = client.post("/v1/code/apply", json={"initialCode": ORIGINAL, "editSnippet": anchored}).json()
+        assert merged["mergedCode"] == EXPECTED and merged["fastapply"]["engine"] == "merge"
+        assert merged["usage"]["prompt_tokens"] == len(prompt_ids(tokenizer, get_preset("open-fastapply"), ORIGINAL,
+                                                                  anchored))
+        named = client.post("/v1/apply", json={"original": ORIGINAL, "update": UPDATE, "preset": "default"}).json()
+        assert named["ok"] is True and named["engine"] == "model" and named["text"] == EXPECTED
+        unnamed = client.post("/v1/apply", json={"original": ORIGINAL, "update": UPDATE, "max_tokens": 60}).json()
+        assert unnamed["engine"] is None or unnamed["text"] != EXPECTED  # the other preset's prompt: not learnt
+
+
 def test_models_and_health(server):
     assert [m["id"] for m in server.get("/v1/models").json()["data"]] == ["tiny"]
     health = server.get("/health").json()

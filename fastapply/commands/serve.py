@@ -6,7 +6,8 @@ from typing import Annotated, Optional
 
 import typer
 
-from fastapply.cli import AdapterOpt, DeviceOpt, DtypeOpt, ModelOpt, VerboseOpt, app, errors, local_model, stderr
+from fastapply.cli import (AdapterOpt, DeviceOpt, DtypeOpt, ModelOpt, PresetOpt, VerboseOpt, app, errors, local_model,
+                           stderr)
 from fastapply.errors import FastapplyError, UsageError
 
 
@@ -24,6 +25,7 @@ def serve_command(
     served_model_name: Annotated[Optional[str], typer.Option(help="The model id /v1/models reports (default: --model).")] = None,
     threads: Annotated[Optional[int], typer.Option(envvar="FASTAPPLY_THREADS", min=1, help="CPU threads for the model "
                                                    "(default: torch's; 1 is often fastest on a busy machine).")] = None,
+    preset: PresetOpt = "default",
     verbose: VerboseOpt = False,
 ) -> None:
     """Keep one model warm behind an OpenAI-compatible API (chat completions with `prediction`, edits in Morph's
@@ -35,7 +37,9 @@ def serve_command(
             raise FastapplyError(f"serve needs the serve extra ({exc.name} is missing): "
                                  "pip install 'fastapply[serve]'") from None
         from fastapply import bundled
+        from fastapply.prompt import get_preset
 
+        get_preset(preset)  # an unknown name is a usage error before the model loads
         model = local_model(model)
         if not model:
             raise UsageError("no model: pass --model PATH_OR_HUB_ID or set FASTAPPLY_MODEL")
@@ -44,6 +48,6 @@ def serve_command(
         serve(model, device, dtype, adapter, ServeConfig(host=host, port=port, api_key=api_key, queue_size=queue_size,
                                                          max_body_bytes=max_body_bytes,
                                                          model_name=served_model_name or model,
-                                                         merge_first=model == bundled.NAME),
+                                                         merge_first=model == bundled.NAME, preset=preset),
               log_level="debug" if verbose else "info", threads=threads)
 
