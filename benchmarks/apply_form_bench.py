@@ -23,24 +23,16 @@ import time
 from collections import Counter
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from fastapply.engine import resolve_edit  # noqa: E402
-from fastapply.errors import FastapplyError  # noqa: E402
 from fastapply.evalconfig import git_commit  # noqa: E402
 from fastapply.evaluate import default_tasks_path  # noqa: E402
 from fastapply.syntax import guess_language  # noqa: E402
 from fastapply.tasks import load_tasks  # noqa: E402
+from guess_bench import merged  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
-
-
-def decided_alone(task) -> bool:
-    try:
-        resolve_edit(task.original, task.update, guess_language(task.original), "merge")
-    except FastapplyError:
-        return False
-    return True
 
 
 def main() -> None:
@@ -56,7 +48,7 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=RESULTS / "apply-form.json")
     args = parser.parse_args()
     tasks = [task for task in load_tasks(args.tasks or default_tasks_path()) if not task.instruction]
-    chosen = [task for task in tasks if decided_alone(task)]
+    chosen = [task for task in tasks if merged(task, guess_language(task.original)) != "none"]  # the merge alone
     torch.set_num_threads(1)
     model, tokenizer = load_model(bundled.NAME)
     app = create_app(model, tokenizer, ServeConfig(model_name=bundled.NAME, merge_first=True))

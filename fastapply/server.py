@@ -189,17 +189,15 @@ def create_app(model, tokenizer, config: ServeConfig = ServeConfig()):
 
     @app.post("/v1/apply")
     async def apply(request: Request):
-        from fastapply.syntax import get_language, guess_language, language_for_path
+        from fastapply.syntax import file_language, get_language
 
         authorize(request)
         body = await parse_body(request, ApplyRequest, config.max_body_bytes)
         if body.language is not None:
             _planned(lambda: get_language(body.language))
             language = body.language
-        elif body.path is not None:
-            language = language_for_path(body.path)
-        else:  # no file name: told by the file's text
-            language = await asyncio.to_thread(guess_language, body.original)
+        else:
+            language = await asyncio.to_thread(file_language, body.path, body.original)
         outcome = await edit_outcome(request, body, language)
         return {"object": "fastapply.apply", "model": config.model_name,
                 **apply_answer(body.original, outcome, language)}
@@ -280,9 +278,9 @@ def create_app(model, tokenizer, config: ServeConfig = ServeConfig()):
         """The new file and ``/v1/apply``'s answer without it, for the routes that answer with the file alone
         (the apply form, ``/v1/code/apply``): no file name, so in the language the file's text tells; a
         refused edit is a 422 error, never a file."""
-        from fastapply.syntax import guess_language
+        from fastapply.syntax import file_language
 
-        language = await asyncio.to_thread(guess_language, asked.original)
+        language = await asyncio.to_thread(file_language, None, asked.original)
         outcome = await edit_outcome(request, asked, language)
         if isinstance(outcome, EditRefused):
             raise ApiError(422, f"the edit was refused ({', '.join(outcome.reasons)}): {outcome}", "edit_refused")

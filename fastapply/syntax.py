@@ -145,21 +145,11 @@ def count_errors(text: str, language: str) -> int:
             return errors
 
 
-# Languages a file's text can be told by: their grammars reject most text of the others. Looser grammars take
-# much code of other languages with no error (HTML, Markdown and PHP any text; YAML `key: value` lines, which
-# are Python too; Scala, Kotlin, Ruby and Bash many) and are not guessed.
-_TELLABLE = ("python", "javascript", "typescript", "tsx", "go", "rust", "java", "c", "cpp", "csharp", "swift", "lua",
-             "json", "toml", "css")
-# where both parse a text it is the narrower language: C is C++ too, JSON is a JavaScript and a Python value,
-# TOML's `[table]` and `key = "value"` lines are Python, JavaScript and Swift
-_NARROWER = {"c": ("cpp",), "javascript": ("typescript", "tsx"), "typescript": ("tsx",),
-             "json": ("python", "javascript", "typescript", "tsx"),
-             "toml": ("python", "javascript", "typescript", "tsx", "swift")}
-# languages in which YAML's `key: value` lines are code too (annotations, labels): a text YAML reads as keys
-# or items is not told
-_YAML_ALIKE = ("python", "javascript", "typescript", "tsx")
-# what a file of each holds (only those it holds are parsed): a requirements file is a Swift expression, a
-# .proto file C to its grammar
+# Languages a file's text can be told by (their grammars reject most text of the others), each with what a
+# file of it holds: only those whose words a text holds are parsed (a requirements file is a Swift
+# expression, a .proto file C to its grammar). Looser grammars take much code of other languages with no
+# error (HTML, Markdown and PHP any text; YAML `key: value` lines, which are Python too; Scala, Kotlin, Ruby
+# and Bash many) and are not guessed.
 _WORDS = {
     "python": r"^[ \t]*(?:import|from|def|class|async|if|for|while|with|try|return|print)\b",
     "javascript": r"\b(?:function|const|let|var|import|export|require|class|return)\b|=>",
@@ -177,8 +167,22 @@ _WORDS = {
 }
 _WORDS["tsx"] = _WORDS["typescript"]
 _WORDS["cpp"] = _WORDS["c"] + r"|\b(?:namespace|template|class|std::)"
+# where both parse a text it is the narrower language: C is C++ too, JSON is a JavaScript and a Python value,
+# TOML's `[table]` and `key = "value"` lines are Python, JavaScript and Swift
+_NARROWER = {"c": ("cpp",), "javascript": ("typescript", "tsx"), "typescript": ("tsx",),
+             "json": ("python", "javascript", "typescript", "tsx"),
+             "toml": ("python", "javascript", "typescript", "tsx", "swift")}
+# languages in which YAML's `key: value` lines are code too (annotations, labels): a text YAML reads as keys
+# or items is not told
+_YAML_ALIKE = ("python", "javascript", "typescript", "tsx")
 GUESS_BUDGET_S = 2.0  # the most that guessing one text's language may take
 _GRAMMAR_BUDGET_S = 0.2  # one grammar's parse; longer is error recovery, not a text in that language
+
+
+def file_language(path: str | PurePath | None, text: str) -> str | None:
+    """The language of a file: the one its name's extension names (None for one fastapply does not know);
+    a file with no name (``path`` None: stdin, an edit sent over HTTP without one) the one its text tells."""
+    return language_for_path(path) if path is not None else guess_language(text)
 
 
 def guess_language(text: str) -> str | None:
@@ -196,7 +200,7 @@ def guess_language(text: str) -> str | None:
     if not text.strip() or text.lstrip().startswith("<"):
         return None
     deadline = time.perf_counter() + GUESS_BUDGET_S
-    worded = [name for name in _TELLABLE if re.search(_WORDS[name], text, re.MULTILINE)]  # cheaper than a parse
+    worded = [name for name, words in _WORDS.items() if re.search(words, text, re.MULTILINE)]  # cheaper than a parse
     clean = {name for name in worded if _clean_tree(text, name, deadline) is not None}
     if time.perf_counter() > deadline:
         return None  # a grammar may not have been tried

@@ -68,7 +68,7 @@ def apply_command(
         if in_place and file == fileio.STDIN:
             raise UsageError("--in-place needs a file, not stdin")
         from fastapply.engine import EditRefused, ModelRun, resolve_edit
-        from fastapply.syntax import get_language, guess_language, language_for_path
+        from fastapply.syntax import file_language, get_language
 
         from fastapply import bundled
 
@@ -83,7 +83,7 @@ def apply_command(
         if language is not None:
             get_language(language)
         else:
-            language = language_for_path(file) if file != fileio.STDIN else guess_language(original)  # no name
+            language = file_language(None if file == fileio.STDIN else file, original)
 
         def run_model(shown: str, update: str, instruction: str, merged: str | None, watch) -> ModelRun:
             if remote is not None:  # the server writes its answer whole: no watch
