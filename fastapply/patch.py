@@ -1,7 +1,8 @@
 """An edit written as a diff (read by ``diffs.py``) applied to the file line for line.
 
 A hunk's old lines (its context and the lines it deletes) are looked for in the file, exactly or but
-for trailing whitespace, or, found nowhere so, in one place but for one indentation every line of them
+for trailing whitespace, or in one place but for the spacing within lines (``_spacing_aside``), or,
+found nowhere so, in one place but for one indentation every line of them
 lacks or has beyond the file's (``_reindented``: a chat model quoting a method without its class's
 indentation; its new lines are then indented as the file's). Found once, or, where found more than
 once, within the scope its bare headers name (``@@ class B:``, ``_in_scope``), at the file's end
@@ -232,12 +233,25 @@ def _lines(text: str) -> list[str]:
 
 def _occurrences(lines: list[str], stripped: list[str], old: list[str]) -> list[int]:
     """Where ``old`` runs in ``lines``: exactly, or where it is nowhere so, but for trailing whitespace
-    (``stripped``: the lines without it)."""
+    (``stripped``: the lines without it), or but for the spacing within its lines (an agent quoting
+    ``f(a,b)`` for ``f(a, b)``; each line's indentation the file's), there only where that is one place."""
     for have, want in ((lines, old), (stripped, [line.rstrip() for line in old])):
         found = [i for i in range(len(have) - len(want) + 1) if have[i] == want[0] and have[i:i + len(want)] == want]
         if found:
             return found
-    return []
+    have, want = [_spacing_aside(line) for line in stripped], [_spacing_aside(line) for line in old]
+    found = [i for i in range(len(have) - len(want) + 1) if have[i] == want[0] and have[i:i + len(want)] == want]
+    return found if len(found) == 1 else []
+
+
+def _spacing_aside(line: str) -> str:
+    """``line``'s indentation and its other characters but whitespace.
+
+    >>> _spacing_aside("    f(a,  b) ")
+    '    f(a,b)'
+    """
+    body = line.lstrip()
+    return line[:len(line) - len(body)] + "".join(body.split())
 
 
 def _as_snippet_merge(original: str, patch: Patch, language: str | None, why: str) -> MergeResult:

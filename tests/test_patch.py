@@ -148,6 +148,21 @@ def test_a_hunk_indented_as_a_whole_more_or_less_than_the_file_is_placed_with_th
     assert applied(store, mixed).confidence != "certain"  # not one indentation for every line
 
 
+def test_a_hunk_spaced_otherwise_than_the_file_within_its_lines_is_placed_where_that_is_one_place():
+    """An agent quotes ``join(self.root,name)`` for ``join(self.root, name)``: the hunk is the file's but for
+    spacing within its lines (indentation the same), in one place: placed, the file's context lines kept."""
+    store = "class Store:\n    def load(self, name):\n        path = join(self.root, name)\n" \
+            "        return read(path)\n"
+    blocks = "<<<<<<< SEARCH\n    def load(self,name):\n        path = join(self.root,name)\n=======\n" \
+             "    def load(self,name):\n        path = join(self.root, name.strip())\n>>>>>>> REPLACE\n"
+    result = applied(store, blocks)
+    assert (result.confidence, result.text) == ("certain", store.replace("name)\n", "name.strip())\n"))
+    twice = store + "\n\nclass Cache:\n    def load(self, name):\n        path = join(self.root,  name)\n"
+    assert applied(twice, blocks).confidence != "certain"  # two places but for spacing
+    deeper = blocks.replace("\n        path = join(self.root,name)\n=", "\n            path = join(self.root,name)\n=")
+    assert applied(store, deeper).confidence != "certain"  # indentation is not spacing
+
+
 def test_a_chat_models_hunk_with_wrong_numbers_or_none_is_placed_by_its_lines():
     wrong = "@@ -40,3 +40,3 @@\n def perimeter(r):\n-    return 2 * math.pi * r\n+    return math.tau * r\n"
     hunk = "@@\n def perimeter(r):\n-    return 2 * math.pi * r\n+    return math.tau * r\n"
