@@ -141,8 +141,12 @@ def names_blob(object_id: str, data: bytes | str, crlf: bool = False) -> bool:
     """
     if isinstance(data, str):
         data = (data.replace("\n", "\r\n") if crlf else data).encode()
-    blob = b"blob %d\0" % len(data) + data
-    return any(getattr(hashlib, name)(blob).hexdigest().startswith(object_id) for name in ("sha1", "sha256"))
+    return any(blob_id(data, name).startswith(object_id) for name in ("sha1", "sha256"))
+
+
+def blob_id(data: bytes, hash_name: str = "sha1") -> str:
+    """git's object id of the file of bytes ``data`` (``sha256`` in a repository of that format)."""
+    return hashlib.new(hash_name, b"blob %d\0" % len(data) + data).hexdigest()
 
 
 def _unified(lines: list[str]) -> Patch | None:

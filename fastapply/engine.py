@@ -38,6 +38,7 @@ from fastapply.merge import CERTAIN, LIKELY, MergeResult, merge
 from fastapply.diffs import Patch, read_patch
 from fastapply.patch import apply_patch, as_update
 from fastapply.syntax import count_errors
+from fastapply.toolcall import call_edit
 from fastapply.validate import Problem, RefusalWatch, reads_as_prose, validate
 
 ENGINES = ("auto", "merge", "model")
@@ -149,7 +150,8 @@ class EditReading(NamedTuple):
 
 def read_edit(original: str, update: str, language: str | None, instruction: str = "",
               path: str | None = None) -> EditReading:
-    """How ``update`` (with ``instruction``) is read: a chat model's whole answer is the code its blocks
+    """How ``update`` (with ``instruction``) is read: a coding agent's tool calls are the diff they amount
+    to (``toolcall.call_edit``); a chat model's whole answer is the code its blocks
     hold for the file at ``path`` (``answer.answer_edit``); that, or the edit, is a diff
     (``diffs.read_patch``), an instruction alone (``reads_as_instruction``), or the update snippet it
     is. ``resolve_edit``, ``fastapply eval`` and ``fastapply bench`` read every edit so, so that a model
@@ -160,6 +162,7 @@ def read_edit(original: str, update: str, language: str | None, instruction: str
     >>> read_edit("x = 1\\n", "delete the variable x", "python")[:3]
     ('', '', 'delete the variable x')
     """
+    update = call_edit(update, original, path) or update
     answered = answer_edit(update, original, language, path)
     update, unsaid = answered or (update, update)
     patch = read_patch(update, original)

@@ -174,6 +174,20 @@ def test_apply_route_takes_a_chat_answer_for_the_file_its_path_names(server):
         assert empty.status_code == 400 and "the edit is empty" in empty.json()["error"]["message"], engine
 
 
+def test_apply_route_takes_an_agents_tool_call(server):
+    """An Edit tool call as the update: the tool's own result, certain; an Edit of an empty old string on a
+    file that is not empty is a 400 answer, as the tool refuses it."""
+    call = {"type": "tool_use", "name": "Edit", "input": {"file_path": "/work/src/g.py", "old_string": ORIGINAL,
+                                                          "new_string": EXPECTED}}
+    answer = server.post("/v1/apply", json={"original": ORIGINAL, "update": json.dumps(call), "path": "src/g.py",
+                                            "engine": "merge"})
+    assert answer.status_code == 200 and answer.json()["text"] == EXPECTED and answer.json()["engine"] == "merge"
+    assert answer.json()["stats"] is None
+    create = {"old_string": "", "new_string": "x"}
+    refused = server.post("/v1/apply", json={"original": ORIGINAL, "update": json.dumps(create), "language": "python"})
+    assert refused.status_code == 400 and "creates a file" in refused.json()["error"]["message"]
+
+
 def test_a_file_with_crlf_lines_comes_back_with_crlf_lines(server):
     """The edit is applied to the file's LF text, as the CLI reads a file, and the new file is given back
     in the file's own line endings (and byte-order mark): not a file of mixed endings."""

@@ -152,14 +152,16 @@ def _report(file: str, original: str | None, outcome, model: str | None, remote:
 
 
 def _creates(file: str, update: str) -> bool:
-    """Whether FILE is not there and the edit is a diff that creates it (``--- /dev/null``, ``*** Add File:``)."""
+    """Whether FILE is not there and the edit is a diff that creates it (``--- /dev/null``, ``*** Add File:``),
+    or tool calls that do (``Write``, ``create``, an ``Edit`` of an empty old string)."""
     from fastapply import fileio
     from fastapply.diffs import read_patch
+    from fastapply.toolcall import creates
 
     if file == fileio.STDIN or os.path.lexists(file):
         return False
     patch = read_patch(update)
-    return patch is not None and patch.creates
+    return (patch is not None and patch.creates) or creates(update, file)
 
 
 def _created_ends(raw: str, file: str):
