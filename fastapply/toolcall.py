@@ -81,6 +81,23 @@ def creates(edit: str, path: str) -> bool:
     return bool(mine) and (mine[0].kind == "write" or (mine[0].kind == "replace" and not mine[0].old))
 
 
+def files_named(text: str) -> list[tuple[int, str]]:
+    """The files that the tool calls ``text`` holds name, in the order they are first named, each with the
+    number of its first call (from 1): ``fastapply batch --calls``. A usage error where ``text`` is not
+    tool calls, or a call names no file."""
+    calls = _read(text)
+    if calls is None:
+        raise UsageError("the input is not edit tool calls (Edit, MultiEdit or Write; str_replace, insert or create) "
+                         "as JSON")
+    unnamed = next((n for n, call in enumerate(calls, 1) if call.path is None), None)
+    if unnamed is not None:
+        raise UsageError(f"tool call {unnamed} names no file (file_path or path)")
+    first: dict[str, int] = {}
+    for n, call in enumerate(calls, 1):
+        first.setdefault(call.path, n)
+    return [(n, path) for path, n in first.items()]
+
+
 def _of_calls(edit: str, original: str) -> bool:
     """Whether ``edit`` is a snippet of a file that holds tool calls itself (a log of calls, a tool's tests):
     the file names their keys, and the edit shows a line of it (other than a bracket)."""

@@ -232,7 +232,7 @@ def test_blocks_name_their_files_and_each_file_takes_its_own(tmp_path, monkeypat
     assert (tmp_path / "store.py").read_text() == UTF8
     assert (tmp_path / "src" / "calc.py").read_text() == "def area(r):\n    return math.pi * r * r\n"
     result = runner.invoke(app, ["batch", "--answer", "--patch", "answer.md"])
-    assert result.exit_code == 2 and "choose one of --patch and --answer" in result.stderr
+    assert result.exit_code == 2 and "choose one of --patch, --answer and --calls" in result.stderr
     with pytest.raises(UsageError, match="names no file"):
         split_answer("```python\nx = 1\n```\n")
 

@@ -171,3 +171,31 @@ def test_the_command_line_applies_and_creates_from_tool_calls(tmp_path, monkeypa
     twice = CliRunner().invoke(app, ["store.py", "--edit", json.dumps({"old_string": "self.root", "new_string": "x"})])
     assert twice.exit_code == 2 and "in the file 3 times" in twice.stderr
 
+
+def test_batch_applies_each_files_calls_and_creates_the_files_they_write(tmp_path, monkeypatch):
+    monkeypatch.delenv("FASTAPPLY_MODEL", raising=False)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "src").mkdir()
+    (tmp_path / "store.py").write_text(STORE)
+    (tmp_path / "src/store.py").write_text(STORE)
+    here = str(tmp_path)
+    transcript = [
+        {"type": "tool_use", "name": "Edit", "input": {"file_path": f"{here}/store.py", "old_string": "import os",
+                                                       "new_string": "import io"}},
+        {"type": "tool_use", "name": "Write", "input": {"file_path": "src/new.py", "content": "X = 1\n"}},
+        {"type": "tool_use", "name": "Edit", "input": {"file_path": f"{here}/src/store.py", "old_string": "import os",
+                                                       "new_string": "import re"}},
+        {"type": "tool_use", "name": "Edit", "input": {"file_path": f"{here}/store.py", "old_string": "import io\n",
+                                                       "new_string": "import io\nimport sys\n"}},
+    ]
+    (tmp_path / "calls.jsonl").write_text("".join(json.dumps(call) + "\n" for call in transcript))
+    result = CliRunner().invoke(app, ["batch", "--calls", "calls.jsonl", "--in-place", "--engine", "merge"])
+    assert result.exit_code == 0, result.output
+    records = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [(r["line"], r["file"], r["ok"]) for r in records] == [
+        (1, f"{here}/store.py", True), (2, "src/new.py", True), (3, f"{here}/src/store.py", True)]
+    assert (tmp_path / "store.py").read_text().startswith("import io\nimport sys\n\n\nclass Store:")  # both, in order
+    assert (tmp_path / "src/store.py").read_text().startswith("import re\n")
+    assert (tmp_path / "src/new.py").read_text() == "X = 1\n" and records[1]["created"] is True
+    unnamed = CliRunner().invoke(app, ["batch", "--calls", "-"], input='{"old_string": "a", "new_string": "b"}')
+    assert unnamed.exit_code == 2 and "tool call 1 names no file" in unnamed.stderr

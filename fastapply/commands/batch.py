@@ -34,6 +34,9 @@ def batch_command(
     answer: Annotated[bool, typer.Option("--answer", help="EDITS is a chat model's answer whose code blocks name "
                                                           "their files (```python:src/calc.py, or the path on the "
                                                           "line above): each file's blocks are its edit.")] = False,
+    calls: Annotated[bool, typer.Option("--calls", help="EDITS is a coding agent's edit tool calls as JSON (Edit, "
+                                                        "MultiEdit, Write; str_replace, insert, create), each naming "
+                                                        "its file: each file's calls, in order, are its edit.")] = False,
     out: Annotated[Optional[Path], typer.Option("--out", "-o", help="Write the result records here (default: stdout).")] = None,
     in_place: Annotated[bool, typer.Option("--in-place", "-i", help="Replace each changed file atomically (and create, delete "
                                                                    "or move the files the diff or answer does).")] = False,
@@ -61,17 +64,17 @@ def batch_command(
     """Apply many edits with one model load (or one server, or the merge engine alone); one JSON record per
     edit, in order. Each edit is decided and validated as `fastapply FILE --edit` does it. With --patch,
     EDITS is a diff of several files, each file's part one edit; with --answer, a chat model's answer, each
-    file's code blocks one edit."""
+    file's code blocks one edit; with --calls, a coding agent's edit tool calls, each file's calls one edit."""
     with errors():
         from fastapply import fileio
-        from fastapply.batch import (answer_items, local_runner, patch_items, read_items, remote_runner, run_batch,
-                                     summary)
+        from fastapply.batch import (answer_items, call_items, local_runner, patch_items, read_items, remote_runner,
+                                     run_batch, summary)
         from fastapply.client import RemoteBackend, remote_base_url
 
         from fastapply import bundled
 
-        if patch and answer:
-            raise UsageError("choose one of --patch and --answer")
+        if patch + answer + calls > 1:
+            raise UsageError("choose one of --patch, --answer and --calls")
         if (strip is not None or reverse) and not patch:
             raise UsageError(f"{'-R (--reverse)' if reverse else '-p (--strip)'} reads a diff: it needs --patch")
         remote = remote_base_url(backend, base_url, server)
@@ -90,7 +93,8 @@ def batch_command(
             from fastapply.reverse import reversed_diff
 
             text = reversed_diff(text)
-        items = patch_items(text, strip) if patch else answer_items(text) if answer else read_items(text)
+        items = (patch_items(text, strip) if patch else answer_items(text) if answer else call_items(text) if calls
+                 else read_items(text))
         failed, written, records = 0, False, []
         merge_first = remote is None and model == bundled.NAME  # certain merges need no model: loaded when one does
         with ExitStack() as stack:
