@@ -14,11 +14,12 @@ spaces further in, or with the indentation they all share taken off, where they 
 -U0, index`` (``git diff --no-index -U0`` run on the two files: no context, with git's ``index
 OLD..NEW`` line naming both) and ``@@ function line`` (git's -U3 diff with each header's numbers
 dropped and the function line git writes after them kept); the last two are left out where git is
-not installed.
-Each is given to ``engine.merge_edit`` as the update, as ``fastapply FILE --edit-file`` gives it.
+not installed. Written as a coding agent's edit tool calls: ``edit calls``, ``edit calls, changed
+lines``, ``edit calls, stale`` and ``edit calls, spacing`` (``calls``).
+Each is read and merged as ``fastapply FILE --edit-file`` does it (``engine.read_edit``, ``merge_reading``).
 Reported per form: the edits, certain, certain and exact, exact among the rest (the merge of the
-snippet it amounts to, or a line-number placement left likely), and the median time. Prints a table
-and writes JSON.
+snippet it amounts to, or a line-number placement left likely), refused (a usage error: an old string
+found more than once), and the median time. Prints a table and writes JSON.
 """
 
 from __future__ import annotations
@@ -37,7 +38,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from fastapply.engine import merge_edit  # noqa: E402
+from fastapply.engine import merge_reading, read_edit  # noqa: E402
+from fastapply.errors import UsageError  # noqa: E402
 from fastapply.tasks import load_tasks  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results" / "patch.json"
@@ -78,12 +80,49 @@ def forms(old: str, new: str, folder: Path | None) -> dict[str, str]:
         blocks.append("<<<<<<< SEARCH\n" + "".join(f"{line}\n" for line in search) + "=======\n"
                       + "".join(f"{line}\n" for line in replace) + ">>>>>>> REPLACE\n")
     return {"git -U3": diff, "-U0": unified(old, new, 0),
+            **calls(hunks),
             "@@ no numbers": re.sub(r"(?m)^@@ [^\n]*@@", "@@", diff.split("\n", 2)[2]),
             "search/replace": "".join(blocks), "stale context": stale(diff),
             "diff -c": unified(old, new, 3, difflib.context_diff),
             **{name: edit for name, edit in (("hunks indented more", reindented(diff, False)),
                                              ("hunks dedented", reindented(diff, True))) if edit is not None},
             **(git_forms(old, new, folder) if folder is not None else {})}
+
+
+def calls(hunks: list[str]) -> dict[str, str]:
+    """The -U3 hunks as a coding agent's edit calls (one MultiEdit, its edits in order): ``edit calls``
+    (each hunk's old lines for old_string, its new lines for new_string), ``edit calls, changed lines``
+    (the lines from a hunk's first change to its last, or from the context line above a hunk that only
+    adds; lines deleted alone with their newline: an old string found more than once is refused, as the
+    tool refuses it), ``edit calls, stale`` (the first non-blank
+    context line altered in old_string, as an agent quoting a line it misremembers: the tool finds no
+    such string)."""
+    whole, changed, misquoted = [], [], []
+    for hunk in hunks:
+        lines = [line for line in hunk.split("\n") if line[:1] in (" ", "-", "+")]
+        old = [line[1:] for line in lines if line[0] != "+"]
+        new = [line[1:] for line in lines if line[0] != "-"]
+        whole.append({"old_string": "\n".join(old), "new_string": "\n".join(new)})
+        first = next((i for i, line in enumerate(lines) if line[0] != " "), 0)
+        last = max(i for i, line in enumerate(lines) if line[0] != " ")
+        if any(line[0] == "-" for line in lines):
+            span = lines[first:last + 1]
+        else:
+            span = lines[max(first - 1, 0):last + 1]
+        cut, put = [line[1:] for line in span if line[0] != "+"], [line[1:] for line in span if line[0] != "-"]
+        ends = "" if put else "\n"  # lines deleted alone: with their newline, as an agent deletes them
+        changed.append({"old_string": "\n".join(cut) + ends, "new_string": "\n".join(put)})
+        altered = next((i for i, line in enumerate(old) if line.strip() and i < len(old) - 1
+                        and lines[[k for k, one in enumerate(lines) if one[0] != "+"][i]][0] == " "), None)
+        if altered is not None:
+            quoted = old[:altered] + [old[altered] + "  # was"] + old[altered + 1:]
+            misquoted.append({"old_string": "\n".join(quoted), "new_string": "\n".join(new)})
+        else:
+            misquoted.append(whole[-1])
+    respaced = [{**edit, "old_string": edit["old_string"].replace(", ", ",")} for edit in whole]
+    return {form: json.dumps({"file_path": "file", "edits": edits}) for form, edits in
+            (("edit calls", whole), ("edit calls, changed lines", changed), ("edit calls, stale", misquoted),
+             ("edit calls, spacing", respaced))}
 
 
 def reindented(diff: str, dedent: bool) -> str | None:
@@ -136,22 +175,29 @@ def main() -> None:
                     continue
                 for form, edit in forms(task.original, task.expected, folder).items():
                     start = time.perf_counter()
-                    result = merge_edit(task.original, edit, task.language)
-                    rows.append({"task": f"{path}:{task.id}", "form": form, "confidence": result.confidence,
-                                 "exact": result.text == task.expected, "seconds": time.perf_counter() - start})
+                    try:
+                        result = merge_reading(task.original, read_edit(task.original, edit, task.language),
+                                               task.language)
+                    except UsageError:
+                        result = None
+                    rows.append({"task": f"{path}:{task.id}", "form": form, "refused": result is None,
+                                 "confidence": result and result.confidence,
+                                 "exact": result is not None and result.text == task.expected,
+                                 "seconds": time.perf_counter() - start})
     report = {"command": "python benchmarks/patch_bench.py " + " ".join(args.tasks), "forms": {}}
-    print("| form | edits | certain | certain and exact | exact, not certain | median ms |\n"
-          "|---|---:|---:|---:|---:|---:|")
+    print("| form | edits | certain | certain and exact | exact, not certain | refused | median ms |\n"
+          "|---|---:|---:|---:|---:|---:|---:|")
     for form in dict.fromkeys(r["form"] for r in rows):
         mine = [r for r in rows if r["form"] == form]
         certain = [r for r in mine if r["confidence"] == "certain"]
         figures = {"edits": len(mine), "certain": len(certain), "certain_exact": sum(r["exact"] for r in certain),
                    "exact_not_certain": sum(r["exact"] for r in mine if r["confidence"] != "certain"),
+                   "refused": sum(r["refused"] for r in mine),
                    "median_ms": round(1000 * statistics.median(r["seconds"] for r in mine), 2),
                    "certain_wrong": [r["task"] for r in certain if not r["exact"]]}
         report["forms"][form] = figures
         print(f"| {form} | {figures['edits']:,} | {figures['certain']:,} | {figures['certain_exact']:,} | "
-              f"{figures['exact_not_certain']:,} | {figures['median_ms']} |")
+              f"{figures['exact_not_certain']:,} | {figures['refused']:,} | {figures['median_ms']} |")
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(report, indent=1) + "\n")
 
