@@ -81,7 +81,8 @@ def read_patch(edit: str, original: str = "") -> Patch | None:
     hold first, ``answer.py``); a diff of several files is a usage error. A file that itself holds hunk
     headers or SEARCH markers (a patch, notes on diffs) is edited only by snippets, an edit of it may be
     its own text, unless git's ``index`` line names this very file: then the edit is git's diff of it."""
-    if "@@" not in edit and "SEARCH" not in edit and "*** Add File: " not in edit and STARS not in edit:
+    if "@@" not in edit and "SEARCH" not in edit and "*** Add File: " not in edit and "*** Delete File: " not in edit \
+            and STARS not in edit:
         return None
     edit = _unmailed(edit.replace("\r\n", "\n"))
     if not (any(line.startswith("@@ -") or _SEARCH.match(line) for line in original.split("\n"))

@@ -249,6 +249,8 @@ def test_what_is_not_a_diff_and_a_diff_of_several_files():
         read_patch(two)
     with pytest.raises(UsageError, match="deletes a file.*fastapply batch --patch"):
         read_patch("--- a/calc.py\n+++ /dev/null\n@@ -1 +0,0 @@\n-import math\n")
+    with pytest.raises(UsageError, match="deletes a file.*fastapply batch --patch"):
+        read_patch("*** Begin Patch\n*** Delete File: calc.py\n*** End Patch\n")  # no hunk: not a snippet either
 
 
 def test_a_deleted_dash_dash_comment_line_is_not_read_as_a_header():
