@@ -38,7 +38,7 @@ from fastapply.binpatch import apply_binary, is_binary_patch
 from fastapply.diffs import FilePart, deleted_text, link_targets, names_blob, read_patch, split_files
 from fastapply.markers import count_markers
 from fastapply.syntax import language_for_path
-from fastapply.toolcall import creates, files_named
+from fastapply.toolcall import as_patch, creates, files_named
 from fastapply.validate import RefusalWatch
 
 # run_model(original, update, instruction, merged, watch, language) -> ModelRun: a local model or a server;
@@ -118,7 +118,10 @@ def answer_items(text: str) -> list[BatchItem]:
 def call_items(text: str) -> list[BatchItem]:
     """The items of a coding agent's tool calls (``toolcall.files_named``): each file they name is one
     item, its edit the calls (of which ``engine.read_edit`` takes that file's), its line the number of its
-    first call. A file that is not there is created where its first call makes it (``toolcall.creates``)."""
+    first call. A file that is not there is created where its first call makes it (``toolcall.creates``).
+    ``apply_patch`` calls are the items of the diff they hold (``patch_items``; each line that diff's)."""
+    if (patch := as_patch(text)) is not None:
+        return patch_items(patch)
     return [BatchItem(n, path, text, new=not os.path.lexists(path) and creates(text, path))
             for n, path in files_named(text)]
 

@@ -3,7 +3,10 @@
 (``file_path``, ``content``), or of Anthropic's text editor tool (``command``: ``str_replace``,
 ``insert``, ``create``), as JSON: alone, wrapped as the call an API returns (a ``tool_use`` block's
 ``input``, an OpenAI tool call's ``function.arguments``), or several (a list, a message's ``tool_calls``,
-one per line), applied in order. Calls naming another file are left aside.
+one per line), applied in order. Calls naming another file are left aside. OpenAI's ``apply_patch``
+calls (the function tool's ``input``, the Responses API's ``operation``: ``update_file``, ``create_file``,
+``delete_file`` with a V4A ``diff``) are the ``*** Begin Patch`` text they hold (``as_patch``), read as
+that diff is.
 
 Where every call applies exactly as the tool would (each old string in the file once, or at least once
 with ``replace_all``, an insert's line in the file), the edit is the diff from the file to that result as
@@ -32,7 +35,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from fastapply.diffs import blob_id
+from fastapply.diffs import blob_id, part_for, read_patch
 from fastapply.errors import UsageError
 
 _EDIT = {"old_string", "new_string"}  # Claude Code's Edit, and each of MultiEdit's edits
@@ -41,12 +44,13 @@ _EDITOR_KEYS = {"command", "path", "old_str", "new_str", "insert_line", "insert_
 _EDITOR_COMMANDS = ("str_replace", "insert", "create")
 _KEY_NAMES = ("old_string", "new_string", "old_str", "new_str", "insert_line", "file_text")
 _BRACKETS = {"", "{", "}", "[", "]", "},", "],"}
+_OPERATIONS = {"update_file": "Update", "create_file": "Add", "delete_file": "Delete"}  # apply_patch's
 
 
 @dataclass(frozen=True)
 class Call:
     """One call: ``replace`` (``old`` by ``new``, every time with ``every``), ``insert`` (``new`` after
-    ``line`` lines) or ``write`` (the file made ``new``)."""
+    ``line`` lines), ``write`` (the file made ``new``) or ``patch`` (``new`` a ``*** Begin Patch`` text)."""
 
     kind: str
     new: str
@@ -63,6 +67,9 @@ def call_edit(edit: str, original: str, path: str | None = None) -> str | None:
     calls = _read(edit)
     if calls is None or _of_calls(edit, original):
         return None
+    patch = _patch(calls)
+    if patch is not None:
+        return patch if path is None else part_for(patch, path)
     mine = _mine(calls, path)
     if not mine:
         names = ", ".join(dict.fromkeys(call.path for call in calls if call.path is not None))
@@ -74,10 +81,28 @@ def call_edit(edit: str, original: str, path: str | None = None) -> str | None:
                    for call in mine)
 
 
+def as_patch(text: str) -> str | None:
+    """The ``*** Begin Patch`` text of the ``apply_patch`` calls ``text`` holds, None where it holds none.
+    A usage error where it holds other calls beside them."""
+    calls = _read(text)
+    return None if calls is None else _patch(calls)
+
+
+def _patch(calls: list[Call]) -> str | None:
+    if not any(call.kind == "patch" for call in calls):
+        return None
+    if not all(call.kind == "patch" for call in calls):
+        raise UsageError("the edit holds apply_patch calls and other edit tool calls: give one kind")
+    return "".join(_line_ended(call.new) for call in calls)
+
+
 def creates(edit: str, path: str) -> bool:
     """Whether ``edit`` is tool calls whose first call for the file at ``path`` creates it: a ``Write``, a
-    ``create``, or an ``Edit`` of an empty old string."""
-    mine = _mine(_read(edit) or [], path)
+    ``create``, or an ``Edit`` of an empty old string (or an ``apply_patch`` call adding it)."""
+    calls = _read(edit) or []
+    if (patch := _patch(calls)) is not None:
+        return (read := read_patch(part_for(patch, path))) is not None and read.creates
+    mine = _mine(calls, path)
     return bool(mine) and (mine[0].kind == "write" or (mine[0].kind == "replace" and not mine[0].old))
 
 
@@ -159,7 +184,13 @@ def _calls(data) -> list[Call] | None:
         return _calls(arguments)
     if isinstance(data.get("input"), dict):  # Anthropic's tool_use block
         return _calls(data["input"])
+    if isinstance(data.get("operation"), dict):  # the Responses API's apply_patch_call
+        return _calls(data["operation"])
     keys = set(data)
+    if keys == {"input"} and isinstance(data["input"], str) and "*** Begin Patch" in data["input"]:
+        return [Call("patch", data["input"])]  # apply_patch, the function tool's arguments
+    if data.get("type") in _OPERATIONS and keys <= {"type", "path", "diff"}:
+        return [_operation(data)]
     path = _string(data, "file_path") if "file_path" in keys else None
     if _EDIT <= keys <= _EDIT_KEYS:
         return [_replace(data, path)]
@@ -180,6 +211,15 @@ def _replace(data: dict, path: str | None) -> Call:
     if not isinstance(every, bool):
         raise UsageError(f"the edit's tool call has replace_all {every!r}, not true or false")
     return Call("replace", _string(data, "new_string"), _string(data, "old_string"), every, path=path)
+
+
+def _operation(data: dict) -> Call:
+    """An ``apply_patch`` operation, as the ``*** Begin Patch`` text of its file."""
+    path, action = _string(data, "path"), _OPERATIONS[data["type"]]
+    diff = "" if action == "Delete" else _string(data, "diff")
+    if action == "Update" and not diff.startswith("@@"):
+        diff = "@@\n" + diff  # its first hunk's header may be left out
+    return Call("patch", f"*** Begin Patch\n*** {action} File: {path}\n{_line_ended(diff)}*** End Patch\n")
 
 
 def _editor(data: dict) -> Call:

@@ -172,6 +172,30 @@ def test_the_command_line_applies_and_creates_from_tool_calls(tmp_path, monkeypa
     assert twice.exit_code == 2 and "in the file 3 times" in twice.stderr
 
 
+def test_openai_apply_patch_calls_are_the_patch_they_hold(tmp_path, monkeypatch):
+    update = {"type": "apply_patch_call", "call_id": "call_1", "status": "completed",
+              "operation": {"type": "update_file", "path": "store.py", "diff": " import os\n+import io\n"}}
+    expected = STORE.replace("import os\n", "import os\nimport io\n")
+    assert merged(STORE, update, "store.py") == expected  # the first hunk's @@ left out, as it may be
+    patch = "*** Begin Patch\n*** Update File: store.py\n@@\n import os\n+import io\n*** End Patch"
+    function = {"type": "function_call", "name": "apply_patch", "arguments": json.dumps({"input": patch})}
+    assert merged(STORE, function, "store.py") == expected
+    delete = {"operation": {"type": "delete_file", "path": "store.py"}}
+    with pytest.raises(UsageError, match="deletes a file"):
+        merged(STORE, delete, "store.py")
+    with pytest.raises(UsageError, match="apply_patch calls and other edit tool calls"):
+        merged(STORE, [update, {"old_string": "import os", "new_string": "import re"}], "store.py")
+    monkeypatch.delenv("FASTAPPLY_MODEL", raising=False)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "store.py").write_text(STORE)
+    create = {"type": "apply_patch_call", "operation": {"type": "create_file", "path": "pkg/new.py",
+                                                        "diff": "+X = 1\n"}}
+    (tmp_path / "calls.json").write_text(json.dumps([update, create]))
+    result = CliRunner().invoke(app, ["batch", "--calls", "calls.json", "--in-place", "--engine", "merge"])
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / "store.py").read_text() == expected and (tmp_path / "pkg/new.py").read_text() == "X = 1\n"
+
+
 def test_batch_applies_each_files_calls_and_creates_the_files_they_write(tmp_path, monkeypatch):
     monkeypatch.delenv("FASTAPPLY_MODEL", raising=False)
     monkeypatch.chdir(tmp_path)
