@@ -1,7 +1,7 @@
 """The ``fastapply`` command line: the app, its default command, shared options, errors and ``main``.
 
 ``fastapply FILE --edit TEXT`` applies an edit (the ``apply`` command is the default); the other
-commands (``bench``, ``serve``, ``batch``, ``eval``) live in ``fastapply/commands/``, one module each,
+commands (``bench``, ``serve``, ``batch``, ``eval``, ``model``, ``mcp``) live in ``fastapply/commands/``, one module each,
 and register themselves on ``app``. stdout carries only the result; messages go to stderr, with colour
 and progress only when stderr is a terminal. Exit codes: 0 success, 1 error, 2 usage, 3 refused.
 This module imports no model, server or plotting code: ``fastapply --help`` must start fast.
@@ -219,6 +219,7 @@ from fastapply.commands import serve as _serve  # noqa: E402,F401
 from fastapply.commands import batch as _batch  # noqa: E402,F401
 from fastapply.commands import eval as _eval  # noqa: E402,F401
 from fastapply.commands import model as _model  # noqa: E402,F401
+from fastapply.commands import mcp as _mcp  # noqa: E402,F401
 
 
 def main() -> None:
