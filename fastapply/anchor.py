@@ -159,7 +159,7 @@ def _place_on(seg: Segment, index: int, orig: Original, lo: int, hi: int, key, h
         end += sum(reach_after)
     else:
         unextended = end
-        end, doubt = closed_definition(orig, end, trailing, seg.marker_after, hi, where)
+        end, doubt = closed_definition(orig, end, trailing, seg.marker_after, hi, where, seg.pasted)
         doubts += doubt
         inserted = seg.lines[tail[1] + tail[2] - 1].strip() and resumes_at_marker(orig.lines[end:hi],
                                                                                   seg.marker_after, trailing)

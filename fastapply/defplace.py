@@ -24,6 +24,7 @@ from fastapply.segments import (
     exact_key,
     is_closer,
     is_trivial,
+    keeps_text,
     opens_block,
 )
 from fastapply.syntax import count_errors
@@ -66,7 +67,8 @@ def reopened_definition(orig: Original, start: int, leading: tuple[str, ...], lo
     return enclosing.start, doubts
 
 
-def closed_definition(orig: Original, end: int, trailing: tuple[str, ...], marker_indent: int, hi: int, where: str):
+def closed_definition(orig: Original, end: int, trailing: tuple[str, ...], marker_indent: int, hi: int, where: str,
+                      pasted: bool = False):
     """A segment whose last anchor is inside a definition that it then closes (new lines at the
     definition's indentation, or a marker left of its body) replaces the rest of that definition.
     Where its new lines are the definition's next lines edited and the definition goes on past them
@@ -74,7 +76,10 @@ def closed_definition(orig: Original, end: int, trailing: tuple[str, ...], marke
     marker may keep the rest instead: a doubt, as in ``place_by_definitions`` for a definition shown
     whole that way. On the known answers of the suite, ``data/train`` and ``runs/train-h`` (22,504
     updates, ``benchmarks/merge_bench.py --known ... --against``) the two doubts demote none, nor on
-    its 1,200 generated edits."""
+    its 1,200 generated edits. In Python, new lines that do not rewrite the rest (``_replaces``: a line
+    added at the top of a body, then a marker at column 0, as agents write every marker) are read as
+    added, the marker keeping the rest, with the doubt that they may replace it (``anchor._place_on``);
+    not so a snippet pasted with no marker (``pasted``), whose edges are its own."""
     enclosing = _innermost(orig, end - 1, 0, header_counts=True)
     new = [line for line in trailing if line.strip()]
     if enclosing is None or enclosing.end > hi or not any(line.strip() for line in orig.lines[end:enclosing.end]):
@@ -89,7 +94,32 @@ def closed_definition(orig: Original, end: int, trailing: tuple[str, ...], marke
     elif edits_lines_beside(trailing, orig.lines[end:enclosing.end]):
         doubts.append(f"{where} ends {enclosing.name!r} with its next lines edited; the marker after them may keep "
                       f"the rest of it")
+    elif orig.language in INDENT_LANGUAGES and not pasted and not _replaces(new, orig.lines[end:enclosing.end]):
+        return end, []  # lines added: the marker keeps the rest (``anchor``: a doubt that they may replace it)
     return enclosing.end, doubts
+
+
+def _replaces(new: list[str], rest: list[str]) -> bool:
+    """Whether new lines that a marker left of a definition's body follows are its ``rest`` rewritten: they
+    end by returning (``return``, ``raise`` at their outermost indentation: code after them would never
+    run), or at least half the rest's code lines (``pass`` is none, nor a line they show as it is) are
+    each kept in one of the others (``keeps_text``), as a snippet rewriting a function's last lines
+    writes them. Agents write every marker at column 0, also after lines added at the top of a body
+    whose rest the marker keeps: in Python no closing line tells the two apart.
+
+    >>> _replaces(["    os.makedirs(root)"], ["    path = join(root, name)", "    write(path)"])
+    False
+    >>> _replaces(["    return typ(val)"], ["    check(typ)", "    return val"])
+    True
+    """
+    shown = [line for line in new if line.strip()]
+    if shown and re.match(r"(?:return|raise)\b", shown[-1].strip()) and \
+            indent_width(shown[-1]) == min(map(indent_width, shown)):
+        return True
+    same = {line.strip() for line in shown} & {line.strip() for line in rest}  # shown as they are: context
+    code = [line for line in rest if line.strip() not in ("", "pass", "...") and line.strip() not in same]
+    added = [line for line in shown if line.strip() not in same]
+    return 2 * sum(any(keeps_text(old, line) for line in added) for old in code) >= len(code)
 
 
 def deleted_at_end(orig: Original, start: int, lines: tuple[str, ...], trailing: tuple[str, ...]) -> str | None:
@@ -143,6 +173,10 @@ def place_by_definitions(seg: Segment, index: int, orig: Original, lo: int, hi: 
             elif _cut_short(body, old_body):
                 doubts.append(f"{where} shows {d.name!r} ending before the original's last lines; it may be "
                               f"cut short")
+            elif (orig.language in INDENT_LANGUAGES and d is top[-1] and seg.marker_after is not None and not seg.pasted
+                  and not _replaces(body, old_body)):
+                doubts.append(f"{where} shows {d.name!r} with a body like little of the original's; the marker "
+                              f"after it may keep the rest of the body")
             missing = _members(orig.defs(), same[0]) - _members(found, d)
             if missing:
                 doubts.append(f"{where} shows {d.name!r} without {', '.join(sorted(missing))}, which would be deleted")

@@ -205,7 +205,7 @@ def _unmarked(orig: Original, snippet: list[str]) -> tuple[list[Placement] | Non
     whole_reads = original_top <= snippet_top and kept >= 0.5 and not inside
     if whole_reads and count_errors(text, orig.language) <= count_errors("".join(orig.lines), orig.language):
         return [Placement(0, len(orig.lines), whole.lines)], []
-    by_defs = place_by_definitions(Segment(whole.lines, 0, 0), 0, orig, 0, len(orig.lines))
+    by_defs = place_by_definitions(Segment(whole.lines, 0, 0, pasted=True), 0, orig, 0, len(orig.lines))
     if by_defs is not None:
         return [by_defs], list(by_defs.doubts)
     part = _part(orig, snippet)
@@ -232,7 +232,7 @@ def _keyed(orig: Original, snippet: list[str], keys: tuple[list[Placement], list
 def _part(orig: Original, snippet: list[str]) -> tuple[Placement, bool] | None:
     """Where a snippet with no marker goes as a part of the file (``anchor.place``), and whether that is
     certain: placed with no doubt on the lines ``_pinned_block`` finds. None where it matches nowhere."""
-    guess = place(Segment(tuple(snippet), 0, 0), 0, orig, 0, None)
+    guess = place(Segment(tuple(snippet), 0, 0, pasted=True), 0, orig, 0, None)
     if guess is None:
         return None
     return guess, not guess.doubts and (guess.start, guess.end) == _pinned_block(orig.lines, snippet)

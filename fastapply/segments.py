@@ -127,6 +127,7 @@ class Segment:
     lines: tuple[str, ...]  # LF-terminated
     marker_before: int | None  # indent width of the marker before it; None: the snippet starts here
     marker_after: int | None  # likewise after it; None: the snippet ends here
+    pasted: bool = False  # a snippet with no marker, read as a part of the file: its edges (0) are no markers
 
 
 @dataclass(frozen=True)

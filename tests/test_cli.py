@@ -149,11 +149,12 @@ def test_bad_input_is_one_clear_line_and_a_nonzero_exit(env, tmp_path, case, mon
 
 
 def test_a_file_on_stdin_is_merged_in_the_language_its_text_tells():
-    update = "# ... existing code ...\ndef read_config(path):\n    config = dict()\n# ... existing code ...\n"
+    update = ('# ... existing code ...\ndef read_config(path):\n    """Read a key=value config file."""\n'
+              '    config = dict()\n    with open(path) as handle:\n# ... existing code ...\n')
     told = invoke("-", "--edit", update, "--engine", "merge", input=SMALL_PY)
     named = invoke("-", "--edit", update, "--engine", "merge", "--language", "python", input=SMALL_PY)
-    assert told.exit_code == named.exit_code == 0 and "    config = dict()\n" in told.stdout
-    assert told.stdout == named.stdout
+    assert told.exit_code == named.exit_code == 0
+    assert told.stdout == named.stdout == SMALL_PY.replace("config = {}", "config = dict()")
 
 
 def test_a_file_on_stdin_refused_for_want_of_a_language_says_to_name_one():

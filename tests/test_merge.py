@@ -1282,6 +1282,43 @@ def test_a_definitions_first_lines_edited_before_a_marker_left_of_its_body_may_k
     assert result.confidence == "certain" and "    return (val)\n" in result.text
 
 
+def test_a_line_added_at_the_top_of_a_body_then_a_marker_at_column_0_may_keep_the_rest():
+    """Agents write every marker at column 0: a line added at the top of a method's body (after its header,
+    or after its first line), then such a marker, reads as the line added with the rest kept, or as the
+    body rewritten as that line. Not certain (it was, deleting the rest), and the likely merge (the
+    model's draft) keeps the rest; a rewrite whose lines keep the rest's, or that ends by returning,
+    still ends the function."""
+    original = d('''
+        import os
+
+
+        class Store:
+            def load(self, name):
+                """Read a stored text."""
+                path = os.path.join(self.root, name)
+                with open(path) as f:
+                    return f.read()
+
+            def save(self, name, text):
+                path = os.path.join(self.root, name)
+                with open(path, "w") as f:
+                    f.write(text)
+        ''')
+    added = "        os.makedirs(self.root, exist_ok=True)\n"
+    for update in (f"# ... existing code ...\n    def save(self, name, text):\n{added}# ... existing code ...\n",
+                   f"# ... existing code ...\n    def load(self, name):\n{added}# ... existing code ...\n",
+                   f"# ... existing code ...\n    def load(self, name):\n        \"\"\"Read a stored text.\"\"\"\n{added}"
+                   f"# ... existing code ...\n"):
+        result = merge(original, update, "python")
+        assert result.confidence == "likely" and "may replace the code there" in " ".join(result.reasons), update
+        assert added in result.text and result.text.count("path = os.path.join") == 2  # the draft keeps the rest
+    rewritten = merge(original, "# ... existing code ...\n    def save(self, name, text):\n"
+                                "        path = os.path.join(self.root, name.strip())\n"
+                                "        with open(path, 'w') as f:\n            f.write(text)\n"
+                                "# ... existing code ...\n", "python")
+    assert rewritten.confidence == "certain" and "name.strip())\n        with open(path, 'w')" in rewritten.text
+
+
 def test_a_clean_reading_beside_one_that_deletes_a_few_lookalike_lines_is_not_certain():
     """A segment anchored on lines of a repeated pattern (a diff in a docstring) reads two ways: the
     new line inserted (nothing deleted), or two lines of the pattern deleted with it; both fit, so the
