@@ -1704,6 +1704,28 @@ def test_a_segment_anchored_on_a_line_two_methods_have_is_placed_where_its_edges
     assert result.text == original.replace("__eq__(self, other: Any)", "__eq__(self, other: object)")
 
 
+def test_a_line_added_after_a_line_two_functions_end_with_is_not_placed_by_a_column_0_marker():
+    """``return None`` ends two functions, a line added after it, the marker after at column 0 (as agents
+    write every marker): beside the first function the next code resumes at the marker's column, beside
+    the last, at the file's end, none does. That says nothing of which is meant: not certain (the first
+    was taken, certain)."""
+    original = d('''
+        def load(name):
+            if name:
+                return name
+            return None
+
+
+        def save(name):
+            if name:
+                return name
+            return None
+        ''')
+    update = "# ... existing code ...\n    return None\n    log.debug('x')\n# ... existing code ...\n"
+    result = merge(original, update, "python")
+    assert result.confidence == "likely" and "'return None' appears 2 times" in " ".join(result.reasons)
+
+
 def test_a_function_added_after_a_like_one_anchored_on_their_common_line_is_not_certain():
     """A new function written like the one before it, shown with the comment opening after it: its
     `return` line, which each such function has, anchors it, and only the reading that edits the last
