@@ -1,9 +1,10 @@
 """The ``fastapply`` command line: the app, its default command, shared options, errors and ``main``.
 
 ``fastapply FILE --edit TEXT`` applies an edit (the ``apply`` command is the default); the other
-commands (``bench``, ``serve``, ``batch``, ``eval``, ``model``, ``mcp``) live in ``fastapply/commands/``, one module each,
-and register themselves on ``app``. stdout carries only the result; messages go to stderr, with colour
-and progress only when stderr is a terminal. Exit codes: 0 success, 1 error, 2 usage, 3 refused.
+commands (``bench``, ``serve``, ``batch``, ``eval``, ``model``, ``mcp``) live in ``fastapply/commands/``,
+one module each, and register themselves on ``app``. stdout carries only the result; messages go to
+stderr, with colour and progress only when stderr is a terminal. Exit codes: 0 success, 1 error, 2
+usage, 3 refused.
 This module imports no model, server or plotting code: ``fastapply --help`` must start fast.
 """
 

@@ -1307,8 +1307,8 @@ def test_a_line_added_at_the_top_of_a_body_then_a_marker_at_column_0_may_keep_th
     added = "        os.makedirs(self.root, exist_ok=True)\n"
     for update in (f"# ... existing code ...\n    def save(self, name, text):\n{added}# ... existing code ...\n",
                    f"# ... existing code ...\n    def load(self, name):\n{added}# ... existing code ...\n",
-                   f"# ... existing code ...\n    def load(self, name):\n        \"\"\"Read a stored text.\"\"\"\n{added}"
-                   f"# ... existing code ...\n"):
+                   f"# ... existing code ...\n    def load(self, name):\n        \"\"\"Read a stored text.\"\"\"\n"
+                   f"{added}# ... existing code ...\n"):
         result = merge(original, update, "python")
         assert result.confidence == "likely" and "may replace the code there" in " ".join(result.reasons), update
         assert added in result.text and result.text.count("path = os.path.join") == 2  # the draft keeps the rest
