@@ -23,7 +23,7 @@ import difflib
 from dataclasses import replace
 
 from fastapply.blockend import place_at_block_end
-from fastapply.defplace import closed_definition, deleted_at_end, place_by_definitions, reopened_definition
+from fastapply.defplace import MAY_KEEP, closed_definition, deleted_at_end, place_by_definitions, reopened_definition
 from fastapply.edges import (beside_anchor, cut_past_opened, cut_to_code, deletes_nothing, docstring_above_docstring,
                              edge_doubt, read_edge, resumes_at_marker)
 from fastapply.markers import indent_width
@@ -311,16 +311,17 @@ def _only_doubtless(seg: Segment, orig: Original, placements: list[Placement]) -
     in ormsgpack and tokenizers): without that condition 33 more exact and 4 wrong. A reading that
     renames the definition whose lines it edits may be a new function added beside a like one
     (``function II`` after ``function HH``): without that check 4 more exact and 3 wrong. Nor where
-    another place's only doubt is that its new lines may replace the code beside them (``may_replace``):
-    that doubt comes of the marker's indentation against the code there, and agents write every marker
-    at column 0 (``return None`` at the end of two functions, a line added after it: the place whose
-    next code is not at column 0 lost). On agent-style snippets of real Python files (``runs/s77/hunt.py``)
-    17 certain merges, wrong, are likely so and 17 exact ones too; on the known answers, one exact.
+    another place's only doubts are that its new lines may replace the code beside them (``may_replace``)
+    or that the marker after them may keep the rest of the definition they end (``defplace.MAY_KEEP``):
+    those come of the marker's indentation against the code there, and agents write every marker at
+    column 0 (``return None`` at the end of two functions, a line added after it: the place whose next
+    code is not at column 0 lost). On agent-style snippets of real Python files (``runs/s77/hunt.py``)
+    25 certain merges, wrong, are likely so and 17 exact ones; on the known answers, one exact.
     """
     doubtless = [p for p in placements if not p.doubts]
     if seg.marker_before is None or seg.marker_after is None or len(doubtless) != 1:
         return None
-    if any(p.doubts and all(_MAY_REPLACE in doubt for doubt in p.doubts) for p in placements):
+    if any(p.doubts and all(_MAY_REPLACE in doubt or MAY_KEEP in doubt for doubt in p.doubts) for p in placements):
         return None  # another place doubted only by the marker's indentation beside its new lines
     only = doubtless[0]
     return only if keeps_names(orig, only.start, only.end, only.lines) else None

@@ -67,6 +67,9 @@ def reopened_definition(orig: Original, start: int, leading: tuple[str, ...], lo
     return enclosing.start, doubts
 
 
+MAY_KEEP = "the marker after them may keep the rest of it"  # a doubt of the marker's indentation alone
+
+
 def closed_definition(orig: Original, end: int, trailing: tuple[str, ...], marker_indent: int, hi: int, where: str,
                       pasted: bool = False):
     """A segment whose last anchor is inside a definition that it then closes (new lines at the
@@ -92,8 +95,7 @@ def closed_definition(orig: Original, end: int, trailing: tuple[str, ...], marke
     if orig.language in INDENT_LANGUAGES and (closes_with_code or enclosing.kind in CONTAINERS):
         doubts.append(f"{where} rewrites the end of {enclosing.name!r}; its layout alone says so")
     elif edits_lines_beside(trailing, orig.lines[end:enclosing.end]):
-        doubts.append(f"{where} ends {enclosing.name!r} with its next lines edited; the marker after them may keep "
-                      f"the rest of it")
+        doubts.append(f"{where} ends {enclosing.name!r} with its next lines edited; {MAY_KEEP}")
     elif orig.language in INDENT_LANGUAGES and not pasted and not _replaces(new, orig.lines[end:enclosing.end]):
         return end, []  # lines added: the marker keeps the rest (``anchor``: a doubt that they may replace it)
     return enclosing.end, doubts

@@ -1726,6 +1726,27 @@ def test_a_line_added_after_a_line_two_functions_end_with_is_not_placed_by_a_col
     assert result.confidence == "likely" and "'return None' appears 2 times" in " ".join(result.reasons)
 
 
+def test_a_line_changed_below_context_two_methods_hold_is_not_placed_by_a_column_0_marker():
+    """Two methods start alike; a snippet changes the second line of the one that goes on past it, the
+    marker after at column 0. Beside the other method the change reads with no doubt (its body ends
+    there), beside this one the marker may close it: a doubt of the marker's indentation alone, which
+    says nothing of which is meant (the other was taken, certain and wrong)."""
+    original = d('''
+        class Cache:
+            def __init__(self):
+                self.length = 0
+                self._keys = None  # the buffers
+
+            def reset(self):
+                self.length = 0
+                self._keys = None
+                super().reset()
+        ''')
+    update = "# ... existing code ...\n        self.length = 0\n        self._keys = []\n# ... existing code ...\n"
+    result = merge(original, update, "python")
+    assert result.confidence == "likely" and "appears 2 times" in " ".join(result.reasons)
+
+
 def test_a_function_added_after_a_like_one_anchored_on_their_common_line_is_not_certain():
     """A new function written like the one before it, shown with the comment opening after it: its
     `return` line, which each such function has, anchors it, and only the reading that edits the last
