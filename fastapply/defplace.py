@@ -9,6 +9,7 @@ marker after it deletes at the file's end. Line anchoring itself is in ``anchor.
 
 from __future__ import annotations
 
+import difflib
 import re
 from dataclasses import replace
 
@@ -24,7 +25,6 @@ from fastapply.segments import (
     exact_key,
     is_closer,
     is_trivial,
-    keeps_text,
     opens_block,
 )
 from fastapply.syntax import count_errors
@@ -105,8 +105,8 @@ def _replaces(new: list[str], rest: list[str]) -> bool:
     """Whether new lines that a marker left of a definition's body follows are its ``rest`` rewritten: they
     end by returning (``return``, ``raise`` at their outermost indentation: code after them would never
     run), or at least half the rest's code lines (``pass`` is none, nor a line they show as it is) are
-    each kept in one of the others (``keeps_text``), as a snippet rewriting a function's last lines
-    writes them. Agents write every marker at column 0, also after lines added at the top of a body
+    each kept in one of the others (``_alike``), as a snippet rewriting a function's last lines writes
+    them. Agents write every marker at column 0, also after lines added at the top of a body
     whose rest the marker keeps: in Python no closing line tells the two apart.
 
     >>> _replaces(["    os.makedirs(root)"], ["    path = join(root, name)", "    write(path)"])
@@ -121,7 +121,20 @@ def _replaces(new: list[str], rest: list[str]) -> bool:
     same = {line.strip() for line in shown} & {line.strip() for line in rest}  # shown as they are: context
     code = [line for line in rest if line.strip() not in ("", "pass", "...") and line.strip() not in same]
     added = [line for line in shown if line.strip() not in same]
-    return 2 * sum(any(keeps_text(old, line) for line in added) for old in code) >= len(code)
+    return 2 * sum(any(_alike(old, line) for line in added) for old in code) >= len(code)
+
+
+def _alike(old: str, new: str) -> bool:
+    """Whether one line holds most of the other's text in one run (a line edited, or lines joined into
+    one): ``keeps_text`` counts text found in order, so a short line is in most long ones (``return 1``
+    in ``with ThreadPoolExecutor(workers) as pool:``).
+
+    >>> _alike("    assert (", "    assert a == b, msg"), _alike("    return 1", "    with open(path) as pool:")
+    (True, False)
+    """
+    a, b = old.strip(), new.strip()
+    run = difflib.SequenceMatcher(None, a, b, autojunk=False).find_longest_match(0, len(a), 0, len(b)).size
+    return run >= 0.6 * min(len(a), len(b))
 
 
 def deleted_at_end(orig: Original, start: int, lines: tuple[str, ...], trailing: tuple[str, ...]) -> str | None:

@@ -1704,6 +1704,32 @@ def test_a_segment_anchored_on_a_line_two_methods_have_is_placed_where_its_edges
     assert result.text == original.replace("__eq__(self, other: Any)", "__eq__(self, other: object)")
 
 
+def test_a_function_added_after_a_nested_one_then_a_marker_at_column_0_keeps_the_outer_functions_rest():
+    """A function added after one nested in another (its last line the anchor), the marker after at
+    column 0: the new lines may close the outer function, or be added with its rest kept. ``return 1``
+    holds, in order, most of the text of ``with ThreadPoolExecutor(workers) as pool:`` but shares no run
+    of it: they are not the rest rewritten, and the merge is not certain (it deleted the rest)."""
+    original = d('''
+        def discover(jobs):
+            def one(job):
+                try:
+                    return find(job)
+                except OSError:
+                    return []
+
+            with ThreadPoolExecutor(workers) as pool:
+                found = list(pool.map(one, jobs))
+            for (eco, name), pairs in zip(jobs, found):
+                if not pairs:
+                    print(f"no pairs: {eco}/{name}")
+            return [pair for pairs in found for pair in pairs]
+        ''')
+    update = ("# ... existing code ...\n            return []\n\n    def added(job):\n        return 1\n"
+              "# ... existing code ...\n")
+    result = merge(original, update, "python")
+    assert result.confidence != "certain" and "found = list(pool.map(one, jobs))" in result.text
+
+
 def test_a_line_added_after_a_line_two_functions_end_with_is_not_placed_by_a_column_0_marker():
     """``return None`` ends two functions, a line added after it, the marker after at column 0 (as agents
     write every marker): beside the first function the next code resumes at the marker's column, beside
