@@ -118,7 +118,7 @@ _MAY_REPLACE = "which may replace the code there"
 def may_replace(index: int, side: str) -> str:
     """The doubt that segment number ``index``'s new lines on ``side`` ("before its first anchor", "after its
     last anchor") may replace the code the marker beside them keeps (``restate.py`` settles some)."""
-    return f"segment {index + 1} has new lines {side}, which may replace the code there"
+    return f"segment {index + 1} has new lines {side}, {_MAY_REPLACE}"
 
 
 def _place_on(seg: Segment, index: int, orig: Original, lo: int, hi: int, key, head: list[int], tail: list[int],

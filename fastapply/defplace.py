@@ -106,8 +106,8 @@ def _replaces(new: list[str], rest: list[str]) -> bool:
     end by returning (``return``, ``raise`` at their outermost indentation: code after them would never
     run), or at least half the rest's code lines (``pass`` is none, nor a line they show as it is) are
     each kept in one of the others (``_alike``), as a snippet rewriting a function's last lines writes
-    them. Agents write every marker at column 0, also after lines added at the top of a body
-    whose rest the marker keeps: in Python no closing line tells the two apart.
+    them. Agents write every marker at column 0, also after lines added at the top of a body whose rest
+    the marker keeps: in Python no closing line tells the two apart.
 
     >>> _replaces(["    os.makedirs(root)"], ["    path = join(root, name)", "    write(path)"])
     False
