@@ -125,16 +125,18 @@ def _replaces(new: list[str], rest: list[str]) -> bool:
 
 
 def _alike(old: str, new: str) -> bool:
-    """Whether one line holds most of the other's text in one run (a line edited, or lines joined into
-    one): ``keeps_text`` counts text found in order, so a short line is in most long ones (``return 1``
-    in ``with ThreadPoolExecutor(workers) as pool:``).
+    """Whether one line holds most of the other's text in one run, more than a keyword (a line edited, or
+    lines joined into one): ``keeps_text`` counts text found in order, so a short line is in most long
+    ones (``return 1`` in ``with ThreadPoolExecutor(workers) as pool:``).
 
-    >>> _alike("    assert (", "    assert a == b, msg"), _alike("    return 1", "    with open(path) as pool:")
-    (True, False)
+    >>> _alike("    actual == expected", "    assert actual == expected, msg")
+    True
+    >>> _alike("    return 1", "    with open(path) as pool:"), _alike("    return 1", "    return wrap(f)")
+    (False, False)
     """
     a, b = old.strip(), new.strip()
     run = difflib.SequenceMatcher(None, a, b, autojunk=False).find_longest_match(0, len(a), 0, len(b)).size
-    return run >= 0.6 * min(len(a), len(b))
+    return run >= max(8, 0.6 * min(len(a), len(b)))
 
 
 def deleted_at_end(orig: Original, start: int, lines: tuple[str, ...], trailing: tuple[str, ...]) -> str | None:

@@ -1730,6 +1730,21 @@ def test_a_function_added_after_a_nested_one_then_a_marker_at_column_0_keeps_the
     assert result.confidence != "certain" and "found = list(pool.map(one, jobs))" in result.text
 
 
+def test_a_function_added_after_a_nested_one_whose_outer_function_returns_is_not_certain():
+    """As above, the outer function's rest one ``return``: ``return 1`` shares only the keyword with it,
+    not that line rewritten (it was read so, and the rest deleted)."""
+    original = d('''
+        def processor(f):
+            def new_func(*args):
+                return f(*args)
+
+            return update_wrapper(new_func, f)
+        ''')
+    update = "# ... existing code ...\n        return f(*args)\n\n    def added(x):\n        return 1\n# ... existing code ...\n"
+    result = merge(original, update, "python")
+    assert result.confidence != "certain" and "return update_wrapper(new_func, f)" in result.text
+
+
 def test_a_line_added_after_a_line_two_functions_end_with_is_not_placed_by_a_column_0_marker():
     """``return None`` ends two functions, a line added after it, the marker after at column 0 (as agents
     write every marker): beside the first function the next code resumes at the marker's column, beside
