@@ -48,6 +48,10 @@ def reopened_definition(orig: Original, start: int, leading: tuple[str, ...], lo
         return start, []
     decorated = [d for d in orig.defs() if d.header == start and lo <= d.start < start]
     if decorated:  # the snippet shows the definition's decorators (comments): they replace the original's
+        above = {line.strip() for line in orig.lines[decorated[0].start:start] if line.strip()}
+        if orig.language in INDENT_LANGUAGES and not above & {line.strip() for line in new}:
+            return decorated[0].start, [f"{where} shows none of {decorated[0].name!r}'s decorators and comments, "
+                                        f"which it would replace; it may add to them"]
         return decorated[0].start, []
     enclosing = _innermost(orig, start, lo)
     width = None if enclosing is None else indent_width(orig.lines[enclosing.header])

@@ -1740,9 +1740,31 @@ def test_a_function_added_after_a_nested_one_whose_outer_function_returns_is_not
 
             return update_wrapper(new_func, f)
         ''')
-    update = "# ... existing code ...\n        return f(*args)\n\n    def added(x):\n        return 1\n# ... existing code ...\n"
+    update = ("# ... existing code ...\n        return f(*args)\n\n    def added(x):\n        return 1\n"
+              "# ... existing code ...\n")
     result = merge(original, update, "python")
     assert result.confidence != "certain" and "return update_wrapper(new_func, f)" in result.text
+
+
+def test_a_decorator_shown_above_a_decorated_method_none_of_whose_decorators_it_shows_may_add_to_them():
+    """``@traced`` above ``def meta(self):`` whose original has ``@property`` above it: the snippet replaces
+    the decorators (``@property`` deleted) or adds one (a marker at column 0 above it keeps them). Not
+    certain (it was, deleting ``@property``); shown with the original's decorator, it still replaces them."""
+    original = d('''
+        class Context:
+            def close(self):
+                pass
+
+            @property
+            def meta(self):
+                return self._meta
+        ''')
+    added = merge(original, "# ... existing code ...\n    @traced\n    def meta(self):\n# ... existing code ...\n",
+                  "python")
+    assert added.confidence == "likely" and "may add to them" in " ".join(added.reasons)
+    shown = merge(original, "# ... existing code ...\n    @property\n    @traced\n    def meta(self):\n"
+                            "# ... existing code ...\n", "python")
+    assert shown.confidence == "certain" and "    @property\n    @traced\n    def meta(self):\n" in shown.text
 
 
 def test_a_line_added_after_a_line_two_functions_end_with_is_not_placed_by_a_column_0_marker():
