@@ -287,23 +287,8 @@ def _diff(original: str, text: str) -> str:
     ids (of LF text: ``diffs.named_ends`` reads it of a CRLF file too), three lines of context, ``\\ No
     newline at end of file`` where a last line has none, ``--- /dev/null`` where ``original`` is empty."""
     old, new = original.splitlines(keepends=True), text.splitlines(keepends=True)
-    out = [f"index {blob_id(original.encode())[:12]}..{blob_id(text.encode())[:12]}\n"]
-    out += ["--- /dev/null\n+++ b/file\n"] if not old and new else []
-    for group in difflib.SequenceMatcher(None, old, new, autojunk=False).get_grouped_opcodes(3):
-        (_, a1, _, b1, _), (_, _, a2, _, b2) = group[0], group[-1]
-        out.append(f"@@ -{_span(a1, a2)} +{_span(b1, b2)} @@\n")
-        for tag, i1, i2, j1, j2 in group:
-            if tag == "equal":
-                out += [_diff_line(" ", line) for line in old[i1:i2]]
-                continue
-            out += [_diff_line("-", line) for line in old[i1:i2]] + [_diff_line("+", line) for line in new[j1:j2]]
-    return "".join(out)
-
-
-def _span(start: int, end: int) -> str:
-    """A hunk header's ``line,count`` (the line before for no lines, as diff -u writes it)."""
-    return f"{start + 1},{end - start}" if end > start else f"{start},0"
-
-
-def _diff_line(sign: str, line: str) -> str:
-    return sign + line if line.endswith("\n") else f"{sign}{line}\n\\ No newline at end of file\n"
+    creates = not old and bool(new)
+    lines = [line if line.endswith("\n") else f"{line}\n\\ No newline at end of file\n" for line in
+             difflib.unified_diff(old, new, "/dev/null" if creates else "a/file", "b/file", n=3)]
+    return f"index {blob_id(original.encode())[:12]}..{blob_id(text.encode())[:12]}\n" + "".join(
+        lines if creates else lines[2:])  # the file's own name is not said: it is the file given
