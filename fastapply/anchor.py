@@ -23,7 +23,8 @@ import difflib
 from dataclasses import replace
 
 from fastapply.blockend import place_at_block_end
-from fastapply.defplace import MAY_KEEP, closed_definition, deleted_at_end, place_by_definitions, reopened_definition
+from fastapply.defplace import (MAY_ADD, MAY_KEEP, closed_definition, deleted_at_end, place_by_definitions,
+                                reopened_definition, taken_leading_lines)
 from fastapply.edges import (beside_anchor, cut_past_opened, cut_to_code, deletes_nothing, docstring_above_docstring,
                              edge_doubt, read_edge, resumes_at_marker)
 from fastapply.markers import indent_width
@@ -82,16 +83,41 @@ def _place_by_lines(seg: Segment, index: int, orig: Original, lo: int, hi: int, 
     placement = replace(own, doubts=(*doubts, *own.doubts))
     if _settled(placement, index):
         return replace(placement, doubts=())
-    first = cut_past_opened(head, seg.lines) or head  # the anchors cut to a new block's end, then to their code
+    first, last = _leaving_decorators(orig, seg.lines, head, tail)
+    first = cut_past_opened(first, seg.lines) or first  # the anchors cut to a new block's end, then to their code
     first = cut_to_code(first, seg.lines, orig, key, last=False) or first
-    if head is tail:  # one run: both of its edges
+    if first is last:  # one run: both of its edges
         first = last = cut_to_code(first, seg.lines, orig, key, last=True) or first
     else:
-        last = cut_to_code(tail, seg.lines, orig, key, last=True) or tail
+        last = cut_to_code(last, seg.lines, orig, key, last=True) or last
     if (first, last) != (head, tail):
+        if first is last and head is not tail:  # one run left: what the two said of the lines between goes
+            doubts = [doubt for doubt in doubts if not doubt.startswith(f"segment {index + 1} deletes ")]
         cut = _place_on(seg, index, orig, lo, hi, key, first, last, list(doubts))
         return cut if len(cut.doubts) < len(placement.doubts) else placement
     return placement
+
+
+def _leaving_decorators(orig: Original, lines: tuple[str, ...], head: list[int], tail: list[int]):
+    """The anchor runs ``head`` and ``tail`` without the decorators of an original definition that the last
+    run ends in, where the new lines after it define another (``defplace.taken_leading_lines``): those are
+    the new definition's own, a copy of the next one's. A last run that starts among them (or with blank
+    lines before them) is dropped, the first run then the last too; one run is cut to its code before
+    them where it keeps a line of code. Else the runs as they are."""
+    taken = taken_leading_lines(orig, tail, lines)
+    if taken is None or not taken[2]:
+        return head, tail
+    kept = lines[tail[1]:tail[1] + max(taken[1], 0)]
+    if head is not tail and not any(line.strip() for line in kept):
+        run = head
+    elif head is tail and any(not is_trivial(line) for line in kept):
+        run = [tail[0], tail[1], len(kept)]
+    else:
+        return head, tail
+    code = lines[run[1]:run[1] + run[2]]
+    if any(line.strip() for line in code):  # cut to its code: the blank lines after it are the new lines'
+        run = [run[0], run[1], max(i for i, line in enumerate(code) if line.strip()) + 1]
+    return run, run
 
 
 def _settled(placement: Placement, index: int) -> bool:
@@ -138,6 +164,10 @@ def _place_on(seg: Segment, index: int, orig: Original, lo: int, hi: int, key, h
             doubts.append(f"{where} {opens} with {reading.unsure!r}, which may be the original's or new")
         elif reading is not None and reading.reach is not None and reading.reach[1]:
             replaced.append((_replaced(index, reading.reach[1], side), reading.in_place))
+    for run, resumes in [(head, None)] if head is tail else [(head, tail), (tail, None)]:
+        if (taken := taken_leading_lines(orig, run, seg.lines, resumes)) is not None:
+            doubts.append(f"{where} puts new lines under {taken[0].name!r}'s decorators or comments, taking them "
+                          f"from it")
     reach_before, reach_after = (None if reading is None else reading.reach for reading in readings)
     blank_before, blank_after = (reading is not None and reading.blank for reading in readings)
     if seg.marker_before is None:
@@ -316,13 +346,18 @@ def _only_doubtless(seg: Segment, orig: Original, placements: list[Placement]) -
     those come of the marker's indentation against the code there, and agents write every marker at
     column 0 (``return None`` at the end of two functions, a line added after it: the place whose next
     code is not at column 0 lost). On agent-style snippets of real Python files (``runs/s77/hunt.py``)
-    25 certain merges, wrong, are likely so and 17 exact ones; on the known answers, one exact.
+    25 certain merges, wrong, are likely so and 17 exact ones; on the known answers, one exact. Nor where
+    another's only doubt is that the lines it shows above a decorated definition may add to its decorators
+    (``defplace.MAY_ADD``): ``def raw_mode(self):`` in an abstract class under ``@abstractmethod`` and in a
+    subclass bare, ``@traced`` shown above it, was put on the subclass's (``runs/s77/hunt2.py``: 3 certain
+    and wrong of 288 decorators added, none after; the known answers did not move).
     """
     doubtless = [p for p in placements if not p.doubts]
     if seg.marker_before is None or seg.marker_after is None or len(doubtless) != 1:
         return None
-    if any(p.doubts and all(_MAY_REPLACE in doubt or MAY_KEEP in doubt for doubt in p.doubts) for p in placements):
-        return None  # another place doubted only by the marker's indentation beside its new lines
+    layout_only = (_MAY_REPLACE, MAY_KEEP, MAY_ADD)
+    if any(p.doubts and all(any(why in doubt for why in layout_only) for doubt in p.doubts) for p in placements):
+        return None  # another place doubted only by the marker's indentation or the lines shown beside it
     only = doubtless[0]
     return only if keeps_names(orig, only.start, only.end, only.lines) else None
 

@@ -1767,6 +1767,102 @@ def test_a_decorator_shown_above_a_decorated_method_none_of_whose_decorators_it_
     assert shown.confidence == "certain" and "    @property\n    @traced\n    def meta(self):\n" in shown.text
 
 
+def test_a_decorator_added_above_a_header_two_classes_hold_is_not_placed_on_the_undecorated_one():
+    """``def raw_mode(self):`` in an abstract class (under ``@abstractmethod``) and in its subclass (no
+    decorator), ``@traced`` shown above it: the decorated one's only doubt is that the snippet may add to
+    its decorators, which says nothing of which is meant. Not certain (the subclass's was taken, certain)."""
+    original = d('''
+        class Input:
+            @abstractmethod
+            def raw_mode(self):
+                """Turn the input into raw mode."""
+
+
+        class DummyInput(Input):
+            def raw_mode(self):
+                return nullcontext()
+        ''')
+    update = "# ... existing code ...\n    @traced\n    def raw_mode(self):\n# ... existing code ...\n"
+    result = merge(original, update, "python")
+    assert result.confidence == "likely" and "may add to them" in " ".join(result.reasons)
+
+
+def test_a_command_added_with_the_decorator_the_next_one_has_leaves_that_one_its_decorator():
+    """A new click command shown after the last line of the one above, under ``@cli.command()`` as the next
+    command is: the anchor ran on into that command's decorator, and the new function was put between it
+    and ``def stop():``, which lost it (certain). The decorator is the new command's own copy."""
+    original = d('''
+        @cli.command()
+        def start():
+            run()
+
+
+        @cli.command()
+        def stop():
+            halt()
+        ''')
+    update = ("# ... existing code ...\n    run()\n\n@cli.command()\ndef status():\n    show()\n"
+              "# ... existing code ...\n")
+    result = merge(original, update, "python")
+    assert result.confidence == "certain"
+    assert result.text == original.replace("    run()\n", "    run()\n\n@cli.command()\ndef status():\n    show()\n")
+
+
+def test_a_function_added_under_the_comment_the_next_one_opens_with_does_not_replace_that_one():
+    """Every function of the file opens with the same comment; a new one shown after the one above's
+    ``}`` under that comment, down to the file's last lines: the first anchor ran on into the next
+    function's comment and the reading put the new function in its place, deleting it (certain)."""
+    original = d('''
+        /** @this {Projection} */
+        export function init() {
+          this.a = 1;
+        }
+
+        /** @this {Projection} */
+        export function forward(p) {
+          p.x = this.a * p.x;
+          return p;
+        }
+
+        export var names = ['eqearth'];
+        ''')
+    update = d('''
+        // ... existing code ...
+        }
+
+        /** @this {Projection} */
+        export function inverse(p) {
+          p.x = p.x / this.a;
+          return p;
+        }
+
+        export var names = ['eqearth'];
+        ''')
+    result = merge(original, update, "javascript")
+    assert result.confidence != "certain" and "taking them from it" in " ".join(result.reasons)
+
+
+def test_a_decorated_function_renamed_under_its_decorator_stays_certain():
+    """``@pytest.fixture()`` / ``def flags():`` renamed ``flags_v2``: the new header keeps the name it changes,
+    so it is that function's, not a new one taking its decorator."""
+    original = d('''
+        import pytest
+
+
+        @pytest.fixture()
+        def flags():
+            return Flags()
+
+
+        def test_flags(flags):
+            assert flags
+        ''')
+    update = ("# ... existing code ...\n\n@pytest.fixture()\ndef flags_v2():\n    return Flags()\n"
+              "# ... existing code ...\n")
+    result = merge(original, update, "python")
+    assert result.confidence == "certain" and "def flags_v2():\n    return Flags()\n" in result.text
+
+
 def test_a_line_added_after_a_line_two_functions_end_with_is_not_placed_by_a_column_0_marker():
     """``return None`` ends two functions, a line added after it, the marker after at column 0 (as agents
     write every marker): beside the first function the next code resumes at the marker's column, beside
