@@ -23,7 +23,7 @@ import difflib
 from dataclasses import replace
 
 from fastapply.blockend import place_at_block_end
-from fastapply.defplace import (MAY_ADD, MAY_KEEP, closed_definition, deleted_at_end, place_by_definitions,
+from fastapply.defplace import (MAY_ADD, MAY_CLOSE, MAY_KEEP, closed_definition, deleted_at_end, place_by_definitions,
                                 reopened_definition, taken_leading_lines)
 from fastapply.edges import (beside_anchor, cut_past_opened, cut_to_code, deletes_nothing, docstring_above_docstring,
                              edge_doubt, read_edge, resumes_at_marker)
@@ -355,7 +355,7 @@ def _only_doubtless(seg: Segment, orig: Original, placements: list[Placement]) -
     doubtless = [p for p in placements if not p.doubts]
     if seg.marker_before is None or seg.marker_after is None or len(doubtless) != 1:
         return None
-    layout_only = (_MAY_REPLACE, MAY_KEEP, MAY_ADD)
+    layout_only = (_MAY_REPLACE, MAY_KEEP, MAY_CLOSE, MAY_ADD)
     if any(p.doubts and all(any(why in doubt for why in layout_only) for doubt in p.doubts) for p in placements):
         return None  # another place doubted only by the marker's indentation or the lines shown beside it
     only = doubtless[0]

@@ -1072,7 +1072,8 @@ def test_a_snippet_that_shows_the_file_start_without_a_marker_deletes_a_few_line
     result = merge(original, deep, "python")
     assert (result.confidence, result.reasons) == (
         "likely", ("segment 1 does not start with a marker; the first 4 non-blank original lines would be deleted",
-                   "segment 1 ends 'main' with its next lines edited; the marker after them may keep the rest of it"))
+                   "segment 1 edits 'main''s next lines in place; the marker after them, left of its body, may end it "
+                   "there"))
 
 
 def test_a_last_segment_that_opens_with_closing_lines_puts_its_code_after_the_files_last_copy_of_them():
@@ -1861,6 +1862,36 @@ def test_a_decorated_function_renamed_under_its_decorator_stays_certain():
               "# ... existing code ...\n")
     result = merge(original, update, "python")
     assert result.confidence == "certain" and "def flags_v2():\n    return Flags()\n" in result.text
+
+
+def test_a_line_edited_mid_body_then_a_column_0_marker_drafts_the_edit_in_place():
+    """A line of a method changed, the line above it as context, then a marker at column 0 (as agents write
+    every marker): the marker, left of the body, may end the method there (its rest replaced) or keep the
+    rest. Not certain either way; the draft was the rest deleted, and is the line edited in place."""
+    original = d('''
+        class Handler:
+            def wrap(self, e, ctx):
+                if e.ctx is None:
+                    e.ctx = ctx
+                if e.param is None:
+                    e.param = self.param
+                raise e
+        ''')
+    update = ("# ... existing code ...\n        if e.ctx is None:\n            e.ctx = ctx or self.ctx\n"
+              "# ... existing code ...\n")
+    result = merge(original, update, "python")
+    assert result.confidence == "likely" and "next lines in place" in " ".join(result.reasons)
+    assert result.text == original.replace("e.ctx = ctx\n", "e.ctx = ctx or self.ctx\n")
+
+
+def test_a_line_added_under_a_functions_header_then_a_column_0_marker_keeps_its_closing_brace():
+    """A JavaScript function's header, a line added under it, a marker at column 0: read as the function
+    ending there, its body and its `}` were deleted (a syntax error, so likely). The marker stands for the
+    rest, `}` with it: the draft keeps them."""
+    original = "function format(path) {\n  var obj = require(path);\n  return obj;\n}\n\nmodule.exports = format;\n"
+    update = "// ... existing code ...\nfunction format(path) {\n  console.time('load');\n// ... existing code ...\n"
+    result = merge(original, update, "javascript")
+    assert result.text == original.replace("{\n", "{\n  console.time('load');\n", 1), result.reasons
 
 
 def test_a_line_added_after_a_line_two_functions_end_with_is_not_placed_by_a_column_0_marker():

@@ -132,3 +132,18 @@ def test_a_new_line_beside_a_marker_much_like_the_line_it_keeps_is_not_certain(u
     the model decides (`--engine merge` refuses)."""
     merged = merge(PY, update, "python")
     assert merged.confidence == "likely" and "is much like the line 'return limit'" in merged.reasons[0], merged.reasons
+
+
+@pytest.mark.parametrize("language, original, update, expected", [
+    ("javascript", "function load(req, next) {\n  req.user = user;\n  next();\n  audit(req);\n}\n",
+     "// ... existing code ...\n  req.user = user;\n  next(); // hand on\n  // ... existing code ...\n",
+     "function load(req, next) {\n  req.user = user;\n  next(); // hand on\n  audit(req);\n}\n"),
+    ("python", PY, "# ... existing code ...\n    root = os.getcwd()\n    limit = 10  # rows\n"
+                   "    # ... existing code ...\n", PY.replace("limit = 10", "limit = 10  # rows")),
+])
+def test_a_statement_shown_with_its_comment_changed_beside_a_marker_is_that_line_edited(language, original, update,
+                                                                                        expected):
+    """`next(); // hand on` above the `next();` a marker keeps: read as an insertion, `next()` ran twice
+    (certain). The same statement, its comment added or changed, is the line edited."""
+    merged = merge(original, update, language)
+    assert (merged.confidence, merged.text) == ("certain", expected), merged.reasons
