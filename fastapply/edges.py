@@ -12,6 +12,7 @@ from collections import Counter
 from typing import NamedTuple
 
 from fastapply.asks import identifiers
+from fastapply.defs import definitions
 from fastapply.markers import indent_width
 from fastapply.segments import (NEAR, Original, blank_run, exact_key, is_closer, is_trivial, keeps_text, loose_key,
                                 lost_lines, opens_block, outdent)
@@ -425,6 +426,34 @@ def still_used(removed: list[str], added: list[str], kept: str, language: str | 
     bound = [name for line in removed if line.strip() not in still for name in _bound(line)]  # not moved below
     used = identifiers(kept, language) if bound else Counter()
     return next((name for name in bound if used[name]), None)
+
+
+def still_wired(removed: list[str], added: list[str], kept: str, language: str | None) -> str | None:
+    r"""The first of the original lines a snippet deletes at the file's end (``removed``) that the merged
+    file (``kept``) lost (no line the snippet puts in their place, ``added``, is one of them edited), where
+    the snippet puts a new definition in their place, or they use a definition the merged file keeps (not
+    in ``added``, nor exported another way): ``module.exports = load;`` deleted by a snippet that ends
+    with a new function and no marker after it. A snippet that ends by adding a definition means to add
+    it, not to delete the lines after. Else None.
+
+    >>> still_wired(["\n", "module.exports = load;\n"], [], "function load() {}\n", "javascript")
+    'module.exports = load;'
+    >>> still_wired(["export {};\n"], ["function added() {}\n"], "function added() {}\n", "typescript")
+    'export {};'
+    >>> still_wired(["module.exports = load;\n"], ["module.exports = load; // the API\n"], "", "javascript")
+    """
+    lost = [line for line in removed if line.strip() and not any(
+        not is_trivial(new) and keeps_text(line, new) for new in added)]
+    if language is None or not lost:
+        return None
+    if definitions("".join(added), language):
+        return lost[0].strip()
+    defined = {d.name for d in definitions(kept, language)} - set(identifiers("".join(added), language))
+    for line in lost:
+        if any(name in defined and not re.search(rf"^\s*export\b.*\b{re.escape(name)}\b", kept, re.M)
+               for name in identifiers(line, language)):
+            return line.strip()
+    return None
 
 
 def _bound(line: str) -> list[str]:

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from fastapply.anchor import place
 from fastapply.defplace import place_by_definitions
 from fastapply.defs import definitions
-from fastapply.edges import EDGE_DELETION, held_once, inside_file, still_used
+from fastapply.edges import EDGE_DELETION, held_once, inside_file, still_used, still_wired
 from fastapply.keyed import marked_keys, set_keys
 from fastapply.keymerge import edge_keys, set_in_place
 from fastapply.markers import has_inline_marker, indent_width, marker_lines
@@ -77,6 +77,8 @@ def merge(original: str, update: str, language: str | None) -> MergeResult:
         return MergeResult(None, NONE, tuple(doubts) + ("the snippet's segments overlap in the original",))
     if segments and segments[0].marker_before is None and placements and placements[0].start == 0:
         doubts += _head_still_used(orig, placements[0], text)
+    if segments and segments[-1].marker_after is None and placements and placements[-1].end == len(orig.lines):
+        doubts += _tail_still_wired(orig, placements[-1], text)
     if any(has_inline_marker(line) for line in snippet if not marker_lines([line], language)[0]):
         doubts.append("a lazy marker sits inside a line of code")
     if language is None:
@@ -349,6 +351,20 @@ def _head_still_used(orig: Original, first: Placement, text: str) -> list[str]:
     used = still_used(orig.lines[:anchor], list(first.lines[:shown]), text, orig.language)
     return [] if used is None else [f"the snippet does not start with a marker; the file's first lines, where "
                                     f"{used!r}, still used, comes from, would be deleted"]
+
+
+def _tail_still_wired(orig: Original, last: Placement, text: str) -> list[str]:
+    """The doubt where the last segment, with no marker after it, deletes the file's last lines and they use
+    a definition the merged file keeps (``edges.still_wired``); what took their place is the merged file's
+    lines after the last copy of the segment's last anchor line of code."""
+    anchor = max((line for _, line in last.matched if orig.lines[line].strip()), default=None)
+    if anchor is None:
+        return []
+    merged = text.splitlines(True)
+    after = max((k for k, line in enumerate(merged) if line == orig.lines[anchor]), default=len(merged))
+    wired = still_wired(orig.lines[anchor + 1:], merged[after + 1:], text, orig.language)
+    return [] if wired is None else [f"the snippet does not end with a marker; the file's last lines ({wired!r}) "
+                                     f"would be deleted"]
 
 
 def _opens_alike(header: str, line: str) -> bool:

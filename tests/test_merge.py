@@ -1100,6 +1100,18 @@ def test_a_snippet_that_opens_at_a_class_with_no_marker_above_keeps_the_imports_
     assert result.confidence == "likely" and "a docstring among them" in " ".join(result.reasons)
 
 
+def test_a_function_added_at_the_end_with_no_marker_after_keeps_the_lines_that_export_the_module():
+    """A new function after the file's last one, the snippet ending with it: the few lines after it were
+    within what a snippet with no marker after may delete, and ``module.exports = load;`` went, certain. A
+    snippet that ends by adding a definition does not mean to delete what follows it: a doubt."""
+    original = "const path = require('path');\n\nfunction load(name) {\n  return path.join('a', name);\n}\n\n" \
+               "module.exports = load;\n"
+    update = ("// ... existing code ...\n  return path.join('a', name);\n}\n\nfunction save(name) {\n  return name;\n"
+              "}\n")
+    result = merge(original, update, "javascript")
+    assert result.confidence == "likely" and "'module.exports = load;'" in " ".join(result.reasons)
+
+
 def test_a_last_segment_that_opens_with_closing_lines_puts_its_code_after_the_files_last_copy_of_them():
     """`}` then new code, the snippet's end: the `}` is the file's last one (a namespace's, not the class's
     above it) and the code goes after it, in place of any lines after it (eventemitter3 ``index.d.ts``:
@@ -2462,7 +2474,7 @@ def test_a_snippet_with_no_last_marker_that_would_delete_the_files_last_definiti
     original = "import os\n\n\nclass A:\n    def f(self):\n        return 1\n\n    def g(self):\n        return 2\n" + tail
     merged = merge(original, "# ... existing code ...\nclass A:\n    # ... existing code ...\n    def g(self):\n"
                              "        return 3\n", "python")
-    assert merged.confidence == "likely" and lost in merged.reasons[-1], merged.reasons
+    assert merged.confidence == "likely" and lost in " ".join(merged.reasons), merged.reasons
     shown = merge(original, "# ... existing code ...\n    def g(self):\n        return 3\n" + tail, "python")
     assert (shown.confidence, shown.text) == ("certain", original.replace("return 2", "return 3"))
 
