@@ -21,15 +21,6 @@ EDGE_DELETION = 3  # non-blank lines a segment with no marker before (after) it 
 MOST_BLANK = 2  # the longest run of blank lines a style sets between blocks (PEP 8's two around definitions)
 _PY_HEADER = re.compile(r"\s*(async\s+def|def|class)\b.*:\s*(#.*)?$")
 _STRING_START = re.compile(r"[rRbBuU]?(\"|')")
-_BINDERS = (  # a line that binds names: the part of it that names them
-    re.compile(r"\s*from\s+\S+\s+import\s+\(?(?P<names>[^()#]+)"),  # Python
-    re.compile(r"\s*import\s+(?P<names>[\w., ]+?)\s*(#.*)?$"),  # Python
-    re.compile(r"\s*import\s+(?:type\s+)?(?P<names>.+?)\s+from\s"),  # JavaScript, TypeScript
-    re.compile(r"\s*(?:export\s+)?(?:const|let|var)\s+(?P<names>.+?)\s*="),  # JavaScript, TypeScript
-    re.compile(r"(?P<names>[A-Za-z_]\w*)\s*(?::[^=]+)?=[^=]"),  # a name assigned at column 0
-    re.compile(r"\s*#\s*define\s+(?P<names>\w+)"),  # C, C++
-    re.compile(r"\s*(?:pub\s+)?use\s+(?:\w+::)*(?P<names>\{[^}]*\}|\w+)"),  # Rust
-)
 
 
 def resumes_at_marker(after: list[str], marker_indent: int, new: tuple[str, ...]) -> bool:
@@ -408,26 +399,6 @@ def inside_file(original: list[str], snippet: list[str], allowance: int = EDGE_D
     return left_out(original[:start], snippet[:anchors[0]]) or left_out(original[end + 1:], snippet[anchors[-1] + 1:])
 
 
-def still_used(removed: list[str], added: list[str], kept: str, language: str | None) -> str | None:
-    r"""A name that the original lines a snippet deletes at the file's start (``removed``, none shown in
-    their place: ``added``) bind, where the merged file's code (``kept``) still uses it: ``import os``
-    deleted by a snippet that opens with ``class Config:``, whose methods call ``os.path``. A snippet that
-    uses markers and opens at a definition with none above it means to leave what is above it, which that
-    code needs; one that deletes the head on purpose (a ``from __future__`` import, an ``#if`` whose uses
-    it drops) leaves nothing using it. Else None.
-
-    >>> still_used(["import os\n", "\n"], [], "class Config:\n    root = os.getcwd()\n", "python")
-    'os'
-    >>> still_used(["from __future__ import annotations\n"], [], "import sys\nsys.exit()\n", "python")
-    """
-    if language is None or any(line.strip() for line in added) or not any(line.strip() for line in removed):
-        return None
-    still = {line.strip() for line in kept.splitlines()}
-    bound = [name for line in removed if line.strip() not in still for name in _bound(line)]  # not moved below
-    used = identifiers(kept, language) if bound else Counter()
-    return next((name for name in bound if used[name]), None)
-
-
 def still_wired(removed: list[str], added: list[str], kept: str, language: str | None) -> str | None:
     r"""The first of the original lines a snippet deletes at the file's end (``removed``) that the merged
     file (``kept``) lost (no line the snippet puts in their place, ``added``, is one of them edited), where
@@ -454,29 +425,6 @@ def still_wired(removed: list[str], added: list[str], kept: str, language: str |
                for name in identifiers(line, language)):
             return line.strip()
     return None
-
-
-def _bound(line: str) -> list[str]:
-    """The names a line of imports or a declaration binds (Python's and JavaScript's imports, a `const`, a
-    name assigned at column 0, a C `#define`, a Rust `use`), else none.
-
-    >>> _bound("from os.path import join, exists as there"), _bound("import numpy as np, os.path")
-    (['join', 'there'], ['np', 'os'])
-    >>> _bound("const { a, b: c } = require('x');"), _bound("import React, { useState as use } from 'react';")
-    (['a', 'c'], ['React', 'use'])
-    >>> _bound("#define HAVE_X 1"), _bound("use std::io::{Read, Write};"), _bound("print(x)")
-    (['HAVE_X'], ['Read', 'Write'], [])
-    """
-    for pattern in _BINDERS:
-        if (match := pattern.match(line)) is None:
-            continue
-        names = []
-        for part in re.split(r",|\{|\}", match["names"]):
-            words = re.findall(r"[A-Za-z_$][\w$]*", part.split(" as ")[-1].split(":")[-1])
-            if words:
-                names.append(words[0])
-        return [name for name in names if name not in ("self", "default", "type")]
-    return []
 
 
 def edge_doubt(removed: list[str], added: tuple[str, ...], what: str, which: str) -> list[str]:

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from fastapply.anchor import place
 from fastapply.defplace import place_by_definitions
 from fastapply.defs import definitions
-from fastapply.edges import EDGE_DELETION, held_once, inside_file, still_used, still_wired
+from fastapply.edges import EDGE_DELETION, held_once, inside_file, still_wired
 from fastapply.keyed import marked_keys, set_keys
 from fastapply.keymerge import edge_keys, set_in_place
 from fastapply.markers import has_inline_marker, indent_width, marker_lines
@@ -75,8 +75,6 @@ def merge(original: str, update: str, language: str | None) -> MergeResult:
     text = _assemble(orig.lines, placements, original)
     if text is None:
         return MergeResult(None, NONE, tuple(doubts) + ("the snippet's segments overlap in the original",))
-    if segments and segments[0].marker_before is None and placements and placements[0].start == 0:
-        doubts += _head_still_used(orig, placements[0], text)
     if segments and segments[-1].marker_after is None and placements and placements[-1].end == len(orig.lines):
         doubts += _tail_still_wired(orig, placements[-1], text)
     if any(has_inline_marker(line) for line in snippet if not marker_lines([line], language)[0]):
@@ -339,18 +337,6 @@ def _headless(orig: Original, placements: list[Placement]) -> list[str]:
                        p.end < d.end or any(d.header < line < d.end for _, line in p.matched))
                    and not any(_opens_alike(orig.lines[d.header], line) for line in p.lines)]
     return doubts
-
-
-def _head_still_used(orig: Original, first: Placement, text: str) -> list[str]:
-    """The doubt where the first segment, with no marker before it, deletes the file's first lines and the
-    merged file still uses a name they bind (``edges.still_used``)."""
-    if not first.matched:
-        return []
-    anchor = min(line for _, line in first.matched)
-    shown = next((k for k, line in enumerate(first.lines) if line == orig.lines[anchor]), 0)
-    used = still_used(orig.lines[:anchor], list(first.lines[:shown]), text, orig.language)
-    return [] if used is None else [f"the snippet does not start with a marker; the file's first lines, where "
-                                    f"{used!r}, still used, comes from, would be deleted"]
 
 
 def _tail_still_wired(orig: Original, last: Placement, text: str) -> list[str]:
