@@ -105,9 +105,12 @@ def _leaving_decorators(orig: Original, lines: tuple[str, ...], head: list[int],
     lines before them) is dropped, the first run then the last too; one run is cut to its code before
     them where it keeps a line of code. Else the runs as they are."""
     taken = taken_leading_lines(orig, tail, lines)
-    if taken is None or not taken[2]:
+    if taken is None:
         return head, tail
-    kept = lines[tail[1]:tail[1] + max(taken[1], 0)]
+    _, before, decorators = taken
+    if not decorators:
+        return head, tail
+    kept = lines[tail[1]:tail[1] + max(before, 0)]
     if head is not tail and not any(line.strip() for line in kept):
         run = head
     elif head is tail and any(not is_trivial(line) for line in kept):

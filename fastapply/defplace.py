@@ -158,14 +158,14 @@ def closed_definition(orig: Original, end: int, trailing: tuple[str, ...], marke
     if not closes_with_code and not (new and marker_indent <= width):
         return end, []
     doubts = []
+    edited = edits_lines_beside(trailing, orig.lines[end:enclosing.end])
+    span = _span(orig.lines[end:], len(new))  # the original lines they would edit
     if orig.language in INDENT_LANGUAGES and (closes_with_code or enclosing.kind in CONTAINERS):
         doubts.append(f"{where} rewrites the end of {enclosing.name!r}; its layout alone says so")
-    elif edits_lines_beside(trailing, orig.lines[end:enclosing.end]) and not pasted and not closes_with_code and \
-            _opens_alike(orig.lines[end:end + _span(orig.lines[end:], len(new))], new):
+    elif edited and not pasted and not closes_with_code and _leaves_open_alike(orig.lines[end:end + span], new):
         # the marker keeps the rest after the lines they edit, as it would after lines added
-        return end + _span(orig.lines[end:], len(new)), [f"{where} edits {enclosing.name!r}'s next lines in place; "
-                                                         f"{MAY_CLOSE}"]
-    elif edits_lines_beside(trailing, orig.lines[end:enclosing.end]):
+        return end + span, [f"{where} edits {enclosing.name!r}'s next lines in place; {MAY_CLOSE}"]
+    elif edited:
         doubts.append(f"{where} ends {enclosing.name!r} with its next lines edited; {MAY_KEEP}")
     elif orig.language in INDENT_LANGUAGES and not pasted and not _replaces(new, orig.lines[end:enclosing.end]):
         return end, []  # lines added: the marker keeps the rest (``anchor``: a doubt that they may replace it)
@@ -175,15 +175,15 @@ def closed_definition(orig: Original, end: int, trailing: tuple[str, ...], marke
     return enclosing.end, doubts
 
 
-def _opens_alike(old: list[str], new: list[str]) -> bool:
+def _leaves_open_alike(old: list[str], new: list[str]) -> bool:
     """Whether ``new`` lines leave as many brackets and triple-quoted strings open as ``old`` do: taking
     their place keeps the code after them as it was (a docstring's first line edited into a whole
     docstring would close it early).
 
     >>> quotes = '"' * 3
-    >>> _opens_alike([f"    {quotes}Cast a value."], [f"    {quotes}Cast a value, unchecked.{quotes}"])
+    >>> _leaves_open_alike([f"    {quotes}Cast a value."], [f"    {quotes}Cast a value, unchecked.{quotes}"])
     False
-    >>> _opens_alike(["    total = f(a,"], ["    total = g(a, b,"])
+    >>> _leaves_open_alike(["    total = f(a,"], ["    total = g(a, b,"])
     True
     """
     def opened(lines: list[str]) -> tuple[int, ...]:
