@@ -275,6 +275,54 @@ def beside_edit(rng: random.Random, text: str, language: str) -> tuple[str, str,
     return "".join(edited), "".join(before + part + after), f"{kind}-{'below' if below else 'above'}"
 
 
+def definition_edit(rng: random.Random, text: str, language: str) -> tuple[str, str, str] | None:
+    """(edited text, snippet, kind) for a code file: a top-level definition added, made as an agent makes
+    one like its neighbour (a copy of it, renamed ``NAME_added``, one line of its body another of the file's
+    with a word changed; its decorators and the comments above it copied too), and the snippet as an agent
+    writes it: a marker, the last 1 to 3 lines of the definition above, the new one. ``between``: added
+    between two definitions, a copy of the next, whose lines up to its header the snippet shows after the
+    new one, then a marker (``between-decorated`` where the next has decorators or comments above its
+    header, which the new one opens with too); ``end``: added after the last definition where the file has
+    code below it (``module.exports``, ``if __name__``), a copy of that definition, no marker after it: the
+    expected file keeps that code. None where the file has no such place (definitions of 3 to 40 lines,
+    blank lines alone between them, the name on the header's line)."""
+    from fastapply.defs import definitions
+    from fastapply.snippet import marker_like
+
+    lines = text.splitlines(keepends=True)
+    top = [d for d in definitions(text, language) if not d.scope]
+    fit = [d for d in top if 3 <= d.end - d.header and d.end - d.start <= 40 and d.name in lines[d.header]
+           and any(lines[j].strip() for j in range(d.header + 1, d.end - 1))]
+    pairs = [(a, b) for a, b in zip(top, top[1:]) if a in fit and b in fit and b.start > a.end
+             and not "".join(lines[a.end:b.start]).strip()]
+    last = top[-1] if top else None
+    ends = [last] if last in fit and "".join(lines[last.end:]).strip() and last.end < len(lines) \
+        and not lines[last.end].strip() else []
+    kind = rng.choice(["between", "end"])
+    if not (pairs if kind == "between" else ends):
+        kind = "end" if ends else "between"
+        if not (pairs or ends):
+            return None
+    a, b = rng.choice(pairs) if kind == "between" else (ends[0], ends[0])
+    copy = lines[b.start:b.end]
+    copy[b.header - b.start] = lines[b.header].replace(b.name, b.name + "_added", 1)
+    body = [k for k in range(b.header - b.start + 1, len(copy) - 1) if copy[k].strip()]
+    k = rng.choice(body)
+    copy[k] = _new_line(rng, copy[k], None, lines)
+    code = [j for j in range(a.header, a.end) if lines[j].strip()]
+    shown = code[-min(rng.choice([1, 2, 3]), len(code))]
+    above = [marker_like(lines[shown], language) + "\n"]
+    if kind == "between":
+        gap = lines[a.end:b.start]
+        edited = lines[:b.start] + copy + gap + lines[b.start:]
+        after = lines[b.start:b.header + 1] + [marker_like(lines[b.header + 1], language) + "\n"]
+        snippet = above + lines[shown:a.end] + gap + copy + gap + after
+        return "".join(edited), "".join(snippet), "between-decorated" if b.start < b.header else "between"
+    gap = lines[a.end:next(j for j in range(a.end, len(lines)) if lines[j].strip())]
+    edited = lines[:a.end] + gap + copy + lines[a.end:]
+    return "".join(edited), "".join(above + lines[shown:a.end] + gap + copy), "end"
+
+
 def _literal_changed(line: str) -> str | None:
     """The line with its last number one more, or a character added before its last string's closing
     quote; None where it has neither, or is no whole statement (brackets left open, a comma ending it)."""

@@ -35,7 +35,11 @@ and lines of the file above (below) it: a store's value, another line's number o
 changed copy added beside it (``edits.beside_edit``): ``merge-beside.json``;
 ``--functions``, a top-level definition shown from its first line with no marker above it, one line inside
 it changed between markers, and its closing line (``edits.function_edit``), merged as the CLI reads it
-(``engine.merge_reading``, which decides the code beyond an edge with no marker): ``merge-functions.json``.
+(``engine.merge_reading``, which decides the code beyond an edge with no marker): ``merge-functions.json``;
+``--definitions``, a top-level definition added like its neighbour, between two or after the last, the last
+lines of the one above shown, then the new one, then the next one's lines to its header and a marker (or,
+after the last, nothing: the code below it kept), merged as the CLI reads it (``edits.definition_edit``):
+``merge-definitions.json``.
 
 With ``--known``, the edits are tasks in the eval suite's schema (the suite, the training set): each
 update is merged into its original and compared with the task's expected file; the same figures by
@@ -66,8 +70,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from edits import (OTHER, block_edit, corpus, function_edit, key_edit, new_key_edit, random_edit,  # noqa: E402
-                   region_edit, sources, beside_edit)
+from edits import (OTHER, beside_edit, block_edit, corpus, definition_edit, function_edit, key_edit,  # noqa: E402
+                   new_key_edit, random_edit, region_edit, sources)
 
 from fastapply.bench import cpu_model  # noqa: E402
 from fastapply.engine import merge_edit, merge_reading, read_edit  # noqa: E402
@@ -85,11 +89,14 @@ KEYS_RESULTS = RESULTS.with_name("merge-keys.json")
 NEW_KEYS_RESULTS = RESULTS.with_name("merge-new-keys.json")
 BESIDE_RESULTS = RESULTS.with_name("merge-beside.json")
 FUNCTIONS_RESULTS = RESULTS.with_name("merge-functions.json")
+DEFINITIONS_RESULTS = RESULTS.with_name("merge-definitions.json")
 ALONE = {"blocks": block_edit, "regions": region_edit}  # snippets of one changed part alone, no marker
 KEY_EDITS = {"keys": key_edit, "new-keys": new_key_edit}  # paths of keys, told the language
 KEYED = ("yaml", "toml", "json")  # the languages of ``--keys`` and ``--new-keys``
-NOT_CODE = (*KEYED, "css", "html", "markdown", OTHER)  # no language of ``--beside`` and ``--functions``
-CODE_EDITS = {"beside": beside_edit, "functions": function_edit}  # snippets with markers in code, told the language
+NOT_CODE = (*KEYED, "css", "html", "markdown", OTHER)  # no language of ``CODE_EDITS``
+CODE_EDITS = {"beside": beside_edit, "functions": function_edit,  # snippets with markers in code, told the language
+              "definitions": definition_edit}
+AS_THE_CLI = ("functions", "definitions")  # merged as the CLI reads a snippet's unmarked edges
 
 
 def run(n_edits: int, seed: int, js_share: float, replay: int, dirs: list[Path] | None = None,
@@ -133,8 +140,8 @@ def run(n_edits: int, seed: int, js_share: float, replay: int, dirs: list[Path] 
         if not alone:
             snippet = make_snippet(text, edited, code, context=context)
         start = time.perf_counter()
-        result = (merge_reading(text, read_edit(text, snippet, code), code) if alone == "functions"  # as the CLI
-                  else merge(text, snippet, code))  # reads its edges
+        result = (merge_reading(text, read_edit(text, snippet, code), code) if alone in AS_THE_CLI
+                  else merge(text, snippet, code))
         seconds = time.perf_counter() - start
         rows.append({
             "language": language, "kind": kind, "context": context, "lines": text.count("\n"),
@@ -304,7 +311,7 @@ def show(report: dict) -> None:
         table.add_column(column, justify="right" if column != "slice" else "left")
     slices = [("all", report["all"])] + list(report["by_language"].items()) + [
         (f"context {c}", f) for c, f in report["by_context"].items()] + (
-        [(kind, f) for kind, f in report["by_kind"].items() if kind.startswith(("keys-", "new-"))])
+        [(kind, f) for kind, f in report["by_kind"].items() if kind.startswith(("keys-", "new-", "between", "end"))])
     for name, f in slices:
         precision = f"{100 * f['precision_certain']:.2f}%" if f["precision_certain"] is not None else "-"
         table.add_row(name, str(f["edits"]), str(f["certain"]), precision, f"{100 * f['share_certain']:.1f}%",
@@ -380,6 +387,10 @@ def main() -> None:
     parser.add_argument("--functions", action="store_true",
                         help="with --sources: code files only, each snippet a top-level definition from its first "
                              "line, no marker above it, one line inside it changed between markers")
+    parser.add_argument("--definitions", action="store_true",
+                        help="with --sources: code files only, each snippet a top-level definition added like its "
+                             "neighbour, between two (the next one's header shown after it) or after the last "
+                             "(no marker after it), the lines of the one above shown")
     parser.add_argument("--other", action="store_true",
                         help="with --sources: files of no language fastapply knows too (a Dockerfile, a .conf), "
                              "merged with no parser, as 'other'")
@@ -399,11 +410,12 @@ def main() -> None:
     if (args.merges or args.against or args.fenced) and not args.known:
         parser.error("--merges, --against and --fenced go with --known")
     modes = {"blocks": args.blocks, "regions": args.regions, "keys": args.keys, "new-keys": args.new_keys,
-             "beside": args.beside, "functions": args.functions}
+             "beside": args.beside, "functions": args.functions, "definitions": args.definitions}
     if (any(modes.values()) or args.other) and not args.sources:
-        parser.error("--blocks, --regions, --keys, --new-keys, --beside, --functions and --other go with --sources")
+        parser.error("--blocks, --regions, --keys, --new-keys, --beside, --functions, --definitions and --other go "
+                     "with --sources")
     if sum(modes.values()) > 1:
-        parser.error("one of --blocks, --regions, --keys, --new-keys, --beside and --functions")
+        parser.error("one of --blocks, --regions, --keys, --new-keys, --beside, --functions and --definitions")
     alone = next((mode for mode, chosen in modes.items() if chosen), None)
     if args.known:
         report = run_known(args.known, args.merges, args.against, args.fenced)
@@ -412,7 +424,7 @@ def main() -> None:
         report = run(args.edits, args.seed, args.js_share, args.replay, args.sources, alone, args.other)
         out = args.out or {"blocks": BLOCKS_RESULTS, "regions": REGIONS_RESULTS, "keys": KEYS_RESULTS,
                            "new-keys": NEW_KEYS_RESULTS, "beside": BESIDE_RESULTS,
-                           "functions": FUNCTIONS_RESULTS}.get(
+                           "functions": FUNCTIONS_RESULTS, "definitions": DEFINITIONS_RESULTS}.get(
             alone, SOURCES_RESULTS if args.sources else RESULTS)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(report, indent=2) + "\n")
