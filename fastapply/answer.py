@@ -279,10 +279,10 @@ def deletes_in_use(deleting: str, keeping: str, language: str | None) -> bool:
     if any(_UNTOLD.match(line) for line in gone.split("\n")) and not any(_UNTOLD.match(line) for line in new):
         return True  # the file's every `#include` deleted: the names it gave are not told, and the code uses some
     used = identifiers(deleting, language)
-    return any(used[name] for name in _bound(gone, language) - _bound(deleting, language))
+    return any(used[name] for name in bound_names(gone, language) - bound_names(deleting, language))
 
 
-def _bound(text: str, language: str) -> set[str]:
+def bound_names(text: str, language: str) -> set[str]:
     """The names ``text`` binds: its definitions', every word of its import lines, and the name of each
     top-level declaration or store."""
     names = {definition.name for definition in definitions(text, language)}

@@ -201,9 +201,10 @@ def attributes_above(lines: list[str], start: int, headers: set[int]) -> int:
     return block if block < top and lines[block].strip().startswith(ABOVE) else top
 
 
-def identifiers(text: str, language: str | None) -> Counter:
+def identifiers(text: str, language: str | None, keys: bool = True) -> Counter:
     """How often ``text`` uses each name as a name of its own (identifiers; not a member of another
     object such as ``json.load``, nor words in comments and strings): a renamed name has none left.
+    ``keys=False``: nor an object's keys and a struct's fields (``{webTransform: ...}``, ``.ml_meth =``).
     Without a known language, every word counts."""
     if language is None:
         return _words(text)
@@ -213,9 +214,13 @@ def identifiers(text: str, language: str | None) -> Counter:
         if node.child_count:
             stack.extend(node.children)
         elif (node.type.endswith("identifier") or node.type.endswith("identifier_pattern") or node.type == "constant") \
-                and not (node.prev_sibling is not None and node.prev_sibling.type in MEMBER):
+                and not (node.prev_sibling is not None and node.prev_sibling.type in MEMBER) \
+                and (keys or node.type not in _KEYS):
             found[node.text.decode("utf-8", "replace")] += 1
     return found
+
+
+_KEYS = {"property_identifier", "field_identifier"}  # an object's key, a struct's field: no name of its own
 
 
 def _names(text: str, language: str) -> Counter:

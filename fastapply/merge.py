@@ -24,6 +24,8 @@ import re
 from dataclasses import dataclass
 
 from fastapply.anchor import place
+from fastapply.answer import bound_names
+from fastapply.asks import identifiers
 from fastapply.defplace import place_by_definitions
 from fastapply.defs import definitions
 from fastapply.edges import EDGE_DELETION, held_once, inside_file, still_wired
@@ -32,7 +34,7 @@ from fastapply.keymerge import edge_keys, set_in_place
 from fastapply.markers import has_inline_marker, indent_width, marker_lines
 from fastapply.restate import restated
 from fastapply.segments import Original, Placement, Segment, is_trivial, starts_inside_block
-from fastapply.syntax import count_errors, get_language
+from fastapply.syntax import count_errors, get_language, parse
 
 _LINE = re.compile(r"[^\n]*\n|[^\n]+$")
 CERTAIN, LIKELY, NONE = "certain", "likely", "none"
@@ -77,6 +79,7 @@ def merge(original: str, update: str, language: str | None) -> MergeResult:
         return MergeResult(None, NONE, tuple(doubts) + ("the snippet's segments overlap in the original",))
     if segments and segments[-1].marker_after is None and placements and placements[-1].end == len(orig.lines):
         doubts += _tail_still_wired(orig, placements[-1], text)
+    doubts += _still_called(orig, text)
     if any(has_inline_marker(line) for line in snippet if not marker_lines([line], language)[0]):
         doubts.append("a lazy marker sits inside a line of code")
     if language is None:
@@ -339,16 +342,62 @@ def _headless(orig: Original, placements: list[Placement]) -> list[str]:
     return doubts
 
 
+def _still_called(orig: Original, text: str) -> list[str]:
+    """The doubt where the merged file has lost the definition of a name it still uses: a segment that opens
+    with a line the file ends many definitions with (``}``), then a new function like the one after it, was
+    anchored by that function's lines found in the one before, which it read as renamed and rewritten,
+    though the file still calls it (``test_set_if_match();``, a method table's ``.ml_meth``): a new
+    definition added beside it reads so too (``merge_bench.py --definitions``). A rename whose callers the
+    snippet does not change is in doubt as well. Only definitions whose header line the merged file lacks
+    are parsed for."""
+    if orig.language is None:
+        return []
+    merged = set(text.split("\n"))
+    gone = {d.name for d in orig.defs() if not d.scope and orig.lines[d.header].rstrip("\n") not in merged}
+    if not gone:
+        return []
+    gone -= bound_names(text, orig.language) | _bound_inside(text, orig.language)  # defined again, imported,
+    used = identifiers(text, orig.language, keys=False)  # declared, or a name a function binds for itself
+    return [f"the merge deletes the definition of {name!r}, which the merged file still uses"
+            for name in sorted(gone) if used.get(name)]
+
+
+def _bound_inside(text: str, language: str) -> set[str]:
+    """The names ``text`` binds as a parameter or a local variable (``def test_flags(flags):``, ``let value``):
+    a use of such a name may be its own, not the definition's of that name."""
+    found, stack = set(), [parse(text, language).root_node]
+    while stack:
+        node = stack.pop()
+        stack.extend(node.children)
+        parent = node.parent
+        if not node.type.endswith("identifier") or parent is None:
+            continue
+        if "parameter" in parent.type or any(node == parent.child_by_field_name(field)
+                                             for field in ("name", "left", "pattern", "declarator")):
+            found.add(node.text.decode("utf-8", "replace"))
+    return found
+
+
 def _tail_still_wired(orig: Original, last: Placement, text: str) -> list[str]:
     """The doubt where the last segment, with no marker after it, deletes the file's last lines and they use
-    a definition the merged file keeps (``edges.still_wired``); what took their place is the merged file's
-    lines after the last copy of the segment's last anchor line of code."""
+    a definition the merged file keeps, or the snippet adds a definition and they lie outside the definitions
+    around its last anchor (``edges.still_wired``); what took their place is the merged file's lines after
+    the last copy of the segment's last anchor line of code. The definition the snippet adds (a name the
+    merged file has and the original not) may lie before that line: a new function modelled on the file's
+    last one ends with that one's last line, which is then the last anchor (``merge_bench.py
+    --definitions``). Lines deleted inside the definition the anchor is in are that definition rewritten."""
     anchor = max((line for _, line in last.matched if orig.lines[line].strip()), default=None)
-    if anchor is None:
+    if anchor is None or orig.language is None:
         return []
     merged = text.splitlines(True)
     after = max((k for k, line in enumerate(merged) if line == orig.lines[anchor]), default=len(merged))
-    wired = still_wired(orig.lines[anchor + 1:], merged[after + 1:], text, orig.language)
+    added = merged[after + 1:]
+    wired = still_wired(orig.lines[anchor + 1:], added, text, orig.language)
+    if wired is None:
+        had = {d.name for d in orig.defs()}
+        if any(d.name not in had for d in definitions(text, orig.language)):
+            held = max((d.end for d in orig.defs() if d.start <= anchor < d.end), default=anchor + 1)
+            wired = still_wired(orig.lines[held:], added, text, orig.language, adds=True)
     return [] if wired is None else [f"the snippet does not end with a marker; the file's last lines ({wired!r}) "
                                      f"would be deleted"]
 

@@ -1098,6 +1098,77 @@ def test_a_function_added_at_the_end_with_no_marker_after_keeps_the_lines_that_e
     assert result.confidence == "likely" and "'module.exports = load;'" in " ".join(result.reasons)
 
 
+@pytest.mark.parametrize("language, original, update, lost", [
+    ("python", 'class Reader:\n    def read(self):\n        """Read."""\n        raise NotImplementedError\n\n\n'
+               '__all__ = [\n    "Reader",\n]\n',
+     '# ... existing code ...\n        """Read."""\n        raise NotImplementedError\n\n\nclass Writer:\n'
+     '    def read(self):\n        """Read."""\n        raise NotImplementedError\n', "__all__ = ["),
+    ("typescript", "export type Name<T> =\n\tT extends string\n\t\t? T\n\t\t: never;\n\nexport {};\n",
+     "// ... existing code ...\n\t\t? T\n\t\t: never;\n\nexport type Other<T> =\n\tT extends number\n\t\t? T\n"
+     "\t\t: never;\n", "export {};"),
+])
+def test_a_definition_added_at_the_end_like_the_last_one_keeps_the_lines_after_it(language, original, update, lost):
+    """A new definition modelled on the file's last one, after it, the snippet ending with it: its last lines
+    are the last one's, so they, not the lines shown above the new one, are the segment's last anchor, and
+    the lines after were deleted as lines the new code follows (``__all__``, ``export {};``), certain. A
+    snippet that adds a definition and ends with no marker means to add it: a doubt
+    (``merge_bench.py --definitions``)."""
+    result = merge(original, update, language)
+    assert result.confidence == "likely" and repr(lost)[:-1] in " ".join(result.reasons)
+
+
+def test_a_snippet_that_adds_a_function_and_rewrites_the_end_of_the_last_one_with_no_marker_after_is_certain():
+    """A function added above the file's last one and the end of that one's body rewritten, the snippet
+    ending with it: the lines it deletes are inside the function its last lines rewrite, not lines after a
+    definition it adds, and the merge stays certain (dateparser's ``test_dateparser_data_integrity.py``)."""
+    original = "import os\n\n\ndef check():\n    path = os.getcwd()\n    with open(path) as f:\n" \
+               "        return f.read()\n"
+    update = "# ... existing code ...\n\n\ndef helper():\n    return 1\n\n\ndef check():\n    path = os.getcwd()\n" \
+             "    return path\n"
+    result = merge(original, update, "python")
+    assert result.text == "import os\n\n\ndef helper():\n    return 1\n\n\ndef check():\n    path = os.getcwd()\n" \
+                          "    return path\n"
+    assert (result.confidence, result.reasons) == ("certain", ())
+
+
+def test_a_function_added_like_the_next_one_after_a_lone_closing_brace_keeps_the_one_before_that_is_still_called():
+    """`}`, then a new test like the next one, then that one's header: the `}` anchors nowhere alone, the new
+    test's opening lines were found in the test before, which the merge read as renamed and rewritten,
+    deleted while `main` still calls it, certain. A merge that deletes a definition its file still uses
+    is a doubt (a rename whose callers the snippet leaves is one too)."""
+    body = "{\n    int x;\n\n    x = 1;\n    set_%s(&x, 2);\n    check(x == 0xFF);\n\n    x = 1;\n    set_%s(&x, 0);\n" \
+           "    check(x == %s);\n}\n"
+    original = ("#include \"set.h\"\n\nvoid zero(void)\n{\n    unsigned i;\n\n    for (i = 0; i < 8; i++) {\n"
+                "        check(i < 8);\n    }\n}\n\nvoid first(void)\n" + body % ("a", "a", "1") + "\nvoid second(void)\n"
+                + body % ("b", "b", "1") + "\nint main(void)\n{\n    zero();\n    first();\n    second();\n"
+                "    return 0;\n}\n")
+    update = "// ... existing code ...\n}\n\nvoid second_added(void)\n" + body % ("b", "b", "2") + \
+             "\nvoid second(void)\n// ... existing code ...\n"
+    result = merge(original, update, "c")
+    assert result.confidence == "likely"
+    assert "the merge deletes the definition of 'first', which the merged file still uses" in result.reasons
+
+
+def test_a_definition_moved_to_an_import_is_not_a_definition_lost():
+    """A function deleted where the file now imports it (svelte's ``is_whitespace``), or whose name is left
+    only as an object's key: no name the file uses lost its definition, and the merge stays certain."""
+    original = "import { a } from './a.js';\n\nfunction is_space(c) {\n  return c === 32;\n}\n\n" \
+               "export function read(text) {\n  return is_space(text.charCodeAt(0));\n}\n\n" \
+               "export const table = {\n  is_space: 1,\n};\n"
+    update = "import { a } from './a.js';\nimport { is_space } from './space.js';\n\n" \
+             "export function read(text) {\n// ... existing code ...\n"
+    result = merge(original, update, "javascript")
+    assert result.text == original.replace("\n\nfunction is_space(c) {\n  return c === 32;\n}\n", "\nimport { is_space } "
+                                           "from './space.js';\n")
+    assert (result.confidence, result.reasons) == ("certain", ())
+
+    keyed = original.replace("return is_space(text.charCodeAt(0))", "return text.charCodeAt(0)")
+    result = merge(keyed, "import { a } from './a.js';\n\nexport function read(text) {\n// ... existing code ...\n",
+                   "javascript")
+    assert result.text == keyed.replace("function is_space(c) {\n  return c === 32;\n}\n\n", "")
+    assert (result.confidence, result.reasons) == ("certain", ())
+
+
 def test_a_last_segment_that_opens_with_closing_lines_puts_its_code_after_the_files_last_copy_of_them():
     """`}` then new code, the snippet's end: the `}` is the file's last one (a namespace's, not the class's
     above it) and the code goes after it, in place of any lines after it (eventemitter3 ``index.d.ts``:
