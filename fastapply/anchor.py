@@ -260,8 +260,9 @@ def _anchors(orig: Original, key, skeys: list[str], lines: tuple[str, ...], lo: 
     # A reading is a (first, last) pair of candidates in order; runs may be cut short, as the lines
     # where they meet may be new code that merely looks like the original (a copied function).
     fits = [(h, t, fit) for h in heads for t in tails for fit in [_fit(lines, h, t)] if fit is not None]
-    if not fits:
-        return None
+    if not fits:  # its last lines are found only before its first (a new function like the one it follows, the
+        # lines it shows above it): its first lines anchor it alone, and what follows them is new
+        return heads[0], heads[0], [f"{where}: its last lines are found only before its first"], []
     readings = {(h[0], t[0] + t[2]) for h, t, _ in fits}
     # Of several readings, the one replacing the fewest lines is taken when every other encloses it:
     # the others would delete a copy of an anchor with all the code between. Not when that reading

@@ -34,7 +34,7 @@ from fastapply.fileio import TextFormat
 from fastapply.focus import focus as focus_of
 from fastapply.instructed import apply as apply_instruction
 from fastapply.markers import only_markers
-from fastapply.merge import CERTAIN, LIKELY, MergeResult, merge
+from fastapply.merge import CERTAIN, LIKELY, TAIL_WIRED, MergeResult, merge
 from fastapply.diffs import Patch, read_patch
 from fastapply.patch import apply_patch, as_update
 from fastapply.syntax import count_errors
@@ -205,8 +205,10 @@ def _kept_edges(original: str, reading: EditReading, language: str | None, merge
     shown): its writer marks no edge, so it leaves the code beyond the other one unsaid too (a class shown
     from its line down to a new last method, the imports above it and `main` below it kept). Where keeping
     both is not certain, the code beyond one edge kept alone, so; else, likely, the merge keeping both (a
-    better draft for the model than one deleting the imports). The snippet as written (``merged``)
-    otherwise; certain only where the merge keeping what it must is."""
+    better draft for the model than one deleting the imports). Where the snippet ends by adding a definition
+    and deletes the file's last lines so (``merge.TAIL_WIRED``), the merge keeping both, likely: a better
+    draft, not a file written unasked (a new function after a lone `}` may be the last one renamed). The
+    snippet as written (``merged``) otherwise; certain only where the merge keeping what it must is."""
     def keeping(head: bool, tail: bool) -> MergeResult:
         return merge_edit(original, edge_marked(reading.edit, language, original, head, tail, wide=True), language,
                           reading.instruction)
@@ -218,13 +220,16 @@ def _kept_edges(original: str, reading: EditReading, language: str | None, merge
     both = merge_edit(original, reading.kept, language, reading.instruction)
     must = both.text is not None and both.text != merged.text and any(  # the code beyond one edge deleted alone
         breaks(keeping(not head, head).text, both.text) for head in (True, False))
+    wired = [reason for reason in merged.reasons if reason.startswith(TAIL_WIRED)]  # a new definition ends it
     if both.confidence == CERTAIN and both.text != merged.text:
+        if wired and not must:  # meant kept, most likely, but a doubt: the model's draft, not written unasked
+            return replace(both, confidence=LIKELY, reasons=tuple(wired))
         return both if must else merged
     for head in (True, False):  # keeping both is no certain merge: one edge's code kept alone
         alone = keeping(head, not head)
         if alone.confidence == CERTAIN and alone.text != merged.text and breaks(merged.text, alone.text):
             return alone
-    return both if must and merged.confidence != CERTAIN else merged  # likely: the model's draft and window
+    return both if (must or wired) and merged.confidence != CERTAIN else merged  # likely: the model's draft
 
 
 def _run(run_model: RunModel, original: str, update: str, merged: str | None, placed: MergeResult | None,

@@ -378,6 +378,9 @@ def _bound_inside(text: str, language: str) -> set[str]:
     return found
 
 
+TAIL_WIRED = "the snippet does not end with a marker; the file's last lines"  # the doubt of ``_tail_still_wired``
+
+
 def _tail_still_wired(orig: Original, last: Placement, text: str) -> list[str]:
     """The doubt where the last segment, with no marker after it, deletes the file's last lines and they use
     a definition the merged file keeps, or the snippet adds a definition and they lie outside the definitions
@@ -398,8 +401,7 @@ def _tail_still_wired(orig: Original, last: Placement, text: str) -> list[str]:
         if any(d.name not in had for d in definitions(text, orig.language)):
             held = max((d.end for d in orig.defs() if d.start <= anchor < d.end), default=anchor + 1)
             wired = still_wired(orig.lines[held:], added, text, orig.language, adds=True)
-    return [] if wired is None else [f"the snippet does not end with a marker; the file's last lines ({wired!r}) "
-                                     f"would be deleted"]
+    return [] if wired is None else [f"{TAIL_WIRED} ({wired!r}) would be deleted"]
 
 
 def _opens_alike(header: str, line: str) -> bool:

@@ -1169,6 +1169,36 @@ def test_a_definition_moved_to_an_import_is_not_a_definition_lost():
     assert (result.confidence, result.reasons) == ("certain", ())
 
 
+def test_a_new_function_like_the_one_it_follows_anchors_on_the_lines_shown_above_it():
+    """The end of a function shown, then a new one like it, no marker after: the new one's last lines are the
+    shown function's last lines, found only before the lines the snippet opens with, so no pair of anchors
+    was in order and the segment was read as anchoring nowhere, its `}` the file's last one: the new
+    function's lines went inside the last `if` block and after it, certain. Its first lines anchor it alone
+    (a doubt: deleting the lines after it, as written)."""
+    original = d('''
+        var app = express();
+
+        function error(err, req, res, next) {
+          console.error(err.stack);
+          res.status(500);
+          res.send('Internal Server Error');
+        }
+
+        app.use(error);
+
+        if (!module.parent) {
+          app.listen(3000);
+        }
+        ''')
+    added = "function notFound(err, req, res, next) {\n  console.error(err.stack);\n  res.status(404);\n" \
+            "  res.send('Internal Server Error');\n}\n"
+    update = "  // ... existing code ...\n  res.send('Internal Server Error');\n}\n\n" + added
+    result = merge(original, update, "javascript")
+    assert result.text == original.split("app.use")[0] + added
+    assert result.confidence == "likely"
+    assert "segment 1: its last lines are found only before its first" in result.reasons
+
+
 def test_a_last_segment_that_opens_with_closing_lines_puts_its_code_after_the_files_last_copy_of_them():
     """`}` then new code, the snippet's end: the `}` is the file's last one (a namespace's, not the class's
     above it) and the code goes after it, in place of any lines after it (eventemitter3 ``index.d.ts``:
