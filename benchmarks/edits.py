@@ -275,7 +275,8 @@ def beside_edit(rng: random.Random, text: str, language: str) -> tuple[str, str,
     return "".join(edited), "".join(before + part + after), f"{kind}-{'below' if below else 'above'}"
 
 
-def definition_edit(rng: random.Random, text: str, language: str) -> tuple[str, str, str] | None:
+def definition_edit(rng: random.Random, text: str, language: str, nested: bool = False
+                    ) -> tuple[str, str, str] | None:
     """(edited text, snippet, kind) for a code file: a top-level definition added, made as an agent makes
     one like its neighbour (a copy of it, renamed ``NAME_added``, one line of its body another of the file's
     with a word changed; its decorators and the comments above it copied too), and the snippet as an agent
@@ -285,25 +286,36 @@ def definition_edit(rng: random.Random, text: str, language: str) -> tuple[str, 
     header, which the new one opens with too); ``end``: added after the last definition where the file has
     code below it (``module.exports``, ``if __name__``), a copy of that definition, no marker after it: the
     expected file keeps that code. None where the file has no such place (definitions of 3 to 40 lines,
-    blank lines alone between them, the name on the header's line)."""
+    blank lines alone between them, the name on the header's line).
+
+    ``nested``: a method (a definition inside another) added so among its siblings instead, ``method-``
+    before the kind; ``method-last`` after the last one in its class, a marker at column 0 after it (the
+    class's closing line and the rest kept), spaced from it as it is from the one before."""
     from fastapply.defs import definitions
     from fastapply.snippet import marker_like
 
     lines = text.splitlines(keepends=True)
-    top = [d for d in definitions(text, language) if not d.scope]
-    fit = [d for d in top if 3 <= d.end - d.header and d.end - d.start <= 40 and d.name in lines[d.header]
-           and any(lines[j].strip() for j in range(d.header + 1, d.end - 1))]
-    pairs = [(a, b) for a, b in zip(top, top[1:]) if a in fit and b in fit and b.start > a.end
-             and not "".join(lines[a.end:b.start]).strip()]
-    last = top[-1] if top else None
-    ends = [last] if last in fit and "".join(lines[last.end:]).strip() and last.end < len(lines) \
-        and not lines[last.end].strip() else []
+    groups: dict[tuple[str, ...], list] = {}
+    for d in definitions(text, language):
+        groups.setdefault(d.scope, []).append(d)
+    fit = [d for group in groups.values() for d in group if 3 <= d.end - d.header and d.end - d.start <= 40
+           and d.name in lines[d.header] and any(lines[j].strip() for j in range(d.header + 1, d.end - 1))]
+    pairs, ends = [], []
+    for scope, group in groups.items():
+        if bool(scope) != nested:
+            continue
+        pairs += [(a, b) for a, b in zip(group, group[1:]) if a in fit and b in fit and b.start > a.end
+                  and not "".join(lines[a.end:b.start]).strip()]
+        last = group[-1]
+        below = next((j for j in range(last.end, len(lines)) if lines[j].strip()), None)
+        if last in fit and below is not None and (nested or below > last.end):
+            ends.append(last)
     kind = rng.choice(["between", "end"])
     if not (pairs if kind == "between" else ends):
         kind = "end" if ends else "between"
         if not (pairs or ends):
             return None
-    a, b = rng.choice(pairs) if kind == "between" else (ends[0], ends[0])
+    a, b = rng.choice(pairs) if kind == "between" else (rng.choice(ends) if len(ends) > 1 else ends[0],) * 2
     copy = lines[b.start:b.end]
     copy[b.header - b.start] = lines[b.header].replace(b.name, b.name + "_added", 1)
     body = [k for k in range(b.header - b.start + 1, len(copy) - 1) if copy[k].strip()]
@@ -312,12 +324,20 @@ def definition_edit(rng: random.Random, text: str, language: str) -> tuple[str, 
     code = [j for j in range(a.header, a.end) if lines[j].strip()]
     shown = code[-min(rng.choice([1, 2, 3]), len(code))]
     above = [marker_like(lines[shown], language) + "\n"]
+    prefix = "method-" if nested else ""
     if kind == "between":
         gap = lines[a.end:b.start]
         edited = lines[:b.start] + copy + gap + lines[b.start:]
         after = lines[b.start:b.header + 1] + [marker_like(lines[b.header + 1], language) + "\n"]
         snippet = above + lines[shown:a.end] + gap + copy + gap + after
-        return "".join(edited), "".join(snippet), "between-decorated" if b.start < b.header else "between"
+        return "".join(edited), "".join(snippet), prefix + ("between-decorated" if b.start < b.header else "between")
+    if nested:  # spaced as from the sibling before; the class's closing line and the rest kept by a marker
+        before = [d for d in groups[a.scope] if d.end <= a.start]
+        gap = lines[before[-1].end:a.start] if before and not "".join(lines[before[-1].end:a.start]).strip() \
+            else ["\n"]
+        edited = lines[:a.end] + gap + copy + lines[a.end:]
+        return "".join(edited), "".join(above + lines[shown:a.end] + gap + copy + [marker_like("", language) + "\n"]), \
+            "method-last"
     gap = lines[a.end:next(j for j in range(a.end, len(lines)) if lines[j].strip())]
     edited = lines[:a.end] + gap + copy + lines[a.end:]
     return "".join(edited), "".join(above + lines[shown:a.end] + gap + copy), "end"

@@ -39,7 +39,8 @@ it changed between markers, and its closing line (``edits.function_edit``), merg
 ``--definitions``, a top-level definition added like its neighbour, between two or after the last, the last
 lines of the one above shown, then the new one, then the next one's lines to its header and a marker (or,
 after the last, nothing: the code below it kept), merged as the CLI reads it (``edits.definition_edit``):
-``merge-definitions.json``.
+``merge-definitions.json``; ``--methods``, the same for a method among its siblings in a class (after the
+last, a marker at column 0 after it): ``merge-methods.json``.
 
 With ``--known``, the edits are tasks in the eval suite's schema (the suite, the training set): each
 update is merged into its original and compared with the task's expected file; the same figures by
@@ -65,6 +66,7 @@ import statistics
 import sys
 import time
 from collections import Counter
+from functools import partial
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -90,13 +92,14 @@ NEW_KEYS_RESULTS = RESULTS.with_name("merge-new-keys.json")
 BESIDE_RESULTS = RESULTS.with_name("merge-beside.json")
 FUNCTIONS_RESULTS = RESULTS.with_name("merge-functions.json")
 DEFINITIONS_RESULTS = RESULTS.with_name("merge-definitions.json")
+METHODS_RESULTS = RESULTS.with_name("merge-methods.json")
 ALONE = {"blocks": block_edit, "regions": region_edit}  # snippets of one changed part alone, no marker
 KEY_EDITS = {"keys": key_edit, "new-keys": new_key_edit}  # paths of keys, told the language
 KEYED = ("yaml", "toml", "json")  # the languages of ``--keys`` and ``--new-keys``
 NOT_CODE = (*KEYED, "css", "html", "markdown", OTHER)  # no language of ``CODE_EDITS``
 CODE_EDITS = {"beside": beside_edit, "functions": function_edit,  # snippets with markers in code, told the language
-              "definitions": definition_edit}
-AS_THE_CLI = ("functions", "definitions")  # merged as the CLI reads a snippet's unmarked edges
+              "definitions": definition_edit, "methods": partial(definition_edit, nested=True)}
+AS_THE_CLI = ("functions", "definitions", "methods")  # merged as the CLI reads a snippet's unmarked edges
 
 
 def run(n_edits: int, seed: int, js_share: float, replay: int, dirs: list[Path] | None = None,
@@ -311,7 +314,7 @@ def show(report: dict) -> None:
         table.add_column(column, justify="right" if column != "slice" else "left")
     slices = [("all", report["all"])] + list(report["by_language"].items()) + [
         (f"context {c}", f) for c, f in report["by_context"].items()] + (
-        [(kind, f) for kind, f in report["by_kind"].items() if kind.startswith(("keys-", "new-", "between", "end"))])
+        [(kind, f) for kind, f in report["by_kind"].items() if kind.startswith(("keys-", "new-", "between", "end", "method-"))])
     for name, f in slices:
         precision = f"{100 * f['precision_certain']:.2f}%" if f["precision_certain"] is not None else "-"
         table.add_row(name, str(f["edits"]), str(f["certain"]), precision, f"{100 * f['share_certain']:.1f}%",
@@ -391,6 +394,9 @@ def main() -> None:
                         help="with --sources: code files only, each snippet a top-level definition added like its "
                              "neighbour, between two (the next one's header shown after it) or after the last "
                              "(no marker after it), the lines of the one above shown")
+    parser.add_argument("--methods", action="store_true",
+                        help="as --definitions, but a method added among its siblings in a class (after the last: "
+                             "a marker at column 0 after it)")
     parser.add_argument("--other", action="store_true",
                         help="with --sources: files of no language fastapply knows too (a Dockerfile, a .conf), "
                              "merged with no parser, as 'other'")
@@ -410,12 +416,14 @@ def main() -> None:
     if (args.merges or args.against or args.fenced) and not args.known:
         parser.error("--merges, --against and --fenced go with --known")
     modes = {"blocks": args.blocks, "regions": args.regions, "keys": args.keys, "new-keys": args.new_keys,
-             "beside": args.beside, "functions": args.functions, "definitions": args.definitions}
+             "beside": args.beside, "functions": args.functions, "definitions": args.definitions,
+             "methods": args.methods}
     if (any(modes.values()) or args.other) and not args.sources:
-        parser.error("--blocks, --regions, --keys, --new-keys, --beside, --functions, --definitions and --other go "
-                     "with --sources")
+        parser.error("--blocks, --regions, --keys, --new-keys, --beside, --functions, --definitions, --methods and "
+                     "--other go with --sources")
     if sum(modes.values()) > 1:
-        parser.error("one of --blocks, --regions, --keys, --new-keys, --beside, --functions and --definitions")
+        parser.error("one of --blocks, --regions, --keys, --new-keys, --beside, --functions, --definitions and "
+                     "--methods")
     alone = next((mode for mode, chosen in modes.items() if chosen), None)
     if args.known:
         report = run_known(args.known, args.merges, args.against, args.fenced)
@@ -424,7 +432,8 @@ def main() -> None:
         report = run(args.edits, args.seed, args.js_share, args.replay, args.sources, alone, args.other)
         out = args.out or {"blocks": BLOCKS_RESULTS, "regions": REGIONS_RESULTS, "keys": KEYS_RESULTS,
                            "new-keys": NEW_KEYS_RESULTS, "beside": BESIDE_RESULTS,
-                           "functions": FUNCTIONS_RESULTS, "definitions": DEFINITIONS_RESULTS}.get(
+                           "functions": FUNCTIONS_RESULTS, "definitions": DEFINITIONS_RESULTS,
+                           "methods": METHODS_RESULTS}.get(
             alone, SOURCES_RESULTS if args.sources else RESULTS)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(report, indent=2) + "\n")
