@@ -21,6 +21,7 @@ not read or write files and imports no model.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from dataclasses import dataclass
 
 from fastapply.anchor import place
@@ -79,7 +80,7 @@ def merge(original: str, update: str, language: str | None) -> MergeResult:
         return MergeResult(None, NONE, tuple(doubts) + ("the snippet's segments overlap in the original",))
     if segments and segments[-1].marker_after is None and placements and placements[-1].end == len(orig.lines):
         doubts += _tail_still_wired(orig, placements[-1], text)
-    doubts += _still_called(orig, text)
+    doubts += _still_called(orig, text) + _renamed_alike(orig, placements, text)
     if any(has_inline_marker(line) for line in snippet if not marker_lines([line], language)[0]):
         doubts.append("a lazy marker sits inside a line of code")
     if language is None:
@@ -360,6 +361,38 @@ def _still_called(orig: Original, text: str) -> list[str]:
     used = identifiers(text, orig.language, keys=False)  # declared, or a name a function binds for itself
     return [f"the merge deletes the definition of {name!r}, which the merged file still uses"
             for name in sorted(gone) if used.get(name)]
+
+
+def _renamed_alike(orig: Original, placements: list[Placement], text: str) -> list[str]:
+    """The doubt where the merge reads a segment's new definition as one the file has, renamed and rewritten,
+    though the lines the segment shows above it are that one's own last lines too: the segment may as well
+    add the new definition after it, like it (an agent adding a method after the last one shows its `}`,
+    or its `raise NotImplementedError()`). Asked only where the merged file has fewer copies of a definition's
+    header line than the file (`getInfo` of each class alike)."""
+    if orig.language is None:
+        return []
+    kept, held = Counter(text.splitlines(True)), Counter(orig.lines)
+    gone = [d for d in orig.defs() if kept[orig.lines[d.header]] < held[orig.lines[d.header]]]
+    if not gone:
+        return []
+    merged = definitions(text, orig.language)
+    had, names = {(*d.scope, d.name) for d in orig.defs()}, {(*d.scope, d.name) for d in merged}
+    doubts, offset, at = [], 0, []
+    for p in placements:
+        at.append((p.start + offset, p))
+        offset += len(p.lines) - (p.end - p.start)
+    for new in merged:
+        if (*new.scope, new.name) in had:
+            continue
+        for start, p in at:
+            if not start <= new.start < start + len(p.lines):
+                continue
+            above = [line.strip() for line in p.lines[:new.start - start] if line.strip()]
+            doubts += [f"the merge reads {new.name!r} as {d.name!r} renamed, but the lines above it end {d.name!r} "
+                       f"too: it may be added after it" for d in gone
+                       if p.start <= d.header < p.end and (*d.scope, d.name) not in names and above and [
+                           line.strip() for line in orig.lines[d.start:d.end] if line.strip()][-len(above):] == above]
+    return doubts
 
 
 def _bound_inside(text: str, language: str) -> set[str]:

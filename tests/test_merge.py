@@ -1199,6 +1199,44 @@ def test_a_new_function_like_the_one_it_follows_anchors_on_the_lines_shown_above
     assert "segment 1: its last lines are found only before its first" in result.reasons
 
 
+def test_a_method_added_after_the_last_one_like_it_is_not_certain_to_rename_it():
+    """`}` then a new method like the class's last one: the `}` was read as the one before it ends, the new
+    method as that last one renamed and rewritten (`set` replaced by `unset`), certain; the `}` ends the last
+    one too, and the method may be added after it: a doubt (``merge_bench.py --methods``: 143 certain and
+    wrong of 769 -> 4). A rename whose lines above do not end the renamed definition stays certain."""
+    original = d('''
+        class Pkg {
+          constructor (npm) {
+            this.npm = npm
+          }
+
+          async get (args) {
+            const pkg = await this.load(args)
+            return pkg.get(args[0])
+          }
+
+          async set (args) {
+            const pkg = await this.load(args)
+            pkg.set(args[0], args[1])
+            return pkg.save()
+          }
+        }
+        ''')
+    update = "  // ... existing code ...\n  }\n\n  async unset (args) {\n    const pkg = await this.load(args)\n" \
+             "    pkg.unset(args[0])\n    return pkg.save()\n  }\n// ... existing code ...\n"
+    result = merge(original, update, "javascript")
+    assert result.confidence == "likely"
+    assert "the merge reads 'unset' as 'set' renamed, but the lines above it end 'set' too: it may be added after " \
+           "it" in result.reasons
+
+    renamed = "  // ... existing code ...\n    return pkg.get(args[0])\n  }\n\n  async put (args) {\n" \
+              "    const pkg = await this.load(args)\n    pkg.set(args[0], args[1])\n    return pkg.save()\n  }\n" \
+              "// ... existing code ...\n"
+    result = merge(original, renamed, "javascript")
+    assert result.text == original.replace("async set (args)", "async put (args)")
+    assert (result.confidence, result.reasons) == ("certain", ())
+
+
 def test_a_last_segment_that_opens_with_closing_lines_puts_its_code_after_the_files_last_copy_of_them():
     """`}` then new code, the snippet's end: the `}` is the file's last one (a namespace's, not the class's
     above it) and the code goes after it, in place of any lines after it (eventemitter3 ``index.d.ts``:
