@@ -80,7 +80,9 @@ def merge(original: str, update: str, language: str | None) -> MergeResult:
         return MergeResult(None, NONE, tuple(doubts) + ("the snippet's segments overlap in the original",))
     if segments and segments[-1].marker_after is None and placements and placements[-1].end == len(orig.lines):
         doubts += _tail_still_wired(orig, placements[-1], text)
-    doubts += _still_called(orig, text) + _renamed_alike(orig, placements, text)
+    alike, added = _renamed_alike(orig, placements, text)
+    doubts += _still_called(orig, text) + alike
+    text = added or text  # the draft: the new definition added after the one it is like
     if any(has_inline_marker(line) for line in snippet if not marker_lines([line], language)[0]):
         doubts.append("a lazy marker sits inside a line of code")
     if language is None:
@@ -363,21 +365,22 @@ def _still_called(orig: Original, text: str) -> list[str]:
             for name in sorted(gone) if used.get(name)]
 
 
-def _renamed_alike(orig: Original, placements: list[Placement], text: str) -> list[str]:
+def _renamed_alike(orig: Original, placements: list[Placement], text: str) -> tuple[list[str], str | None]:
     """The doubt where the merge reads a segment's new definition as one the file has, renamed and rewritten,
     though the lines the segment shows above it are that one's own last lines too: the segment may as well
     add the new definition after it, like it (an agent adding a method after the last one shows its `}`,
-    or its `raise NotImplementedError()`). Asked only where the merged file has fewer copies of a definition's
-    header line than the file (`getInfo` of each class alike)."""
+    or its `raise NotImplementedError()`); and the merged file so read, the draft (None where no doubt).
+    Asked only where the merged file has fewer copies of a definition's header line than the file
+    (`getInfo` of each class alike)."""
     if orig.language is None:
-        return []
+        return [], None
     kept, held = Counter(text.splitlines(True)), Counter(orig.lines)
     gone = [d for d in orig.defs() if kept[orig.lines[d.header]] < held[orig.lines[d.header]]]
     if not gone:
-        return []
+        return [], None
     merged = definitions(text, orig.language)
     had, names = {(*d.scope, d.name) for d in orig.defs()}, {(*d.scope, d.name) for d in merged}
-    doubts, offset, at = [], 0, []
+    doubts, added, offset, at = [], None, 0, []
     for p in placements:
         at.append((p.start + offset, p))
         offset += len(p.lines) - (p.end - p.start)
@@ -388,11 +391,19 @@ def _renamed_alike(orig: Original, placements: list[Placement], text: str) -> li
             if not start <= new.start < start + len(p.lines):
                 continue
             above = [line.strip() for line in p.lines[:new.start - start] if line.strip()]
-            doubts += [f"the merge reads {new.name!r} as {d.name!r} renamed, but the lines above it end {d.name!r} "
-                       f"too: it may be added after it" for d in gone
-                       if p.start <= d.header < p.end and (*d.scope, d.name) not in names and above and [
-                           line.strip() for line in orig.lines[d.start:d.end] if line.strip()][-len(above):] == above]
-    return doubts
+            for d in gone:
+                if p.start <= d.header < p.end and (*d.scope, d.name) not in names and above and [
+                        line.strip() for line in orig.lines[d.start:d.end] if line.strip()][-len(above):] == above:
+                    doubts.append(f"the merge reads {new.name!r} as {d.name!r} renamed, but the lines above it end "
+                                  f"{d.name!r} too: it may be added after it")
+                    if added is None and len(doubts) == 1 and p.start <= d.start:
+                        lines = text.splitlines(True)
+                        gap = new.start - start
+                        while gap > 0 and not p.lines[gap - 1].strip():
+                            gap -= 1
+                        added = "".join(lines[:start] + orig.lines[p.start:d.end] + list(p.lines[gap:new.start - start])
+                                        + lines[new.start:])
+    return doubts, added if len(doubts) == 1 else None
 
 
 def _bound_inside(text: str, language: str) -> set[str]:
