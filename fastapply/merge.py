@@ -28,7 +28,7 @@ from fastapply.anchor import place
 from fastapply.answer import bound_names
 from fastapply.asks import identifiers
 from fastapply.defplace import place_by_definitions
-from fastapply.defs import definitions
+from fastapply.defs import Definition, definitions
 from fastapply.edges import EDGE_DELETION, held_once, inside_file, still_wired
 from fastapply.keyed import marked_keys, set_keys
 from fastapply.keymerge import edge_keys, set_in_place
@@ -345,18 +345,24 @@ def _headless(orig: Original, placements: list[Placement]) -> list[str]:
     return doubts
 
 
+def _headers_lost(orig: Original, text: str) -> list[Definition]:
+    """The original's definitions whose header line the merged file has fewer copies of than the original (a
+    header that methods of several classes share, `getInfo`, counts for each): the only ones the merge may
+    have deleted or renamed, found with no parse of the merged file."""
+    kept, held = Counter(text.splitlines(True)), Counter(orig.lines)
+    return [d for d in orig.defs() if kept[orig.lines[d.header]] < held[orig.lines[d.header]]]
+
+
 def _still_called(orig: Original, text: str) -> list[str]:
     """The doubt where the merged file has lost the definition of a name it still uses: a segment that opens
     with a line the file ends many definitions with (``}``), then a new function like the one after it, was
     anchored by that function's lines found in the one before, which it read as renamed and rewritten,
     though the file still calls it (``test_set_if_match();``, a method table's ``.ml_meth``): a new
     definition added beside it reads so too (``merge_bench.py --definitions``). A rename whose callers the
-    snippet does not change is in doubt as well. Only definitions whose header line the merged file lacks
-    are parsed for."""
+    snippet does not change is in doubt as well. Asked only of the definitions ``_headers_lost`` finds."""
     if orig.language is None:
         return []
-    merged = set(text.split("\n"))
-    gone = {d.name for d in orig.defs() if not d.scope and orig.lines[d.header].rstrip("\n") not in merged}
+    gone = {d.name for d in _headers_lost(orig, text) if not d.scope}
     if not gone:
         return []
     gone -= bound_names(text, orig.language) | _bound_inside(text, orig.language)  # defined again, imported,
@@ -370,12 +376,10 @@ def _renamed_alike(orig: Original, placements: list[Placement], text: str) -> tu
     though the lines the segment shows above it are that one's own last lines too: the segment may as well
     add the new definition after it, like it (an agent adding a method after the last one shows its `}`,
     or its `raise NotImplementedError()`); and the merged file so read, the draft (None where no doubt).
-    Asked only where the merged file has fewer copies of a definition's header line than the file
-    (`getInfo` of each class alike)."""
+    Asked only of the definitions ``_headers_lost`` finds."""
     if orig.language is None:
         return [], None
-    kept, held = Counter(text.splitlines(True)), Counter(orig.lines)
-    gone = [d for d in orig.defs() if kept[orig.lines[d.header]] < held[orig.lines[d.header]]]
+    gone = _headers_lost(orig, text)
     if not gone:
         return [], None
     merged = definitions(text, orig.language)
