@@ -29,8 +29,7 @@ import re
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from fastapply.asks import identifiers
-from fastapply.defs import definitions
+from fastapply.asks import bound_names, identifiers
 from fastapply.diffs import read_patch  # diffs.split_files imports this module when it runs, not at its import
 from fastapply.errors import UsageError
 from fastapply.markers import is_marker_text
@@ -49,11 +48,7 @@ _FAMILIES = ({"javascript", "typescript", "tsx"}, {"c", "cpp"})
 _ALIASES = {"c++": "cpp", "golang": "go", "shell": "bash", "zsh": "bash", "sh": "bash", "py": "python"}
 _ANY = {"", "text", "txt", "plaintext", "diff", "patch", "udiff"}
 _PARSED = set(SOURCE_LANGUAGES) | {"csharp", "kotlin", "swift", "scala", "php", "lua", "bash"}  # words fail to parse
-_BINDS = re.compile(r"^\s*(?:import|from|#include|use|using|require|package)\b|\brequire\(")  # an import line
 _UNTOLD = re.compile(r"^\s*#\s*include\b")  # an include: which names it binds is not told
-# a top-level declaration or store: `static PyObject *cache;`, `const LIMIT = 10;`, `X = 1`: the name it binds
-_DECLARED = re.compile(r"^(?!(?:return|throw|delete|yield|await|goto)\b)(?:[A-Za-z_$][\w$<>,]*\s+)*[*&]*"
-                       r"([A-Za-z_$][\w$]*)\s*(?:\[[^\]]*\])?\s*(?:=(?!=)|;)")
 
 
 @dataclass(frozen=True)
@@ -280,18 +275,6 @@ def deletes_in_use(deleting: str, keeping: str, language: str | None) -> bool:
         return True  # the file's every `#include` deleted: the names it gave are not told, and the code uses some
     used = identifiers(deleting, language)
     return any(used[name] for name in bound_names(gone, language) - bound_names(deleting, language))
-
-
-def bound_names(text: str, language: str) -> set[str]:
-    """The names ``text`` binds: its definitions', every word of its import lines, and the name of each
-    top-level declaration or store."""
-    names = {definition.name for definition in definitions(text, language)}
-    for line in text.split("\n"):
-        if _BINDS.search(line):
-            names |= set(re.findall(r"[A-Za-z_$][\w$]*", line))
-        elif declared := _DECLARED.match(line):
-            names.add(declared[1])
-    return names
 
 
 def split_answer(text: str) -> list[tuple[int, str]]:

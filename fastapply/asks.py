@@ -40,6 +40,10 @@ _ADD_WORD = re.compile(r"\b(?:add|import|insert|include)\b", re.IGNORECASE)
 _FILLER = frozenset("""a also an and any be can could entirely everywhere file from here in instead it its just module
     more needed no not now of please should the then this too unused we you""".split())
 ABOVE = ("#[", "[", "@", "//", "/*", "*", "#")  # how attributes and comments above a definition start
+_BINDS = re.compile(r"^\s*(?:import|from|#include|use|using|require|package)\b|\brequire\(")  # an import line
+# a top-level declaration or store: `static PyObject *cache;`, `const LIMIT = 10;`, `X = 1`: the name it binds
+_DECLARED = re.compile(r"^(?!(?:return|throw|delete|yield|await|goto)\b)(?:[A-Za-z_$][\w$<>,]*\s+)*[*&]*"
+                       r"([A-Za-z_$][\w$]*)\s*(?:\[[^\]]*\])?\s*(?:=(?!=)|;)")
 MEMBER = {".", "->", "::", "?.", "optional_chain"}  # what comes before a member of another object or module (`?.`)
 
 
@@ -221,6 +225,34 @@ def identifiers(text: str, language: str | None, keys: bool = True) -> Counter:
 
 
 _KEYS = {"property_identifier", "field_identifier"}  # an object's key, a struct's field: no name of its own
+
+
+def bound_names(text: str, language: str) -> set[str]:
+    """The names ``text`` binds: its definitions', every word of its import lines, and the name of each
+    top-level declaration or store."""
+    names = {definition.name for definition in definitions(text, language)}
+    for line in text.split("\n"):
+        if _BINDS.search(line):
+            names |= set(re.findall(r"[A-Za-z_$][\w$]*", line))
+        elif declared := _DECLARED.match(line):
+            names.add(declared[1])
+    return names
+
+
+def bound_inside(text: str, language: str) -> set[str]:
+    """The names ``text`` binds as a parameter or a local variable (``def test_flags(flags):``, ``let value``):
+    a use of such a name may be its own, not the definition's of that name."""
+    found, stack = set(), [parse(text, language).root_node]
+    while stack:
+        node = stack.pop()
+        stack.extend(node.children)
+        parent = node.parent
+        if not node.type.endswith("identifier") or parent is None:
+            continue
+        if "parameter" in parent.type or any(node == parent.child_by_field_name(field)
+                                             for field in ("name", "left", "pattern", "declarator")):
+            found.add(node.text.decode("utf-8", "replace"))
+    return found
 
 
 def _names(text: str, language: str) -> Counter:

@@ -399,29 +399,38 @@ def inside_file(original: list[str], snippet: list[str], allowance: int = EDGE_D
     return left_out(original[:start], snippet[:anchors[0]]) or left_out(original[end + 1:], snippet[anchors[-1] + 1:])
 
 
-def still_wired(removed: list[str], added: list[str], kept: str, language: str | None,
-                adds: bool = False) -> str | None:
+def lost_at_end(removed: list[str], added: list[str]) -> list[str]:
+    r"""The original lines a snippet deletes at the file's end (``removed``) that the merged file lost: not a
+    lone bracket (a lost `)` or `}` is a syntax error), nor edited into a line the snippet puts in their
+    place (``added``).
+
+    >>> lost_at_end(["}\n", "\n", "__all__ = ['Reader']\n"], [])
+    ["__all__ = ['Reader']\n"]
+    >>> lost_at_end(["module.exports = load;\n"], ["module.exports = load; // the API\n"])
+    []
+    """
+    return [line for line in removed if not is_trivial(line) and not any(
+        not is_trivial(new) and keeps_text(line, new) for new in added)]
+
+
+def still_wired(removed: list[str], added: list[str], kept: str, language: str | None) -> str | None:
     r"""The first of the original lines a snippet deletes at the file's end (``removed``) that the merged
-    file (``kept``) lost (not a lone bracket; no line the snippet puts in their place, ``added``, is it
-    edited), where the snippet adds a definition (one in ``added``, or ``adds``: the caller found one the
-    file did not have), or they use a definition the merged file keeps (not in ``added``, nor exported
-    another way): ``module.exports = load;`` deleted by a snippet that ends with a new function and no
-    marker after it. A snippet that ends by adding a definition means to add it, not to delete the lines
-    after. Else None.
+    file (``kept``) lost (``lost_at_end``: ``added`` are the lines it puts in their place), where the
+    snippet puts a new definition in their place, or they use a definition the merged file keeps (not in
+    ``added``, nor exported another way): ``module.exports = load;`` deleted by a snippet that ends with a
+    new function and no marker after it. A snippet that ends by adding a definition means to add it, not to
+    delete the lines after. Else None.
 
     >>> still_wired(["\n", "module.exports = load;\n"], [], "function load() {}\n", "javascript")
     'module.exports = load;'
     >>> still_wired(["export {};\n"], ["function added() {}\n"], "function added() {}\n", "typescript")
     'export {};'
-    >>> still_wired(["export {};\n"], [], "function added() {}\n", "typescript", adds=True)
-    'export {};'
     >>> still_wired(["module.exports = load;\n"], ["module.exports = load; // the API\n"], "", "javascript")
     """
-    lost = [line for line in removed if not is_trivial(line) and not any(  # a lost `)` or `}` is a syntax error
-        not is_trivial(new) and keeps_text(line, new) for new in added)]
+    lost = lost_at_end(removed, added)
     if language is None or not lost:
         return None
-    if adds or definitions("".join(added), language):
+    if definitions("".join(added), language):
         return lost[0].strip()
     defined = {d.name for d in definitions(kept, language)} - set(identifiers("".join(added), language))
     for line in lost:

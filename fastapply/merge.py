@@ -25,17 +25,16 @@ from collections import Counter
 from dataclasses import dataclass
 
 from fastapply.anchor import place
-from fastapply.answer import bound_names
-from fastapply.asks import identifiers
+from fastapply.asks import bound_inside, bound_names, identifiers
 from fastapply.defplace import place_by_definitions
 from fastapply.defs import Definition, definitions
-from fastapply.edges import EDGE_DELETION, held_once, inside_file, still_wired
+from fastapply.edges import EDGE_DELETION, held_once, inside_file, lost_at_end, still_wired
 from fastapply.keyed import marked_keys, set_keys
 from fastapply.keymerge import edge_keys, set_in_place
 from fastapply.markers import has_inline_marker, indent_width, marker_lines
 from fastapply.restate import restated
 from fastapply.segments import Original, Placement, Segment, is_trivial, starts_inside_block
-from fastapply.syntax import count_errors, get_language, parse
+from fastapply.syntax import count_errors, get_language
 
 _LINE = re.compile(r"[^\n]*\n|[^\n]+$")
 CERTAIN, LIKELY, NONE = "certain", "likely", "none"
@@ -80,8 +79,9 @@ def merge(original: str, update: str, language: str | None) -> MergeResult:
         return MergeResult(None, NONE, tuple(doubts) + ("the snippet's segments overlap in the original",))
     if segments and segments[-1].marker_after is None and placements and placements[-1].end == len(orig.lines):
         doubts += _tail_still_wired(orig, placements[-1], text)
-    alike, added = _renamed_alike(orig, placements, text)
-    doubts += _still_called(orig, text) + alike
+    lost = _headers_lost(orig, text)
+    alike, added = _renamed_alike(orig, placements, text, lost)
+    doubts += _still_called(orig, text, lost) + alike
     text = added or text  # the draft: the new definition added after the one it is like
     if any(has_inline_marker(line) for line in snippet if not marker_lines([line], language)[0]):
         doubts.append("a lazy marker sits inside a line of code")
@@ -353,34 +353,33 @@ def _headers_lost(orig: Original, text: str) -> list[Definition]:
     return [d for d in orig.defs() if kept[orig.lines[d.header]] < held[orig.lines[d.header]]]
 
 
-def _still_called(orig: Original, text: str) -> list[str]:
+def _still_called(orig: Original, text: str, lost: list[Definition]) -> list[str]:
     """The doubt where the merged file has lost the definition of a name it still uses: a segment that opens
     with a line the file ends many definitions with (``}``), then a new function like the one after it, was
     anchored by that function's lines found in the one before, which it read as renamed and rewritten,
     though the file still calls it (``test_set_if_match();``, a method table's ``.ml_meth``): a new
     definition added beside it reads so too (``merge_bench.py --definitions``). A rename whose callers the
-    snippet does not change is in doubt as well. Asked only of the definitions ``_headers_lost`` finds."""
+    snippet does not change is in doubt as well. Asked only of the definitions ``_headers_lost`` finds (``lost``)."""
     if orig.language is None:
         return []
-    gone = {d.name for d in _headers_lost(orig, text) if not d.scope}
+    gone = {d.name for d in lost if not d.scope}
     if not gone:
         return []
-    gone -= bound_names(text, orig.language) | _bound_inside(text, orig.language)  # defined again, imported,
+    gone -= bound_names(text, orig.language) | bound_inside(text, orig.language)  # defined again, imported,
     used = identifiers(text, orig.language, keys=False)  # declared, or a name a function binds for itself
     return [f"the merge deletes the definition of {name!r}, which the merged file still uses"
             for name in sorted(gone) if used.get(name)]
 
 
-def _renamed_alike(orig: Original, placements: list[Placement], text: str) -> tuple[list[str], str | None]:
+def _renamed_alike(orig: Original, placements: list[Placement], text: str,
+                   lost: list[Definition]) -> tuple[list[str], str | None]:
     """The doubt where the merge reads a segment's new definition as one the file has, renamed and rewritten,
     though the lines the segment shows above it are that one's own last lines too: the segment may as well
     add the new definition after it, like it (an agent adding a method after the last one shows its `}`,
     or its `raise NotImplementedError()`); and the merged file so read, the draft (None where no doubt).
-    Asked only of the definitions ``_headers_lost`` finds."""
-    if orig.language is None:
-        return [], None
-    gone = _headers_lost(orig, text)
-    if not gone:
+    Asked only of the definitions ``_headers_lost`` finds (``lost``)."""
+    gone = lost
+    if orig.language is None or not gone:
         return [], None
     merged = definitions(text, orig.language)
     had, names = {(*d.scope, d.name) for d in orig.defs()}, {(*d.scope, d.name) for d in merged}
@@ -410,22 +409,6 @@ def _renamed_alike(orig: Original, placements: list[Placement], text: str) -> tu
     return doubts, added if len(doubts) == 1 else None
 
 
-def _bound_inside(text: str, language: str) -> set[str]:
-    """The names ``text`` binds as a parameter or a local variable (``def test_flags(flags):``, ``let value``):
-    a use of such a name may be its own, not the definition's of that name."""
-    found, stack = set(), [parse(text, language).root_node]
-    while stack:
-        node = stack.pop()
-        stack.extend(node.children)
-        parent = node.parent
-        if not node.type.endswith("identifier") or parent is None:
-            continue
-        if "parameter" in parent.type or any(node == parent.child_by_field_name(field)
-                                             for field in ("name", "left", "pattern", "declarator")):
-            found.add(node.text.decode("utf-8", "replace"))
-    return found
-
-
 TAIL_WIRED = "the snippet does not end with a marker; the file's last lines"  # the doubt of ``_tail_still_wired``
 
 
@@ -446,9 +429,9 @@ def _tail_still_wired(orig: Original, last: Placement, text: str) -> list[str]:
     wired = still_wired(orig.lines[anchor + 1:], added, text, orig.language)
     if wired is None:
         had = {d.name for d in orig.defs()}
-        if any(d.name not in had for d in definitions(text, orig.language)):
+        if any(d.name not in had for d in definitions(text, orig.language)):  # the snippet adds a definition
             held = max((d.end for d in orig.defs() if d.start <= anchor < d.end), default=anchor + 1)
-            wired = still_wired(orig.lines[held:], added, text, orig.language, adds=True)
+            wired = next((line.strip() for line in lost_at_end(orig.lines[held:], added)), None)
     return [] if wired is None else [f"{TAIL_WIRED} ({wired!r}) would be deleted"]
 
 
