@@ -374,39 +374,67 @@ def _still_called(orig: Original, text: str, lost: list[Definition]) -> list[str
 def _renamed_alike(orig: Original, placements: list[Placement], text: str,
                    lost: list[Definition]) -> tuple[list[str], str | None]:
     """The doubt where the merge reads a segment's new definition as one the file has, renamed and rewritten,
-    though the lines the segment shows above it are that one's own last lines too: the segment may as well
-    add the new definition after it, like it (an agent adding a method after the last one shows its `}`,
-    or its `raise NotImplementedError()`); and the merged file so read, the draft (None where no doubt).
-    Asked only of the definitions ``_headers_lost`` finds (``lost``)."""
-    gone = lost
-    if orig.language is None or not gone:
+    or as the rest of the one it lies in, cut short, though the lines the segment shows above it are that
+    one's own last lines too: the segment may as well add the new definition after it, like it (an agent
+    adding a method after the last one shows its `}`, or its `raise NotImplementedError()`; a copy of a
+    nested function whose lines after its first `return false` anchor in the original's); and the merged
+    file so read, the draft (None where no doubt). A name that several definitions share (`@overload`s, a
+    getter and its setter) counts as renamed where the merged file has fewer of them. Asked only of the
+    definitions ``_headers_lost`` finds (``lost``) and of those a placement ends (``_cut_short``)."""
+    cut = _cut_short(orig, placements)
+    if orig.language is None or not lost and not cut:
         return [], None
     merged = definitions(text, orig.language)
-    had, names = {(*d.scope, d.name) for d in orig.defs()}, {(*d.scope, d.name) for d in merged}
-    doubts, added, offset, at = [], None, 0, []
+    had = Counter((*d.scope, d.name) for d in orig.defs())
+    names = Counter((*d.scope, d.name) for d in merged)
+    readings: dict[str, str | None] = {}  # each doubt, and the merged file it reads (None: no draft)
+    offset, at = 0, []
     for p in placements:
         at.append((p.start + offset, p))
         offset += len(p.lines) - (p.end - p.start)
+    lines = text.splitlines(True)
     for new in merged:
-        if (*new.scope, new.name) in had:
+        if had[(*new.scope, new.name)]:
             continue
         for start, p in at:
             if not start <= new.start < start + len(p.lines):
                 continue
-            above = [line.strip() for line in p.lines[:new.start - start] if line.strip()]
-            for d in gone:
-                if p.start <= d.header < p.end and (*d.scope, d.name) not in names and above and [
-                        line.strip() for line in orig.lines[d.start:d.end] if line.strip()][-len(above):] == above:
-                    doubts.append(f"the merge reads {new.name!r} as {d.name!r} renamed, but the lines above it end "
-                                  f"{d.name!r} too: it may be added after it")
-                    if added is None and len(doubts) == 1 and p.start <= d.start:
-                        lines = text.splitlines(True)
-                        gap = new.start - start
-                        while gap > 0 and not p.lines[gap - 1].strip():
-                            gap -= 1
-                        added = "".join(lines[:start] + orig.lines[p.start:d.end] + list(p.lines[gap:new.start - start])
-                                        + lines[new.start:])
-    return doubts, added if len(doubts) == 1 else None
+            renamed = [d for d in lost if p.start <= d.header < p.end and names[(*d.scope, d.name)] < had[(
+                *d.scope, d.name)]]
+            for d in renamed + [d for d in cut.get(p.start, []) if d not in renamed]:
+                key = str.strip if d in renamed else str.rstrip  # the rest of one: its own closers, as indented
+                above = [key(line) for line in p.lines[:new.start - start] if line.strip()]
+                if not above or [key(line) for line in orig.lines[d.start:d.end] if line.strip()][-len(above):] \
+                        != above:
+                    continue
+                gap = new.start - start
+                while gap > 0 and not p.lines[gap - 1].strip():
+                    gap -= 1
+                after = "".join(lines[:start] + orig.lines[p.start:d.end] + list(p.lines[gap:new.start - start])
+                                + lines[new.start:])
+                if after in readings.values() or d not in renamed and after == text:  # read so already
+                    continue
+                readings[f"the merge reads {new.name!r} as {d.name!r} renamed, but the lines above it end "
+                         f"{d.name!r} too: it may be added after it" if d in renamed else
+                         f"the merge reads {new.name!r} as the rest of {d.name!r}, but the lines above it end "
+                         f"{d.name!r}: it may be added after it"] = after if d not in renamed or p.start <= d.start \
+                    else None
+    return list(readings), next(iter(readings.values())) if len(readings) == 1 else None
+
+
+def _cut_short(orig: Original, placements: list[Placement]) -> dict[int, list[Definition]]:
+    """The definitions each placement (by its start) may end early: one whose header lies above it and whose
+    end inside it, its last line of code among the placement's lines with more code after it. Found with
+    no parse of the merged file; only these are asked whether a new definition took their last lines."""
+    found: dict[int, list[Definition]] = {}
+    lasts = [(d, next((line.strip() for line in reversed(orig.lines[d.start:d.end]) if line.strip()), None))
+             for d in orig.defs()]
+    for p in placements:
+        shown = [line.strip() for line in p.lines]
+        for d, last in lasts:
+            if d.header < p.start < d.end <= p.end and last in shown and any(shown[shown.index(last) + 1:]):
+                found.setdefault(p.start, []).append(d)
+    return found
 
 
 TAIL_WIRED = "the snippet does not end with a marker; the file's last lines"  # the doubt of ``_tail_still_wired``

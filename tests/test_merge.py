@@ -2660,3 +2660,120 @@ def test_a_functions_closing_line_closes_it_where_its_signature_takes_several_li
     merged = merge(rust, update, "rust")
     assert (merged.confidence, merged.text) == ("certain", rust.replace("p.clone()", "p.to_uppercase()")), \
         merged.reasons
+
+
+def test_a_method_added_after_one_of_several_of_its_name_is_not_certain_to_rename_it():
+    """A name several definitions share (`@overload`s, a getter and its setter): a new method like the last
+    one, after its last line, was read as that one renamed and rewritten, certain, for the name stayed in
+    the file; the merged file has one fewer of it, which counts as a rename (``merge_bench.py --methods``:
+    2 of the 4 certain and wrong left), and the draft adds it after the last."""
+    original = d('''
+        class Converter:
+            @overload
+            def __init__(self, converter: Callable[[In], Out]) -> None: ...
+            @overload
+            def __init__(
+                self,
+                converter: Callable[[In, Attribute], Out],
+                *,
+                takes_field: Literal[True],
+            ) -> None: ...
+            @overload
+            def __init__(
+                self,
+                converter: Callable[[In, AttrsInstance], Out],
+                *,
+                takes_self: Literal[True],
+            ) -> None: ...
+
+        class Attribute:
+            name: str
+        ''')
+    added = ("    @overload\n    def __init___added(\n        self,\n        inst: AttrsInstance,\n        *,\n"
+             "        takes_self: Literal[True],\n    ) -> None: ...\n")
+    result = merge(original, "    # ... existing code ...\n    ) -> None: ...\n" + added + "# ... existing code ...\n",
+                   "python")
+    assert result.confidence == "likely"
+    assert "the merge reads '__init___added' as '__init__' renamed, but the lines above it end '__init__' too: " \
+           "it may be added after it" in result.reasons
+    assert result.text == original.replace("    ) -> None: ...\n\n", "    ) -> None: ...\n" + added + "\n")
+
+    original = d('''
+        class Output {
+          get value() {
+            return this._override ?? this.textContent;
+          }
+
+          set value(val) {
+            if (this._override === null) {
+              this.textContent = val;
+              return;
+            }
+
+            this._override = val;
+          }
+        }
+        ''')
+    added = ("\n  set value_added(val) {\n    if (this._override === null) {\n      this.textContent = val;\n"
+             "      return;\n    }\n\n    return this.textContent;\n  }\n")
+    result = merge(original, "  // ... existing code ...\n  }\n" + added + "// ... existing code ...\n", "javascript")
+    assert result.confidence == "likely"
+    assert result.text == original.replace("= val;\n  }\n", "= val;\n  }\n" + added)
+
+
+def test_a_nested_function_added_after_one_like_it_is_not_certain_to_cut_that_one_short():
+    """A copy of a nested function added after it, shown under that one's last lines: the copy's lines from
+    the first `return false` on anchored in the original's own, so the segment's head read as that first
+    `return false` and `}`, and the original function lost its `try` block to the copy, certain (npm's
+    ``install.js``; ``merge_bench.py --methods``: the last 2 of the 4 certain and wrong). The head is the
+    function's own last lines as indented: a doubt, and the draft adds the copy after it. Closing lines
+    shown at another indentation than the function's (a class's `}` under a method's) are not its end."""
+    original = d('''
+        class Install {
+          async completion (opts) {
+            const isDirMatch = async sibling => {
+              if (sibling.slice(0, 3) !== name) {
+                return false
+              }
+
+              try {
+                const contents = await readdir(sibling)
+                return contents.length > 0
+              } catch {
+                return false
+              }
+            }
+
+            return isDirMatch(opts.word)
+          }
+        }
+        ''')
+    added = ("\n    const isDirMatch_added = async sibling => {\n      if (sibling.slice(0, 3) !== name) {\n"
+             "        return true\n      }\n\n      try {\n        const contents = await readdir(sibling)\n"
+             "        return contents.length > 0\n      } catch {\n        return false\n      }\n    }\n")
+    update = "      // ... existing code ...\n        return false\n      }\n    }\n" + added + \
+             "// ... existing code ...\n"
+    result = merge(original, update, "javascript")
+    assert result.confidence == "likely"
+    assert "the merge reads 'isDirMatch_added' as the rest of 'isDirMatch', but the lines above it end " \
+           "'isDirMatch': it may be added after it" in result.reasons
+    assert result.text == original.replace("    }\n\n    return", "    }\n" + added + "\n    return")
+
+    original = d('''
+        class Bump {
+          point(x, y) {
+            if (this._point++ === 0) {
+              this._x0 = x;
+            }
+          }
+        }
+
+        export function bumpX(context) {
+          return new Bump(context, true);
+        }
+        ''')
+    added = "export function bumpX_added(context) {\n  return new Bump(context, false);\n}\n\n"
+    result = merge(original, "  // ... existing code ...\n  }\n}\n\n" + added + "export function bumpX(context) {\n"
+                   "// ... existing code ...\n", "javascript")
+    assert (result.confidence, result.reasons) == ("certain", ())
+    assert result.text == original.replace("export function bumpX(", added + "export function bumpX(")
