@@ -33,8 +33,9 @@ from fastapply.errors import RefusedError, UsageError
 from fastapply.fileio import TextFormat
 from fastapply.focus import focus as focus_of
 from fastapply.instructed import apply as apply_instruction
+from fastapply.lost import TAIL_WIRED
 from fastapply.markers import only_markers
-from fastapply.merge import CERTAIN, LIKELY, TAIL_WIRED, MergeResult, merge
+from fastapply.merge import CERTAIN, LIKELY, MergeResult, merge
 from fastapply.diffs import Patch, read_patch
 from fastapply.patch import apply_patch, as_update
 from fastapply.syntax import count_errors
@@ -206,7 +207,7 @@ def _kept_edges(original: str, reading: EditReading, language: str | None, merge
     from its line down to a new last method, the imports above it and `main` below it kept). Where keeping
     both is not certain, the code beyond one edge kept alone, so; else, likely, the merge keeping both (a
     better draft for the model than one deleting the imports). Where the snippet ends by adding a definition
-    and deletes the file's last lines so (``merge.TAIL_WIRED``), the merge keeping both, likely: a better
+    and deletes the file's last lines so (``lost.TAIL_WIRED``), the merge keeping both, likely: a better
     draft, not a file written unasked (a new function after a lone `}` may be the last one renamed). The
     snippet as written (``merged``) otherwise; certain only where the merge keeping what it must is."""
     def keeping(head: bool, tail: bool) -> MergeResult:

@@ -321,7 +321,7 @@ def test_a_diff_in_an_answer_and_a_diff_of_several_files_in_one(tmp_path, monkey
 
 def test_a_definition_added_at_the_end_with_no_marker_after_drafts_the_file_with_its_last_lines_kept():
     """An agent's snippet that ends with a new definition, no marker after it, deletes the file's last lines as
-    written, a doubt (``merge._tail_still_wired``): the model's draft is the file with them kept, likely,
+    written, a doubt (``lost.tail_still_wired``): the model's draft is the file with them kept, likely,
     where that merge is certain (not written unasked: a new definition may be the last one renamed)."""
     original = "export type Name<T> =\n\tT extends string\n\t\t? T\n\t\t: never;\n\nexport {};\n"
     other = "export type Other<T> =\n\tT extends number\n\t\t? T\n\t\t: never;\n"
