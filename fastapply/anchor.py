@@ -68,6 +68,13 @@ def place(seg: Segment, index: int, orig: Original, lo: int, scope: int | None) 
 
 
 def _place_by_lines(seg: Segment, index: int, orig: Original, lo: int, hi: int, key) -> Placement | None:
+    """The segment placed by the original lines it repeats (``_anchors``, ``_place_on``), its anchors cut to
+    a new block's end or to their code (``edges.cut_past_opened``, ``cut_to_code``) where that reading has
+    fewer doubts. Where its last anchor ends with blank lines before new lines that copy lines of the file
+    (a method added after the last one, like it), the reading with those blank lines the new lines' own,
+    not too doubtful, is kept as the draft, with the doubts of the other: the new definition then keeps the
+    original's blank lines between it and the code after (``merge_bench.py --definitions``: 150 drafts
+    exact more of 441 `end` edits; ``--methods``: 254 of 1,867 `method-last`), with no certain merge moved."""
     found = _anchors(orig, key, [key(line) for line in seg.lines], seg.lines, lo, hi, f"segment {index + 1}")
     if found is None:
         return None
@@ -94,8 +101,12 @@ def _place_by_lines(seg: Segment, index: int, orig: Original, lo: int, hi: int, 
         if first is last and head is not tail:  # one run left: what the two said of the lines between goes
             doubts = [doubt for doubt in doubts if not doubt.startswith(f"segment {index + 1} deletes ")]
         cut = _place_on(seg, index, orig, lo, hi, key, first, last, list(doubts))
-        return cut if len(cut.doubts) < len(placement.doubts) else placement
-    return placement
+        if len(cut.doubts) < len(placement.doubts):
+            return cut
+    if (copied := cut_to_code(tail, seg.lines, orig, key, last=True, copies=True)) is None:
+        return placement
+    cut = _place_on(seg, index, orig, lo, hi, key, copied if head is tail else head, copied, list(doubts))
+    return replace(cut, doubts=placement.doubts) if len(cut.doubts) <= len(placement.doubts) else placement
 
 
 def _leaving_decorators(orig: Original, lines: tuple[str, ...], head: list[int], tail: list[int]):

@@ -142,7 +142,8 @@ def blank_context_reach(edge: tuple[str, ...], beside: list[str]) -> tuple[int, 
     return k, r
 
 
-def cut_to_code(run: list[int], lines: tuple[str, ...], orig: Original, key, last: bool) -> list[int] | None:
+def cut_to_code(run: list[int], lines: tuple[str, ...], orig: Original, key, last: bool,
+                copies: bool = False) -> list[int] | None:
     """A segment's first (``last``: last) anchor run ``[original line, segment line, length]`` that opens
     (ends) with blank lines facing new lines of the segment, cut to its code: the blank lines are then
     the segment's own, around the new lines it adds beside the anchor, and the original's blank lines
@@ -155,6 +156,9 @@ def cut_to_code(run: list[int], lines: tuple[str, ...], orig: Original, key, las
     place (``edits_lines_beside``: an import changed above a blank line); or the original has more
     than ``MOST_BLANK`` blank lines there (a run longer than any style sets between blocks may be one
     the edit splits: an import added in it).
+
+    With ``copies``, new lines that copy lines of the file do not stop the cut: the caller keeps that reading
+    only as a draft, not certain (``anchor._place_by_lines``).
 
     The caller keeps the cut reading where it has fewer doubts. On the 22,504 known answers of the
     suite, ``data/train`` and ``runs/train-h``, 37 merges it makes certain are all exact and 5 likely
@@ -180,7 +184,7 @@ def cut_to_code(run: list[int], lines: tuple[str, ...], orig: Original, key, las
     if not blank or blank == size or not any(line.strip() for line in new):
         return None
     cut = [p, b, size - blank] if last else [p + blank, b + blank, size - blank]
-    if all(is_trivial(line) for line in lines[cut[1]:cut[1] + cut[2]]) or any(
+    if all(is_trivial(line) for line in lines[cut[1]:cut[1] + cut[2]]) or not copies and any(
             not is_trivial(line) and orig.positions(key, key(line)) for line in new):
         return None
     i, step = (p + size - blank, 1) if last else (p + blank - 1, -1)

@@ -2777,3 +2777,31 @@ def test_a_nested_function_added_after_one_like_it_is_not_certain_to_cut_that_on
                    "// ... existing code ...\n", "javascript")
     assert (result.confidence, result.reasons) == ("certain", ())
     assert result.text == original.replace("export function bumpX(", added + "export function bumpX(")
+
+
+def test_a_function_added_like_the_last_one_keeps_the_blank_lines_before_the_code_after_it_in_the_draft():
+    """A function added after the last one, like it, its snippet showing that one's last line and the blank
+    lines after it, then a marker: the blank lines anchored on the original's, the new function went in
+    after them, right above the `__main__` guard. Its lines copy the file's, so the merge is not sure they
+    add code (a doubt, kept), but the draft reads the blank lines as the new function's own and keeps the
+    original's between it and the guard (``merge_bench.py --definitions``: 150 drafts exact more of 441)."""
+    original = d('''
+        def load(path):
+            with open(path) as f:
+                return f.read()
+
+
+        def save(path, text):
+            with open(path, "w") as f:
+                f.write(text)
+
+
+        if __name__ == "__main__":
+            save("out.txt", load("in.txt"))
+        ''')
+    added = '\n\ndef save_twice(path, text):\n    with open(path, "w") as f:\n        f.write(text + text)\n'
+    result = merge(original, "# ... existing code ...\n        f.write(text)\n" + added + "# ... existing code ...\n",
+                   "python")
+    assert result.confidence == "likely"
+    assert result.reasons == ("segment 1 has new lines after its last anchor, which may replace the code there",)
+    assert result.text == original.replace("f.write(text)\n", "f.write(text)\n" + added)
