@@ -30,7 +30,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from fastapply.asks import bound_names, identifiers
-from fastapply.diffs import read_patch  # diffs.split_files imports this module when it runs, not at its import
+from fastapply.diffs import read_patch  # fileparts.split_files imports this module when it runs, not at its import
 from fastapply.errors import UsageError
 from fastapply.markers import is_marker_text
 from fastapply.segments import is_trivial

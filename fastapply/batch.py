@@ -35,7 +35,8 @@ from fastapply.engine import ModelRun, resolve_edit
 from fastapply.errors import FastapplyError, RefusedError, UsageError
 from fastapply.answer import answer_edit, split_answer
 from fastapply.binpatch import apply_binary, is_binary_patch
-from fastapply.diffs import FilePart, deleted_text, link_targets, names_blob, read_patch, split_files
+from fastapply.diffs import names_blob, read_patch
+from fastapply.fileparts import FilePart, deleted_text, link_targets, split_files
 from fastapply.markers import count_markers
 from fastapply.syntax import language_for_path
 from fastapply.toolcall import as_patch, creates, files_named
@@ -60,7 +61,7 @@ class BatchItem:
 
     @property
     def action(self) -> str:
-        """What the item does to its file: edit, create, delete, move or copy (``diffs.FilePart.action``)."""
+        """What the item does to its file: edit, create, delete, move or copy (``fileparts.FilePart.action``)."""
         return self.part.action if self.part is not None else "create" if self.new else "edit"
 
     @property
@@ -90,7 +91,7 @@ def read_items(text: str) -> list[BatchItem]:
 
 
 def patch_items(diff: str, strip: int | None = None) -> list[BatchItem]:
-    """The items of a diff of one or more files (``diffs.split_files``, its paths' first ``strip`` folders
+    """The items of a diff of one or more files (``fileparts.split_files``, its paths' first ``strip`` folders
     taken off, ``-p``): each file's part is its edit, its line the one the part starts on. A part for a
     path beyond a symbolic link the diff makes (``link/x``) is not applied, as ``git apply`` refuses it:
     written after the link, it would be written wherever the link points."""

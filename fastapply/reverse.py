@@ -13,8 +13,9 @@ from __future__ import annotations
 
 
 from fastapply.contextdiff import as_unified
-from fastapply.diffs import COMMIT_LINE, HUNK_HEADER, INDEX_LINE, git_path, signs, split_files
+from fastapply.diffs import COMMIT_LINE, HUNK_HEADER, INDEX_LINE, signs
 from fastapply.errors import UsageError
+from fastapply.fileparts import git_path, split_files
 
 _SWAPS = (("new file mode ", "deleted file mode "), ("old mode ", "new mode "), ("rename from ", "rename to "))
 

@@ -35,8 +35,9 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from fastapply.diffs import blob_id, part_for, read_patch
+from fastapply.diffs import blob_id, read_patch
 from fastapply.errors import UsageError
+from fastapply.fileparts import part_for
 
 _EDIT = {"old_string", "new_string"}  # Claude Code's Edit, and each of MultiEdit's edits
 _EDIT_KEYS = _EDIT | {"replace_all", "file_path"}

@@ -3,8 +3,9 @@
 import pytest
 
 from fastapply.contextdiff import as_unified
-from fastapply.diffs import read_patch, split_files
+from fastapply.diffs import read_patch
 from fastapply.errors import UsageError
+from fastapply.fileparts import split_files
 from fastapply.patch import apply_patch
 
 # GNU diff -C1 of "a b c d e f g" -> "a B c e f X g", then a file's last line changed with no newline at its

@@ -11,7 +11,8 @@ import pytest
 from fastapply.engine import EditRefused, read_edit, resolve_edit
 from fastapply.errors import UsageError
 from fastapply.merge import merge
-from fastapply.diffs import deleted_text, link_targets, read_patch
+from fastapply.diffs import read_patch
+from fastapply.fileparts import deleted_text, link_targets
 from fastapply.patch import apply_patch, as_snippet, as_update
 
 CALC = '''import math
@@ -284,7 +285,7 @@ def test_an_instruction_beside_a_diff_is_applied_to_the_patched_file():
 
 
 def test_a_diff_of_several_files_is_split_into_each_files_part():
-    from fastapply.diffs import split_files
+    from fastapply.fileparts import split_files
 
     ru = ("--- a/x.py\t2026-11-29\n+++ b/x.py\t2026-11-29\n@@ -1 +1 @@\n-a = 1\n+a = 2\n"
           "--- a/y.py\n+++ /dev/null\n@@ -1 +0,0 @@\n-b = 1\n")
@@ -305,7 +306,7 @@ def test_what_each_files_part_does_to_it():
     """A part creates, deletes or moves its file as git (`new file mode`, `--- /dev/null`, `deleted file
     mode`, `rename from`), `diff -N` (a file dated at the epoch) and the *** Begin Patch form (`*** Add
     File:`, `*** Delete File:`, `*** Move to:`) say; a binary part cannot be applied."""
-    from fastapply.diffs import split_files
+    from fastapply.fileparts import split_files
 
     git = ("diff --git a/new.py b/new.py\nnew file mode 100755\nindex 0000000..e299757\n--- /dev/null\n+++ b/new.py\n"
            "@@ -0,0 +1 @@\n+x = 1\n"
@@ -431,7 +432,7 @@ def test_fastapply_file_does_not_edit_in_place_a_file_the_diff_moves_or_copies()
     """`fastapply FILE` edits FILE where it is: a diff that renames it (with or without hunks, git's or
     the *** Begin Patch form), or copies another file to it, is a usage error pointing at `fastapply batch
     --patch`; its other parts are FILE's as before."""
-    from fastapply.diffs import part_for
+    from fastapply.fileparts import part_for
 
     agent = ("*** Begin Patch\n*** Update File: app.py\n*** Move to: src/main.py\n@@\n-x = 1\n+x = 2\n"
              "*** Update File: b.py\n@@\n-y\n+z\n*** End Patch\n")
@@ -454,7 +455,7 @@ def test_diff_r_parts_and_the_folders_taken_off_their_paths():
     a/ and b/), files dated at the epoch are created or deleted; `Only in` (no -N) and `Binary files ...
     differ` are parts that cannot be applied. `-p N` takes N folders off (rename and *** lines, which
     have no a/ or b/, one fewer)."""
-    from fastapply.diffs import split_files
+    from fastapply.fileparts import split_files
 
     diff_r = ("Binary files old/logo.png and new/logo.png differ\nOnly in new/docs: guide.md\n"
               "diff -ruN old/src/gone.py new/src/gone.py\n--- old/src/gone.py\t2026-11-29 08:00:00.0 +0000\n"
@@ -494,7 +495,7 @@ def test_the_diffs_of_svn_cvs_and_mercurial_and_a_submodule():
     """svn diff's `Index:` line and rule, CVS's (with `RCS file:`, `retrieving revision` and its diff
     command) and hg diff's `diff -r` line start a file's part and are read as its header; git's change of
     a submodule (mode 160000) is a part that cannot be applied."""
-    from fastapply.diffs import split_files
+    from fastapply.fileparts import split_files
 
     hunk = "@@ -1,2 +1,2 @@\n a\n-b\n+B\n"
     rule = "=" * 67
@@ -519,7 +520,7 @@ def test_a_tools_hunk_is_read_as_far_as_its_counts():
     """In git's diff (and diff -r's, svn's, hg's) a hunk's counts are right: a deleted `-- x` line before
     an added `++ y` line reads `--- x` / `+++ y`, and is the hunk's, not a new file's header. A chat
     model's diff (no such header) may miscount: there a `---` / `+++` pair still starts the next file."""
-    from fastapply.diffs import split_files
+    from fastapply.fileparts import split_files
 
     sql = "select 1;\n-- x\nselect 2;\n"
     git = ("diff --git a/q.sql b/q.sql\nindex 1234567..89abcde 100644\n--- a/q.sql\n+++ b/q.sql\n"

@@ -167,8 +167,8 @@ def _creates(file: str, update: str) -> bool:
 def _created_ends(raw: str, file: str):
     """The line ends (other than LF) of the file that the diff ``raw`` (the edit as given, its line ends
     as they are) creates at ``file``: those its lines have in the diff, as ``batch --patch`` writes them
-    (``diffs.FilePart.ends``); None for LF."""
-    from fastapply.diffs import part_of
+    (``fileparts.FilePart.ends``); None for LF."""
+    from fastapply.fileparts import part_of
 
     part = part_of(raw, file)
     return part.ends if part is not None and part.action == "create" else None
@@ -180,7 +180,7 @@ def _read_edit(edit: str | None, edit_file: Path | None, file: str, instruction:
     creates (``_created_ends``)."""
     from fastapply import fileio
     from fastapply.binpatch import is_binary_patch
-    from fastapply.diffs import part_for
+    from fastapply.fileparts import part_for
 
     if edit is not None and edit_file is not None:
         raise UsageError("pass the edit once: --edit or --edit-file")
