@@ -79,7 +79,7 @@ from fastapply.bench import cpu_model  # noqa: E402
 from fastapply.engine import merge_edit, merge_reading, read_edit  # noqa: E402
 from fastapply.merge import merge  # noqa: E402
 from fastapply.snippet import make_snippet  # noqa: E402
-from fastapply.syntax import count_errors  # noqa: E402
+from fastapply.syntax import count_errors, parse  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results" / "merge.json"
 KNOWN_RESULTS = RESULTS.with_name("merge-known.json")
@@ -142,6 +142,7 @@ def run(n_edits: int, seed: int, js_share: float, replay: int, dirs: list[Path] 
             continue
         if not alone:
             snippet = make_snippet(text, edited, code, context=context)
+        parse.cache_clear()  # each merge parses its files afresh, as one CLI run does
         start = time.perf_counter()
         result = (merge_reading(text, read_edit(text, snippet, code), code) if alone in AS_THE_CLI
                   else merge(text, snippet, code))
@@ -229,6 +230,7 @@ def run_known(paths: list[Path], merges: Path | None = None, against: Path | Non
         for task in load_tasks(path):
             if not task.update.strip():
                 continue
+            parse.cache_clear()
             start = time.perf_counter()
             try:
                 if fenced:
