@@ -81,8 +81,10 @@ def _renamed_alike(orig: Original, placements: list[Placement], text: str,
     file so read, the draft (None where no doubt). A name that several definitions share (`@overload`s, a
     getter and its setter) counts as renamed where the merged file has fewer of them. Asked only of the
     definitions ``_headers_lost`` finds (``lost``) and of those a placement ends (``_ends_inside``)."""
+    if orig.language is None:
+        return [], None
     cut = _ends_inside(orig, placements)
-    if orig.language is None or not lost and not cut:
+    if not lost and not cut:
         return [], None
     merged = definitions(text, orig.language)
     had = Counter((*d.scope, d.name) for d in orig.defs())
@@ -114,11 +116,13 @@ def _renamed_alike(orig: Original, placements: list[Placement], text: str,
                                 + lines[new.start:])
                 if after in readings.values() or d not in renamed and after == text:  # read so already
                     continue
-                readings[f"the merge reads {new.name!r} as {d.name!r} renamed, but the lines above it end "
-                         f"{d.name!r} too: it may be added after it" if d in renamed else
-                         f"the merge reads {new.name!r} as the rest of {d.name!r}, but the lines above it end "
-                         f"{d.name!r}: it may be added after it"] = after if d not in renamed or p.start <= d.start \
-                    else None
+                if d in renamed:
+                    doubt = (f"the merge reads {new.name!r} as {d.name!r} renamed, but the lines above it end "
+                             f"{d.name!r} too: it may be added after it")
+                    readings[doubt] = after if p.start <= d.start else None  # none where it starts above the segment
+                else:
+                    readings[f"the merge reads {new.name!r} as the rest of {d.name!r}, but the lines above it end "
+                             f"{d.name!r}: it may be added after it"] = after
     return list(readings), next(iter(readings.values())) if len(readings) == 1 else None
 
 
