@@ -79,8 +79,10 @@ def _renamed_alike(orig: Original, placements: list[Placement], text: str,
     adding a method after the last one shows its `}`, or its `raise NotImplementedError()`; a copy of a
     nested function whose lines after its first `return false` anchor in the original's); and the merged
     file so read, the draft (None where no doubt). A name that several definitions share (`@overload`s, a
-    getter and its setter) counts as renamed where the merged file has fewer of them. Asked only of the
-    definitions ``_headers_lost`` finds (``lost``) and of those a placement ends (``_ends_inside``)."""
+    getter and its setter) counts as renamed where the merged file has fewer of them. Where the lines above
+    end several (an `impl` block and its last method), the new definition goes beside one of its own level,
+    where one is among them. Asked only of the definitions ``_headers_lost`` finds (``lost``) and of those a
+    placement ends (``_ends_inside``)."""
     if orig.language is None:
         return [], None
     cut = _ends_inside(orig, placements)
@@ -103,19 +105,19 @@ def _renamed_alike(orig: Original, placements: list[Placement], text: str,
                 continue
             renamed = [d for d in lost if p.start <= d.header < p.end and names[(*d.scope, d.name)] < had[(
                 *d.scope, d.name)]]
+            gap = new.start - start
+            while gap > 0 and not p.lines[gap - 1].strip():
+                gap -= 1
+            options = []  # each definition the new one may be added after, and the merged file so read
             for d in renamed + [d for d in cut.get(p.start, []) if d not in renamed]:
-                key = str.strip if d in renamed else str.rstrip  # the rest of one: its own closers, as indented
-                above = [key(line) for line in p.lines[:new.start - start] if line.strip()]
-                if not above or [key(line) for line in orig.lines[d.start:d.end] if line.strip()][-len(above):] \
-                        != above:
+                if not _shown_above(orig, d, p.lines[:new.start - start], d in renamed):
                     continue
-                gap = new.start - start
-                while gap > 0 and not p.lines[gap - 1].strip():
-                    gap -= 1
                 after = "".join(lines[:start] + orig.lines[p.start:d.end] + list(p.lines[gap:new.start - start])
                                 + lines[new.start:])
-                if after in readings.values() or d not in renamed and after == text:  # read so already
-                    continue
+                if after not in readings.values() and all(after != other for _, other in options) and (
+                        d in renamed or after != text):  # not read so already
+                    options.append((d, after))
+            for d, after in [(d, after) for d, after in options if d.scope == new.scope] or options:  # its level
                 if d in renamed:
                     doubt = (f"the merge reads {new.name!r} as {d.name!r} renamed, but the lines above it end "
                              f"{d.name!r} too: it may be added after it")
@@ -124,6 +126,14 @@ def _renamed_alike(orig: Original, placements: list[Placement], text: str,
                     readings[f"the merge reads {new.name!r} as the rest of {d.name!r}, but the lines above it end "
                              f"{d.name!r}: it may be added after it"] = after
     return list(readings), next(iter(readings.values())) if len(readings) == 1 else None
+
+
+def _shown_above(orig: Original, d: Definition, above: tuple[str, ...], renamed: bool) -> bool:
+    """Whether the lines of code a segment shows above a new definition are ``d``'s own last lines: as
+    written, for one cut short (its own closers, as indented), or stripped, for one renamed."""
+    key = str.strip if renamed else str.rstrip
+    shown = [key(line) for line in above if line.strip()]
+    return bool(shown) and [key(line) for line in orig.lines[d.start:d.end] if line.strip()][-len(shown):] == shown
 
 
 def _ends_inside(orig: Original, placements: list[Placement]) -> dict[int, list[Definition]]:

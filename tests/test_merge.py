@@ -2805,3 +2805,37 @@ def test_a_function_added_like_the_last_one_keeps_the_blank_lines_before_the_cod
     assert result.confidence == "likely"
     assert result.reasons == ("segment 1 has new lines after its last anchor, which may replace the code there",)
     assert result.text == original.replace("f.write(text)\n", "f.write(text)\n" + added)
+
+
+def test_a_definition_added_after_a_lone_closer_is_drafted_beside_one_of_its_own_level():
+    """`}` then a new `impl` block like the next one: the merge reads it as the `impl` above renamed, and the
+    `}` ends that block and its method `from` alike, two readings, so no draft. The new block is top-level:
+    it is added after the top-level one, the draft (``merge_bench.py --definitions``: 7 drafts exact more)."""
+    original = d('''
+        pub enum Mode {
+            Off,
+            On,
+        }
+
+        impl From<bool> for Mode {
+            fn from(mode: bool) -> Self {
+                if mode { Self::On } else { Self::Off }
+            }
+        }
+
+        impl Mode {
+            pub fn is_active(self) -> bool {
+                !matches!(self, Self::Off)
+            }
+
+            pub fn is_on(self) -> bool {
+                matches!(self, Self::On)
+            }
+        }
+        ''')
+    added = ("impl Mode_added {\n    pub fn is_active(self) -> bool {\n        true\n    }\n\n"
+             "    pub fn is_on(self) -> bool {\n        matches!(self, Self::On)\n    }\n}\n\n")
+    result = merge(original, "// ... existing code ...\n}\n\n" + added + "impl Mode {\n// ... existing code ...\n",
+                   "rust")
+    assert result.confidence == "likely"
+    assert result.text == original.replace("impl Mode {", added + "impl Mode {")
