@@ -98,33 +98,31 @@ def _renamed_alike(orig: Original, placements: list[Placement], text: str,
         offset += len(p.lines) - (p.end - p.start)
     lines = text.splitlines(True)
     for new in merged:
-        if had[(*new.scope, new.name)]:
+        start, p = next(((start, p) for start, p in at if start <= new.start < start + len(p.lines)), (0, None))
+        if p is None or had[(*new.scope, new.name)]:  # not in a segment, or no new name
             continue
-        for start, p in at:
-            if not start <= new.start < start + len(p.lines):
+        renamed = [d for d in lost if p.start <= d.header < p.end and names[(*d.scope, d.name)] < had[(
+            *d.scope, d.name)]]
+        gap = new.start - start
+        while gap > 0 and not p.lines[gap - 1].strip():
+            gap -= 1
+        options = []  # each definition the new one may be added after, and the merged file so read
+        for d in renamed + [d for d in cut.get(p.start, []) if d not in renamed]:
+            if not _shown_above(orig, d, p.lines[:new.start - start], d in renamed):
                 continue
-            renamed = [d for d in lost if p.start <= d.header < p.end and names[(*d.scope, d.name)] < had[(
-                *d.scope, d.name)]]
-            gap = new.start - start
-            while gap > 0 and not p.lines[gap - 1].strip():
-                gap -= 1
-            options = []  # each definition the new one may be added after, and the merged file so read
-            for d in renamed + [d for d in cut.get(p.start, []) if d not in renamed]:
-                if not _shown_above(orig, d, p.lines[:new.start - start], d in renamed):
-                    continue
-                after = "".join(lines[:start] + orig.lines[p.start:d.end] + list(p.lines[gap:new.start - start])
-                                + lines[new.start:])
-                if after not in readings.values() and all(after != other for _, other in options) and (
-                        d in renamed or after != text):  # not read so already
-                    options.append((d, after))
-            for d, after in [(d, after) for d, after in options if d.scope == new.scope] or options:  # its level
-                if d in renamed:
-                    doubt = (f"the merge reads {new.name!r} as {d.name!r} renamed, but the lines above it end "
-                             f"{d.name!r} too: it may be added after it")
-                    readings[doubt] = after if p.start <= d.start else None  # none where it starts above the segment
-                else:
-                    readings[f"the merge reads {new.name!r} as the rest of {d.name!r}, but the lines above it end "
-                             f"{d.name!r}: it may be added after it"] = after
+            after = "".join(lines[:start] + orig.lines[p.start:d.end] + list(p.lines[gap:new.start - start])
+                            + lines[new.start:])
+            if after not in readings.values() and after not in [other for _, other in options] and (
+                    d in renamed or after != text):  # not read so already
+                options.append((d, after))
+        for d, after in [(d, after) for d, after in options if d.scope == new.scope] or options:  # its level
+            if d in renamed:
+                doubt = (f"the merge reads {new.name!r} as {d.name!r} renamed, but the lines above it end "
+                         f"{d.name!r} too: it may be added after it")
+                readings[doubt] = after if p.start <= d.start else None  # none where it starts above the segment
+            else:
+                readings[f"the merge reads {new.name!r} as the rest of {d.name!r}, but the lines above it end "
+                         f"{d.name!r}: it may be added after it"] = after
     return list(readings), next(iter(readings.values())) if len(readings) == 1 else None
 
 
