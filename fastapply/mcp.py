@@ -22,8 +22,10 @@ from pathlib import Path
 from typing import IO
 
 from fastapply import __version__
-from fastapply.batch import BatchItem, ModelRunner, apply_item
+from fastapply.batch import apply_item
+from fastapply.items import BatchItem
 from fastapply.markers import count_markers
+from fastapply.plan import ModelRunner
 from fastapply.syntax import language_for_path
 
 VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")  # protocol versions spoken, newest first

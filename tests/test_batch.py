@@ -10,10 +10,11 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from fastapply.batch import BatchItem, apply_item, patch_items, read_items, run_batch
+from fastapply.batch import apply_item, run_batch
 from fastapply.cli import app
 from fastapply.engine import ModelRun
 from fastapply.errors import UsageError
+from fastapply.items import BatchItem, patch_items, read_items
 from tests.serving import (  # noqa: F401  (fixtures, used by name)
     EXPECTED, ORIGINAL, UPDATE, _fixed_verify_cost, _private_cache, _session_cache, apply_checkpoint, apply_model)
 

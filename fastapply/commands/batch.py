@@ -67,8 +67,8 @@ def batch_command(
     file's code blocks one edit; with --calls, a coding agent's edit tool calls, each file's calls one edit."""
     with errors():
         from fastapply import fileio
-        from fastapply.batch import (answer_items, call_items, local_runner, patch_items, read_items, remote_runner,
-                                     run_batch, summary)
+        from fastapply.batch import local_runner, remote_runner, run_batch, summary
+        from fastapply.items import answer_items, call_items, patch_items, read_items
         from fastapply.client import RemoteBackend, remote_base_url
 
         from fastapply import bundled
