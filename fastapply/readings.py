@@ -1,7 +1,7 @@
 """Which of several readings of a segment's anchors is meant.
 
 A segment whose first or last anchor line occurs in several places of the original has several
-readings, each a (first, last) pair of anchor runs in order (``anchor._anchors`` finds them). Most
+readings, each a (first, last) pair of anchor runs in order (``anchorruns.find_anchors`` finds them). Most
 would silently delete what lies between the anchors; the one that only adds or edits code is meant
 when it is the only such one (``only_clean_reading``), and a reading that rewrites a definition the
 file names twice is not settled so (``covers_repeated_name``). ``anchor.py`` asks; this module reads.
