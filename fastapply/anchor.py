@@ -11,8 +11,9 @@ Every reason to doubt a placement (an anchor that appears twice, a deletion hang
 is returned as a one-line ``doubt``; the merge is only certain when no segment has one. This module
 places one segment; ``merge.py`` splits the snippet, places the segments in order and assembles them.
 Where its anchors may lie is ``anchorruns.py``'s question, how its edge lines meet the original
-``edges.py``'s, which of several readings of its anchors is meant ``readings.py``'s; a segment that anchors nowhere is placed at the end of its block
-by ``blockend.py``.
+``edges.py``'s (``fileedges.py``'s at the file's first or last line), which of several readings of its
+anchors is meant ``readings.py``'s; a segment that anchors nowhere is placed at the end of its block by
+``blockend.py``.
 
 Example: original ``a b c d e``, segment ``b X d`` -> replaces ``b c d`` (lines 1..3) with ``b X d``.
 """
@@ -26,7 +27,8 @@ from fastapply.blockend import place_at_block_end
 from fastapply.defplace import (MAY_ADD, MAY_CLOSE, MAY_KEEP, closed_definition, deleted_at_end, place_by_definitions,
                                 reopened_definition, taken_leading_lines)
 from fastapply.edges import (beside_anchor, cut_past_opened, cut_to_code, deletes_nothing, docstring_above_docstring,
-                             edge_doubt, read_edge, resumes_at_marker)
+                             read_edge, resumes_at_marker)
+from fastapply.fileedges import edge_doubt
 from fastapply.markers import indent_width
 from fastapply.readings import keeps_names
 from fastapply.segments import Original, Placement, Segment, absorb_blank_edges, exact_key, is_trivial, loose_key

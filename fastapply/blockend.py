@@ -7,7 +7,7 @@ can anchor on.
 
 from __future__ import annotations
 
-from fastapply.edges import edge_doubt
+from fastapply.fileedges import edge_doubt
 from fastapply.markers import indent_width
 from fastapply.segments import (Original, Placement, Segment, absorb_blank_edges, blank_run, exact_key,
                                 is_closer)

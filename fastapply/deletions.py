@@ -17,7 +17,7 @@ from collections import Counter
 
 from fastapply.blockend import last_closers
 from fastapply.defs import definitions
-from fastapply.edges import inside_file
+from fastapply.fileedges import inside_file
 from fastapply.markers import count_markers, marker_lines
 from fastapply.segments import is_trivial, keeps_text, lost_lines, starts_inside_block
 
@@ -63,7 +63,7 @@ def part_taken_whole(original: str, output: str, update: str, language: str | No
     """Original lines (0-based) that the output, being the update alone, deletes (the update does not
     show them), where the update may not be the whole new file: it has no lazy marker and starts inside a
     block (``segments.starts_inside_block``: ``  db:`` of a YAML service) or leaves out lines of the file
-    before or after it (``edges.inside_file`` with no allowance: a README's section, a class without its
+    before or after it (``fileedges.inside_file`` with no allowance: a README's section, a class without its
     imports), as the merge takes it; fastapply-small, given such a part, wrote it alone as the file. A
     definition the update or the instruction asks to delete by name is left out.
 

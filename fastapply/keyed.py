@@ -28,7 +28,7 @@ them deleted: where those are 1 to 3 lines (``  db:`` / ``    image: postgres:16
 item after it) that is likely, the model decides; where there are none (``[flake8]`` /
 ``max-line-length = 120``, the file's last section) both readings agree; where there are more
 (``jobs:`` / ``  test:`` / ``    runs-on: macos-latest``, the job's steps and the next job after it),
-they are left out, as for a part of a file (``edges.EDGE_DELETION``), and the reading is certain.
+they are left out, as for a part of a file (``fileedges.EDGE_DELETION``), and the reading is certain.
 
 A snippet with markers whose other lines are such a path (``# ...`` / ``jobs:`` / ``  lint:`` /
 ``    runs-on: macos-latest`` / ``    # ...``) sets its keys the same way (``marked_keys``): merged as code,
@@ -50,7 +50,7 @@ lines are read as a path by ``keypaths.py``; which lines are keys, and where the
 
 from __future__ import annotations
 
-from fastapply.edges import EDGE_DELETION
+from fastapply.fileedges import EDGE_DELETION
 from fastapply.keylines import CONFIG, TOML_HEADER, closes, is_brackets, is_content
 from fastapply.keypaths import Step, after_step, indented_path, section_path
 from fastapply.markers import indent_width

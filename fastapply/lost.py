@@ -12,7 +12,7 @@ from collections import Counter
 
 from fastapply.asks import bound_inside, bound_names, identifiers
 from fastapply.defs import Definition, definitions
-from fastapply.edges import lost_at_end, still_wired
+from fastapply.fileedges import lost_at_end, still_wired
 from fastapply.markers import indent_width
 from fastapply.segments import Original, Placement
 
@@ -155,7 +155,7 @@ TAIL_WIRED = "the snippet does not end with a marker; the file's last lines"  # 
 def tail_still_wired(orig: Original, last: Placement, text: str) -> list[str]:
     """The doubt where the last segment, with no marker after it, deletes the file's last lines and they use
     a definition the merged file keeps, or the snippet adds a definition and they lie outside the definitions
-    around its last anchor (``edges.still_wired``); what took their place is the merged file's lines after
+    around its last anchor (``fileedges.still_wired``); what took their place is the merged file's lines after
     the last copy of the segment's last anchor line of code. The definition the snippet adds (a name the
     merged file has and the original not) may lie before that line: a new function modelled on the file's
     last one ends with that one's last line, which is then the last anchor (``merge_bench.py

@@ -4,7 +4,7 @@ The snippet is split at lazy markers (``markers.py``) into segments; each segmen
 original in order (``anchor.py``): lines it repeats anchor it, lines it leaves out between anchors are
 deleted, and each marker keeps the original code between the segments around it. A snippet with no
 marker is the whole new file (when it parses, keeps every top-level definition of the original and
-leaves out no line at the file's edges, ``edges.inside_file``), new versions of the definitions it
+leaves out no line at the file's edges, ``fileedges.inside_file``), new versions of the definitions it
 contains, matched by kind and name, the keys of a configuration file (YAML, TOML, JSON, INI) it sets
 under the headers it shows (``keyed.py``), or a part of the file pasted alone (its first line indented,
 or more lines of the file left out before or after it than a whole file may delete there; its ends
@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from fastapply.anchor import place
 from fastapply.defplace import place_by_definitions
 from fastapply.defs import definitions
-from fastapply.edges import EDGE_DELETION, held_once, inside_file
+from fastapply.fileedges import EDGE_DELETION, held_once, inside_file
 from fastapply.keyed import marked_keys, set_keys
 from fastapply.keymerge import edge_keys, set_in_place
 from fastapply.lost import headless, lost_definitions, tail_still_wired
@@ -248,7 +248,7 @@ def _part(orig: Original, snippet: list[str]) -> tuple[Placement, bool] | None:
 def _pinned_block(original: list[str], snippet: list[str]) -> tuple[int, int] | None:
     """The original lines a snippet without markers stands in place of, where it can only be a part of
     the file, edited inside: it starts inside a block (``segments.starts_inside_block``) or leaves out
-    more lines at an edge of the file than a whole file may delete there (``edges.inside_file``: a
+    more lines at an edge of the file than a whole file may delete there (``fileedges.inside_file``: a
     README's section), its first and last lines are placed (``_ends``: each the original's once, or
     nearest to the lines the original and it each have once, a code fence), in that order, a block
     ends after the last (the next line is no deeper than its first line, a header, or shallower than its

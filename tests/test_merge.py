@@ -2495,7 +2495,7 @@ def test_a_part_shown_alone_without_markers_is_not_the_whole_file():
     is the part of the file that changed, not the whole new file: read as the file it would delete them
     (a README's title and its last sections, a module's imports), and Markdown parses whatever is left.
     Before, each was certain and wrote the snippet as the file. Where it leaves out more lines at an edge
-    than a whole file may delete there (``edges.EDGE_DELETION``), and its ends are found once each, it
+    than a whole file may delete there (``fileedges.EDGE_DELETION``), and its ends are found once each, it
     replaces the lines between them; a class is placed by its name."""
     section = "## Install\n\n```bash\npip install demo\n```\n\n## Quick start\n\n```bash\ndemo init\n```\n\n## Usage\n"
     merged = merge(README, section, "markdown")
