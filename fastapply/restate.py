@@ -44,6 +44,7 @@ _CONTROL = frozenset(("if", "elif", "else", "while", "for", "foreach", "return",
 _DECLARES = frozenset(("const", "let", "var", "val", "mut", "final", "static", "auto", "local", "private",
                        "public", "protected", "readonly", "my", "our"))
 _COMMENT = re.compile(r"\s(?:#|//|/\*)")
+_COMMENT_LINE = ("#", "//", "/*", "*", "--", "<!--", ";")  # how a line of comment alone opens
 _QUOTED = re.compile(r"\"(?:[^\"\\]|\\.)*\"|'(?:[^'\\]|\\.)*'")
 _OPEN_END = re.compile(r"(?:[(\[{\\.+\-*/%&|^<>=?:]|\band|\bor)\s*$")
 
@@ -130,9 +131,11 @@ def _comment_changed(new: str, old: str) -> bool:
     True
     >>> _comment_changed("x = 1", "x = 1  # one")
     False
+    >>> _comment_changed("# Work around issue #4555", "# Work around issue #4554")  # a comment, no statement
+    False
     """
     code = _code_part(new.strip()).rstrip()
-    return len(code) >= 6 and code == _code_part(old.strip()).rstrip()
+    return len(code) >= 6 and not code.startswith(_COMMENT_LINE) and code == _code_part(old.strip()).rstrip()
 
 
 def _alike(new: str, old: str) -> bool:

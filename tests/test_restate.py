@@ -147,3 +147,17 @@ def test_a_statement_shown_with_its_comment_changed_beside_a_marker_is_that_line
     (certain). The same statement, its comment added or changed, is the line edited."""
     merged = merge(original, update, language)
     assert (merged.confidence, merged.text) == ("certain", expected), merged.reasons
+
+
+def test_a_comment_shown_with_a_number_changed_beside_a_marker_is_not_certain():
+    """`# Work around mypy issue #4555` under the `# ... issue #4554` a marker keeps (attrs' `Factory`): the
+    text before ` #` was read as a statement whose comment changed, the line edited, certain; a copy added
+    was meant. A line of comment alone is no statement: much like the kept one, it may be either, a doubt."""
+    original = ("# NOTE: Factory lies about its return type.\n# Work around mypy issue #4554 with an overload.\n\n"
+                "@overload\ndef Factory(factory): ...\n")
+    update = ("# ... existing code ...\n# Work around mypy issue #4555 with an overload.\n\n@overload\n"
+              "def Factory(factory): ...\n# ... existing code ...\n")
+    merged = merge(original, update, "python")
+
+    assert merged.confidence == "likely" and any("is much like the line" in why for why in merged.reasons), \
+        merged.reasons
