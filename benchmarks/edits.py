@@ -201,11 +201,25 @@ def function_edit(rng: random.Random, text: str, language: str) -> tuple[str, st
     between lines of the file, a marker, and the definition's closing line where it has one (``}``,
     ``end``): ``function-head``. None where the file has no such definition (8 lines or more, below other
     code)."""
+    shown = _function_part(rng, text, language)
+    if shown is None:
+        return None
+    _, i, new, part = shown
+    lines = text.splitlines(keepends=True)
+    return "".join(lines[:i] + [new] + lines[i + 1:]), "".join(part), "function-head"
+
+
+def _function_part(rng: random.Random, text: str, language: str, after: int = 0
+                   ) -> tuple[int, int, str, list[str]] | None:
+    """A top-level definition of 8 lines or more, starting at line ``after`` or below with code above it,
+    one line inside it replaced (another line of the file, a word changed), and the part of a snippet that
+    shows it as ``function_edit`` says: (its header's line, the changed line, the new line, the part's
+    lines). None where the file has no such definition."""
     from fastapply.defs import definitions
     from fastapply.snippet import marker_like
 
     lines = text.splitlines(keepends=True)
-    found = [d for d in definitions(text, language) if not d.scope and d.end - d.header >= 8
+    found = [d for d in definitions(text, language) if not d.scope and d.end - d.header >= 8 and d.start >= after
              and any(line.strip() for line in lines[:d.start])]
     if not found:
         return None
@@ -225,7 +239,54 @@ def function_edit(rng: random.Random, text: str, language: str) -> tuple[str, st
     if i + 2 < (last if closer else d.end):
         part.append(marker_like(lines[i + 1], language) + "\n")
     part += [closer] if closer else []
-    return "".join(lines[:i] + [new] + lines[i + 1:]), "".join(part), "function-head"
+    return d.header, i, new, part
+
+
+# an import of one line, by language (the lines ``import_edit`` copies)
+_IMPORT = {"python": r"^(import [\w.]+( as \w+)?|from [\w.]+ import \w+( as \w+)?(, \w+( as \w+)?)*)\n$",
+           "javascript": r"^(import [^'\"\n]* from ['\"][^'\"]+['\"];?"
+                         r"|(const|let|var) \w+ = require\(['\"][^'\"]+['\"]\);?)\n$",
+           "c": r"^#include [<\"][\w./]+[>\"]\n$", "rust": r"^(pub )?use [\w:{}, ]+;\n$"}
+_IMPORT.update(typescript=_IMPORT["javascript"], cpp=_IMPORT["c"])
+_NOT_NAMES = {"import", "from", "as", "use", "pub", "include", "const", "let", "var", "require", "crate", "self",
+              "super", "type"}
+
+
+def import_edit(rng: random.Random, text: str, language: str) -> tuple[str, str, str] | None:
+    """(edited text, snippet, kind) for a code file: an import added after one of the file's imports (a copy
+    of it, its last name ``NAME_added``) and one line inside a top-level definition below them changed (as
+    ``function_edit``), and the snippet as an agent writes the two: 1 to 3 of the file's lines ending with
+    that import (a marker above them where the file has code above), the new import, a marker (or the blank
+    lines there), then the definition as ``function_edit`` shows it. ``import-below``: no line of the file
+    shown below the new import; ``import-between``: the next import shown below it. None where the file has
+    no two imports of one line each (``_IMPORT``) with such a definition below them."""
+    from fastapply.snippet import marker_like
+
+    if language not in _IMPORT:
+        return None
+    lines = text.splitlines(keepends=True)
+    imports = [i for i, line in enumerate(lines) if re.match(_IMPORT[language], line)]
+    if len(imports) < 2:
+        return None
+    shown = _function_part(rng, text, language, after=imports[-1] + 1)
+    if shown is None:
+        return None
+    header, changed, new, part = shown
+    i = rng.choice(imports)
+    names = [m for m in re.finditer(r"[A-Za-z_]\w+", lines[i]) if m.group() not in _NOT_NAMES]
+    if not names:
+        return None
+    added = lines[i][:names[-1].end()] + "_added" + lines[i][names[-1].end():]
+    kind = "between" if i + 1 in imports and rng.random() < 0.5 else "below"
+    top = max(i - rng.choice([0, 1, 2]), 0)
+    while not lines[top].strip():
+        top += 1
+    above = [marker_like(lines[top], language) + "\n"] if any(line.strip() for line in lines[:top]) else []
+    end = i + 2 if kind == "between" else i + 1
+    gap = [marker_like("", language) + "\n"] if any(line.strip() for line in lines[end:header]) else lines[end:header]
+    edited = lines[:i + 1] + [added] + lines[i + 1:changed] + [new] + lines[changed + 1:]
+    snippet = above + lines[top:i + 1] + [added] + lines[i + 1:end] + gap + part
+    return "".join(edited), "".join(snippet), f"import-{kind}"
 
 
 def beside_edit(rng: random.Random, text: str, language: str) -> tuple[str, str, str] | None:

@@ -72,8 +72,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from edits import (OTHER, beside_edit, block_edit, corpus, definition_edit, function_edit, key_edit,  # noqa: E402
-                   new_key_edit, random_edit, region_edit, sources)
+from edits import (OTHER, beside_edit, block_edit, corpus, definition_edit, function_edit, import_edit,  # noqa: E402
+                   key_edit, new_key_edit, random_edit, region_edit, sources)
 
 from fastapply.bench import cpu_model  # noqa: E402
 from fastapply.engine import merge_edit, merge_reading, read_edit  # noqa: E402
@@ -93,13 +93,15 @@ BESIDE_RESULTS = RESULTS.with_name("merge-beside.json")
 FUNCTIONS_RESULTS = RESULTS.with_name("merge-functions.json")
 DEFINITIONS_RESULTS = RESULTS.with_name("merge-definitions.json")
 METHODS_RESULTS = RESULTS.with_name("merge-methods.json")
+IMPORTS_RESULTS = RESULTS.with_name("merge-imports.json")
 ALONE = {"blocks": block_edit, "regions": region_edit}  # snippets of one changed part alone, no marker
 KEY_EDITS = {"keys": key_edit, "new-keys": new_key_edit}  # paths of keys, told the language
 KEYED = ("yaml", "toml", "json")  # the languages of ``--keys`` and ``--new-keys``
 NOT_CODE = (*KEYED, "css", "html", "markdown", OTHER)  # no language of ``CODE_EDITS``
 CODE_EDITS = {"beside": beside_edit, "functions": function_edit,  # snippets with markers in code, told the language
-              "definitions": definition_edit, "methods": partial(definition_edit, nested=True)}
-AS_THE_CLI = ("functions", "definitions", "methods")  # merged as the CLI reads a snippet's unmarked edges
+              "definitions": definition_edit, "methods": partial(definition_edit, nested=True),
+              "imports": import_edit}
+AS_THE_CLI = ("functions", "definitions", "methods", "imports")  # merged as the CLI reads a snippet's unmarked edges
 
 
 def run(n_edits: int, seed: int, js_share: float, replay: int, dirs: list[Path] | None = None,
@@ -316,7 +318,8 @@ def show(report: dict) -> None:
         table.add_column(column, justify="right" if column != "slice" else "left")
     slices = [("all", report["all"])] + list(report["by_language"].items()) + [
         (f"context {c}", f) for c, f in report["by_context"].items()] + (
-        [(kind, f) for kind, f in report["by_kind"].items() if kind.startswith(("keys-", "new-", "between", "end", "method-"))])
+        [(kind, f) for kind, f in report["by_kind"].items()
+         if kind.startswith(("keys-", "new-", "between", "end", "method-", "import-"))])
     for name, f in slices:
         precision = f"{100 * f['precision_certain']:.2f}%" if f["precision_certain"] is not None else "-"
         table.add_row(name, str(f["edits"]), str(f["certain"]), precision, f"{100 * f['share_certain']:.1f}%",
@@ -399,6 +402,9 @@ def main() -> None:
     parser.add_argument("--methods", action="store_true",
                         help="as --definitions, but a method added among its siblings in a class (after the last: "
                              "a marker at column 0 after it)")
+    parser.add_argument("--imports", action="store_true",
+                        help="with --sources: code files only, each snippet an import added beside the file's and "
+                             "a line changed in a definition below, shown as --functions shows it")
     parser.add_argument("--other", action="store_true",
                         help="with --sources: files of no language fastapply knows too (a Dockerfile, a .conf), "
                              "merged with no parser, as 'other'")
@@ -419,13 +425,13 @@ def main() -> None:
         parser.error("--merges, --against and --fenced go with --known")
     modes = {"blocks": args.blocks, "regions": args.regions, "keys": args.keys, "new-keys": args.new_keys,
              "beside": args.beside, "functions": args.functions, "definitions": args.definitions,
-             "methods": args.methods}
+             "methods": args.methods, "imports": args.imports}
     if (any(modes.values()) or args.other) and not args.sources:
-        parser.error("--blocks, --regions, --keys, --new-keys, --beside, --functions, --definitions, --methods and "
-                     "--other go with --sources")
+        parser.error("--blocks, --regions, --keys, --new-keys, --beside, --functions, --definitions, --methods, "
+                     "--imports and --other go with --sources")
     if sum(modes.values()) > 1:
-        parser.error("one of --blocks, --regions, --keys, --new-keys, --beside, --functions, --definitions and "
-                     "--methods")
+        parser.error("one of --blocks, --regions, --keys, --new-keys, --beside, --functions, --definitions, "
+                     "--methods and --imports")
     alone = next((mode for mode, chosen in modes.items() if chosen), None)
     if args.known:
         report = run_known(args.known, args.merges, args.against, args.fenced)
@@ -435,7 +441,7 @@ def main() -> None:
         out = args.out or {"blocks": BLOCKS_RESULTS, "regions": REGIONS_RESULTS, "keys": KEYS_RESULTS,
                            "new-keys": NEW_KEYS_RESULTS, "beside": BESIDE_RESULTS,
                            "functions": FUNCTIONS_RESULTS, "definitions": DEFINITIONS_RESULTS,
-                           "methods": METHODS_RESULTS}.get(
+                           "methods": METHODS_RESULTS, "imports": IMPORTS_RESULTS}.get(
             alone, SOURCES_RESULTS if args.sources else RESULTS)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(report, indent=2) + "\n")
