@@ -853,6 +853,31 @@ def test_an_anchor_found_twice_is_certain_where_only_one_reading_deletes_nothing
     assert result.text == original.replace('return ""', "return str(self.data)")
 
 
+
+def test_a_line_shown_between_two_that_meet_elsewhere_is_not_certain_where_it_may_replace_one():
+    """`audit(total)` shown between `total = compute(a)` and `save(total)`: in `rebuild` those meet and it
+    is inserted, in `build` it takes `check(total)`'s place. The insertion was the only reading that deletes
+    nothing, certain; a line changed for another is as likely (`merge_bench.py --functions` and
+    `--imports`: the changed line went in where its neighbours meet, in another method), a doubt."""
+    original = d('''
+        class Report:
+            def build(self, a):
+                total = compute(a)
+                check(total)
+                save(total)
+                return total
+
+            def rebuild(self, a):
+                total = compute(a)
+                save(total)
+                return total
+        ''')
+    update = ("    # ... existing code ...\n        total = compute(a)\n        audit(total)\n        save(total)\n"
+              "    # ... existing code ...\n")
+    result = merge(original, update, "python")
+    assert (result.confidence, result.reasons) == (
+        "likely", ("segment 1: its first anchor 'total = compute(a)' appears more than once",))
+
 def test_a_run_opened_by_a_blank_line_settles_on_its_code_line():
     """The update shows the imports (one added), then the blank lines and the decorator that the file
     has before both of its tests, then a marker. Read to the first copy it adds an import; read to the
