@@ -121,6 +121,20 @@ def test_the_only_doubtless_reading_of_a_repeated_anchor_is_not_one_that_anchors
     assert (merged.confidence, merged.text) == ("likely", c.replace("buf;", "buf2;")), merged.reasons
 
 
+def test_the_only_doubtless_reading_is_not_certain_where_another_changes_one_line_for_the_new_one():
+    """`audit_log.append(self.name)` shown between `return` and `self.fetch()`: in `load` those meet and it
+    is inserted, with no doubt; in `save` it takes `self.flush()`'s place, doubted only for that. The one
+    doubtless reading was certain; a line changed for another is as likely (``merge_bench.py --functions``
+    and ``--imports``, a changed line under a `try:`, a `return`, a docstring's line), a doubt."""
+    original = ("class Store:\n    def load(self):\n        if not self.ready:\n            return\n"
+                "        self.fetch()\n        self.done = True\n\n    def save(self):\n        if not self.ready:\n"
+                "            return\n        self.flush()\n        self.fetch()\n        self.done = True\n")
+    update = ("    # ... existing code ...\n            return\n        audit_log.append(self.name)\n"
+              "        self.fetch()\n    # ... existing code ...\n")
+    merged = merge(original, update, "python")
+    assert (merged.confidence, merged.reasons) == ("likely", ("segment 1: its anchor 'self.fetch()' appears 2 times",))
+
+
 @pytest.mark.parametrize("update", [
     "# ... existing code ...\n        print(name)\n    return limit + 1\n    # ... existing code ...\n",
     "# ... existing code ...\n        print(name)\n    return (limit)\n    # ... existing code ...\n",
