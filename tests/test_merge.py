@@ -1978,6 +1978,19 @@ def test_a_decorator_added_above_a_header_two_classes_hold_is_not_placed_on_the_
     assert result.confidence == "likely" and "may add to them" in " ".join(result.reasons)
 
 
+
+def test_a_comment_shown_above_a_commented_function_in_a_brace_language_may_add_to_its_comments():
+    """npm's ``getWorkspaces``: a changed copy of its comment's last line shown above its header, none of its
+    two comment lines shown. Read as its comments rewritten, both were replaced by the one line, certain;
+    as in Python, a snippet showing none of them may add to them: a doubt."""
+    original = ("const path = require('node:path')\n\n// Returns the workspaces by name\n"
+                "// { foo => '/path/to/foo' }\nconst getWorkspaces = async (filters) => {\n"
+                "  const found = await map(filters)\n  return found\n}\n\nmodule.exports = getWorkspaces\n")
+    update = ("// ... existing code ...\n// { foo => '/path/to/foo2' }\nconst getWorkspaces = async (filters) => {\n"
+              "  // ... existing code ...\n")
+    result = merge(original, update, "javascript")
+    assert result.confidence == "likely" and "may add to them" in " ".join(result.reasons), result.reasons
+
 def test_a_command_added_with_the_decorator_the_next_one_has_leaves_that_one_its_decorator():
     """A new click command shown after the last line of the one above, under ``@cli.command()`` as the next
     command is: the anchor ran on into that command's decorator, and the new function was put between it
