@@ -853,7 +853,6 @@ def test_an_anchor_found_twice_is_certain_where_only_one_reading_deletes_nothing
     assert result.text == original.replace('return ""', "return str(self.data)")
 
 
-
 def test_a_line_shown_between_two_that_meet_elsewhere_is_not_certain_where_it_may_replace_one():
     """`audit(total)` shown between `total = compute(a)` and `save(total)`: in `rebuild` those meet and it
     is inserted, in `build` it takes `check(total)`'s place. The insertion was the only reading that deletes
@@ -877,6 +876,7 @@ def test_a_line_shown_between_two_that_meet_elsewhere_is_not_certain_where_it_ma
     result = merge(original, update, "python")
     assert (result.confidence, result.reasons) == (
         "likely", ("segment 1: its first anchor 'total = compute(a)' appears more than once",))
+
 
 def test_a_run_opened_by_a_blank_line_settles_on_its_code_line():
     """The update shows the imports (one added), then the blank lines and the decorator that the file
@@ -1978,7 +1978,6 @@ def test_a_decorator_added_above_a_header_two_classes_hold_is_not_placed_on_the_
     assert result.confidence == "likely" and "may add to them" in " ".join(result.reasons)
 
 
-
 def test_a_comment_shown_above_a_commented_function_in_a_brace_language_may_add_to_its_comments():
     """npm's ``getWorkspaces``: a changed copy of its comment's last line shown above its header, none of its
     two comment lines shown. Read as its comments rewritten, both were replaced by the one line, certain;
@@ -1990,6 +1989,7 @@ def test_a_comment_shown_above_a_commented_function_in_a_brace_language_may_add_
               "  // ... existing code ...\n")
     result = merge(original, update, "javascript")
     assert result.confidence == "likely" and "may add to them" in " ".join(result.reasons), result.reasons
+
 
 def test_a_command_added_with_the_decorator_the_next_one_has_leaves_that_one_its_decorator():
     """A new click command shown after the last line of the one above, under ``@cli.command()`` as the next
