@@ -57,10 +57,10 @@ def only_clean_reading(orig: Original, key, skeys: list[str], pairs, taken) -> b
         if tail[0] == head[0] + head[2] and any(not is_trivial(k) and not orig.positions(key, k)
                                                  for k in between) and not _redefines(orig, between):
             inserts.add((head[0], tail[0] + tail[2]))  # new code between runs that meet in the original
-    head, tail = taken
-    if any(_swaps(orig, key, skeys, h, t) for h, t in pairs if (h[0], t[0] + t[2]) != (head[0], tail[0] + tail[2])):
+    span = (taken[0][0], taken[1][0] + taken[1][2])
+    if any(_swaps(orig, key, skeys, h, t) for h, t in pairs if (h[0], t[0] + t[2]) != span):
         return False
-    return (clean or inserts) == {(head[0], tail[0] + tail[2])}
+    return (clean or inserts) == {span}
 
 
 def _swaps(orig: Original, key, skeys: list[str], head: list[int], tail: list[int]) -> bool:
