@@ -4,10 +4,10 @@ Routes: ``POST /v1/chat/completions`` (``prediction`` is the draft; ``stream: tr
 server-sent events; an edit in the apply form, ``<code>`` and ``<update>`` in one user message, is
 answered with the new file as ``/v1/apply`` makes it), ``POST /v1/apply`` (original + update in, new file
 out), ``POST /v1/code/apply`` (Relace's instant-apply shape of it), ``GET /v1/models``, ``GET /health``.
-One worker thread runs the model; requests wait their turn in a bounded queue and get 503 when it is full.
-A client that goes away has its work abandoned at the next forward pass. Bodies are size-limited (413)
-and checked strictly (400 for malformed JSON or unknown fields); when an API key is set every ``/v1``
-route needs ``Authorization: Bearer KEY`` (401).
+One worker thread runs the model; requests wait their turn in a bounded queue and get 503 when it is full
+(``serve_queue.py``). A client that goes away has its work abandoned at the next forward pass. Bodies are
+size-limited (413) and checked strictly (400 for malformed JSON or unknown fields); when an API key is set
+every ``/v1`` route needs ``Authorization: Bearer KEY`` (401).
 This module does HTTP and scheduling only; ``chat.py`` and ``apply.py`` do the decoding, and
 ``engine.resolve_edit`` decides and validates what ``/v1/apply`` returns, as for the CLI. It imports
 FastAPI at once, so only the ``serve`` command imports it.
@@ -23,7 +23,6 @@ import threading
 import time
 import uuid
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, replace
 
@@ -36,6 +35,7 @@ from fastapply.engine import EditRefused
 from fastapply.errors import FastapplyError
 from fastapply.serve_api import (ApiError, ApplyRequest, ChatEdit, ChatRequest, CodeApplyRequest, error_body,
                                  parse_body)
+from fastapply.serve_queue import ModelQueue, Ticket, unless_disconnected
 
 
 @dataclass(frozen=True)
@@ -50,66 +50,9 @@ class ServeConfig:
     preset: str = "default"  # the prompt preset of edits that name none (the apply form, /v1/code/apply, /v1/apply)
 
 
-class Cancelled(Exception):
-    """The client went away; raised between forward passes to abandon its request."""
-
-
-class Ticket:
-    """One admitted request: its place in the queue and its cancel flag."""
-
-    def __init__(self, queue: ModelQueue):
-        self.queue = queue
-        self.cancel_event = threading.Event()
-        self._released = False
-
-    def check(self) -> None:
-        if self.cancel_event.is_set():
-            raise Cancelled
-
-    def release(self, cancel: bool = False) -> None:
-        """Give the place back (once); ``cancel`` also abandons the model work."""
-        if cancel:
-            self.cancel_event.set()
-        if not self._released:
-            self._released = True
-            self.queue.admitted -= 1
-
-
-class ModelQueue:
-    """Admission and the one model thread. ``admitted`` counts requests running or waiting; it is only
-    touched on the event loop, so it needs no lock."""
-
-    def __init__(self, queue_size: int):
-        self.capacity = queue_size + 1
-        self.admitted = 0
-        self.running = 0  # 0 or 1, set by the model thread
-        self.served = 0
-        self.executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="fastapply-model")
-
-    def admit(self) -> Ticket:
-        if self.admitted >= self.capacity:
-            raise ApiError(503, f"the server is busy: {self.admitted} requests are running or queued", "server_busy")
-        self.admitted += 1
-        return Ticket(self)
-
-    async def run(self, ticket: Ticket, work):
-        """Run ``work()`` on the model thread after the requests ahead of it."""
-        def guarded():
-            ticket.check()  # abandoned while it waited
-            self.running += 1
-            try:
-                return work()
-            finally:
-                self.running -= 1
-                self.served += 1
-
-        return await asyncio.get_running_loop().run_in_executor(self.executor, guarded)
-
-
 def create_app(model, tokenizer, config: ServeConfig = ServeConfig()):
     """The FastAPI application serving ``model`` (loaded by ``loading.load_model``)."""
-    from fastapply.loading import stop_ids_of
-    from fastapply.target import expect_many_requests
+    from fastapply.loading import expect_many_requests, stop_ids_of
 
     queue = ModelQueue(config.queue_size)
     stop_ids = stop_ids_of(model, tokenizer)
@@ -173,7 +116,7 @@ def create_app(model, tokenizer, config: ServeConfig = ServeConfig()):
             return run_chat(target, tokenizer, plan, stop_ids, on_text, ticket.check)
 
         if not body.stream:
-            result = await _unless_disconnected(request, ticket, queue.run(ticket, decode))
+            result = await unless_disconnected(request, ticket, queue.run(ticket, decode))
             return {**head, "object": "chat.completion", "system_fingerprint": None,
                     "choices": [{"index": 0, "message": {"role": "assistant", "content": result.text},
                                  "logprobs": None, "finish_reason": result.finish_reason}],
@@ -208,7 +151,7 @@ def create_app(model, tokenizer, config: ServeConfig = ServeConfig()):
         if edit.engine == "merge":  # no model: not queued behind model work
             return await asyncio.to_thread(_planned, lambda: resolve(edit, language, None))
         ticket = queue.admit()
-        return await _unless_disconnected(request, ticket, queue.run(ticket, lambda: resolve(edit, language, ticket)))
+        return await unless_disconnected(request, ticket, queue.run(ticket, lambda: resolve(edit, language, ticket)))
 
     def resolve(edit: ApplyRequest, language: str | None, ticket: Ticket | None):
         """The edit on the file's text as the CLI reads a file (LF lines), the new file given back in its
@@ -316,30 +259,6 @@ def _planned(make):
         return make()
     except FastapplyError as exc:
         raise ApiError(400, str(exc)) from None
-
-
-async def _unless_disconnected(request, ticket: Ticket, work):
-    """Await the model ``work``; if the client disconnects first, abandon it and free the ticket."""
-    job = asyncio.ensure_future(work)
-    gone = asyncio.ensure_future(_disconnected(request))
-    try:
-        await asyncio.wait({job, gone}, return_when=asyncio.FIRST_COMPLETED)
-        if not job.done():
-            job.cancel()
-            raise ApiError(499, "the client closed the request", "client_closed")
-        try:
-            return job.result()
-        except FastapplyError as exc:
-            raise ApiError(400, str(exc)) from None
-    finally:
-        gone.cancel()
-        ticket.release(cancel=not job.done())
-
-
-async def _disconnected(request) -> None:
-    """Returns when the client has gone away (the body has been read already)."""
-    while (await request.receive())["type"] != "http.disconnect":
-        pass
 
 
 def _chunk(head: dict, delta: dict, finish_reason=None, **extra) -> str:
