@@ -30,7 +30,7 @@ RESULTS = Path(__file__).resolve().parent / "results"
 def pass_seconds(model, make_cache, context, k: int, keep: int, passes: int) -> float:
     import torch
 
-    from fastapply.target import cache_keyword, synchronize
+    from fastapply.loading import cache_keyword, synchronize
 
     cache = make_cache()
     cached = {cache_keyword(model): cache, "use_cache": True}

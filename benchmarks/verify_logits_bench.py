@@ -41,9 +41,9 @@ def main() -> None:
     args = parser.parse_args()
 
     from fastapply import screen
-    from fastapply.loading import load_model, resolve_device
+    from fastapply.loading import load_model, resolve_device, synchronize
     from fastapply.prompt import get_preset, prompt_ids
-    from fastapply.target import HFTarget, synchronize
+    from fastapply.target import HFTarget
     from fastapply.tasks import load_tasks
 
     screen.PAYS_AFTER = 0  # screened from the first request, as a long-lived process is once it pays

@@ -90,7 +90,7 @@ def run_bench(model, tokenizer, cases: list[BenchCase], acceptance: str = "model
         raise UsageError(f"unknown bench method {min(unknown)!r}; choose from: {', '.join(REPLAY_POLICY)}")
     if acceptance == "replay" and any(case.expected is None for case in cases):
         raise UsageError("--acceptance replay needs the expected file of every case")
-    from fastapply.target import expect_many_requests
+    from fastapply.loading import expect_many_requests
 
     expect_many_requests(model)  # the output layer's screen is built, and its costs measured, in the warm-up
     for method in methods:  # warm-up: first-call overheads and the one-time verify-cost calibration
@@ -180,7 +180,7 @@ def limit_seconds(model, token_ids: list[int], repeats: int = 2) -> float:
     position's logits kept), as the first pass of a rewrite runs."""
     import torch
 
-    from fastapply.target import synchronize
+    from fastapply.loading import synchronize
 
     ids = torch.tensor([token_ids], device=model.device)
     best = float("inf")

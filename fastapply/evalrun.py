@@ -69,7 +69,7 @@ def _setup(config: EvalConfig, tokenizer, model) -> None:
             from fastapply.loading import load_model
 
             model, tokenizer = load_model(config.model, config.device, config.dtype, config.adapter)
-        from fastapply.target import expect_many_requests
+        from fastapply.loading import expect_many_requests
 
         expect_many_requests(model)  # the output layer's screen is built, and its costs measured, in the warm-up
         _WORKER["model"], _WORKER["tokenizer"] = model, tokenizer

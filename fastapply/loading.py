@@ -1,6 +1,7 @@
 """Loading a model for decoding: the device and dtype, a checkpoint by path, hub id or one of fastapply's
 own names (fetched or merged into fastapply's cache on first use), a LoRA adapter on top, and the token
-ids that end generation. ``target.py`` decodes what this loads.
+ids that end generation; what the decoder and the timers read off a loaded model (the cache keyword, the
+output layer, the device's queue). ``target.py`` decodes what this loads.
 """
 
 from __future__ import annotations
@@ -117,6 +118,44 @@ def stop_ids_of(model, tokenizer) -> set[int]:
     elif configured:
         ids.update(configured)
     return ids
+
+
+def synchronize(device) -> None:
+    """Wait for ``device``'s queued work (a CUDA device; nothing to wait for elsewhere), so a timer reads
+    the work's end, not its launch."""
+    import torch
+
+    if torch.device(device).type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def cache_keyword(model) -> str:
+    """The keyword ``model``'s forward takes its KV cache under: ``cache`` from transformers 5.24 on,
+    ``past_key_values`` before (5.24 still takes that with a deprecation warning, a later 5.x will not).
+    Read off the decoder's forward, which names its keywords where a wrapper's (peft's, or a subclass
+    that scales the logits) may take ``**kwargs`` and pass them on."""
+    import inspect
+
+    core = model.get_base_model() if hasattr(model, "get_base_model") else model
+    decoder = core.get_decoder() if hasattr(core, "get_decoder") else core
+    return "cache" if "cache" in inspect.signature(decoder.forward).parameters else "past_key_values"
+
+
+def output_head(model):
+    """The ``lm_head`` of a transformers causal LM, or of the model under a peft adapter."""
+    core = model.get_base_model() if hasattr(model, "get_base_model") else model
+    return core.get_output_embeddings()
+
+
+def expect_many_requests(model) -> None:
+    """``model`` will serve many requests in this process (a bench, an eval, a server): its output layer's
+    int8 screen, where one is used, is built at the first request instead of mid-run (``screen.build_early``),
+    so the verify costs measured with it are too, in the first request or a warm-up, not in a timed one."""
+    from fastapply.screen import build_early
+
+    head = output_head(model)
+    if head is not None:
+        build_early(head.weight)
 
 
 def cache_dir() -> Path:

@@ -30,7 +30,7 @@ from fastapply.draftvocab import (
     write_draft_vocab,
 )
 from fastapply.errors import FastapplyError
-from fastapply.target import output_head
+from fastapply.loading import output_head
 
 WEIGHTS_FILE = "medusa_heads.safetensors"
 CONFIG_FILE = "medusa_config.json"

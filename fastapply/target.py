@@ -3,9 +3,9 @@
 ``HFTarget`` runs a transformers causal LM with its own KV cache: ``verify`` feeds the last accepted
 token plus a draft in one forward pass and returns the model's choice at every position; ``accept``
 keeps part of the draft and rolls the cache back past the rest. ``cost`` is what a verify measured
-(``costs.py``); a verify's choices are computed as they are read (``choices.py``). Loading the model is
-``loading.py``'s; ``replay.py`` holds targets that choose a known reference instead. This module does
-not choose drafts or loop; ``decode.py`` does.
+(``costs.py``); a verify's choices are computed as they are read (``choices.py``). Loading the model, and
+what is read off a loaded one, is ``loading.py``'s; ``replay.py`` holds targets that choose a known
+reference instead. This module does not choose drafts or loop; ``decode.py`` does.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from fastapply.choices import Choices
 from fastapply.costs import (CALIBRATION_SIZES, SHARED_BELOW, CostModel, CpuShare, cost_key, store_costs,
                              stored_costs)
 from fastapply.errors import FastapplyError
+from fastapply.loading import cache_keyword, output_head, synchronize
 
 log = logging.getLogger(__name__)
 
@@ -38,44 +39,6 @@ class Target(Protocol):
 
     def cost(self, k: int) -> float:
         """Seconds (or relative units) that verifying a draft of ``k`` tokens costs."""
-
-
-def synchronize(device) -> None:
-    """Wait for ``device``'s queued work (a CUDA device; nothing to wait for elsewhere), so a timer reads
-    the work's end, not its launch."""
-    import torch
-
-    if torch.device(device).type == "cuda":
-        torch.cuda.synchronize(device)
-
-
-def cache_keyword(model) -> str:
-    """The keyword ``model``'s forward takes its KV cache under: ``cache`` from transformers 5.24 on,
-    ``past_key_values`` before (5.24 still takes that with a deprecation warning, a later 5.x will not).
-    Read off the decoder's forward, which names its keywords where a wrapper's (peft's, or a subclass
-    that scales the logits) may take ``**kwargs`` and pass them on."""
-    import inspect
-
-    core = model.get_base_model() if hasattr(model, "get_base_model") else model
-    decoder = core.get_decoder() if hasattr(core, "get_decoder") else core
-    return "cache" if "cache" in inspect.signature(decoder.forward).parameters else "past_key_values"
-
-
-def output_head(model):
-    """The ``lm_head`` of a transformers causal LM, or of the model under a peft adapter."""
-    core = model.get_base_model() if hasattr(model, "get_base_model") else model
-    return core.get_output_embeddings()
-
-
-def expect_many_requests(model) -> None:
-    """``model`` will serve many requests in this process (a bench, an eval, a server): its output layer's
-    int8 screen, where one is used, is built at the first request instead of mid-run (``screen.build_early``),
-    so the verify costs measured with it are too, in the first request or a warm-up, not in a timed one."""
-    from fastapply.screen import build_early
-
-    head = output_head(model)
-    if head is not None:
-        build_early(head.weight)
 
 
 class HFTarget:

@@ -37,8 +37,8 @@ from pathlib import Path
 
 from fastapply.draftvocab import VOCAB_SIZE, frequent_tokens
 from fastapply.errors import FastapplyError, UsageError
+from fastapply.loading import synchronize
 from fastapply.prompt import get_preset
-from fastapply.target import synchronize
 from finetune.config import AUTOCAST
 from finetune.examples import (
     IGNORE,

@@ -35,8 +35,8 @@ from functools import partial
 from pathlib import Path
 
 from fastapply.errors import FastapplyError, UsageError
+from fastapply.loading import synchronize
 from fastapply.prompt import get_preset
-from fastapply.target import synchronize
 from finetune.config import TrainConfig, load_config
 from finetune.examples import (IGNORE, answer_nats, batch_stream, build_examples, collate, epoch_token_batches,
                                label_weights, read_records)

@@ -11,7 +11,8 @@ from transformers.integrations import sdpa_attention
 from fastapply.attention import NAME, use_grouped_attention
 from fastapply.decode import speculative_generate
 from fastapply.draft import DraftContext, make_drafter
-from fastapply.target import HFTarget, cache_keyword
+from fastapply.loading import cache_keyword
+from fastapply.target import HFTarget
 from finetune.scratch import new_llama
 
 PROMPT = [5, 9, 12, 40, 7, 7, 3, 88, 41, 19, 5, 9, 12, 40, 6, 2]

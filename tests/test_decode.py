@@ -668,8 +668,8 @@ def test_a_process_that_expects_many_requests_screens_from_the_first(monkeypatch
     """A bench, an eval or a server says it will read many positions (``expect_many_requests``): its first
     request is screened, so the warm-up, not a timed request, builds the screen and measures its costs."""
     from fastapply import screen
+    from fastapply.loading import expect_many_requests
     from fastapply.screen import ScreenedArgmax
-    from fastapply.target import expect_many_requests
 
     model = new_llama(300, "tiny", seed=5).eval()
     monkeypatch.setattr(screen, "MIN_WEIGHTS", 0)

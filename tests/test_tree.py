@@ -8,8 +8,9 @@ from transformers import DynamicCache
 
 from fastapply.decode import speculative_generate
 from fastapply.kvcache import RollbackCache, RollbackLayer
+from fastapply.loading import cache_keyword
 from fastapply.replay import ReplayTarget
-from fastapply.target import HFTarget, cache_keyword
+from fastapply.target import HFTarget
 from fastapply.tree import DraftTree
 from finetune.scratch import new_llama
 from tests.test_decode import FlatCostTarget
