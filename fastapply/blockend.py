@@ -33,6 +33,9 @@ def place_at_block_end(seg: Segment, index: int, orig: Original, lo: int, hi: in
             # the marker deep inside, `}` closing the function; or the scope a signature of several lines, ended
             outer = _header_at(orig, lo, indent_width(body[-1]))
             limit = orig.block_end(outer) if outer is not None else limit
+    elif closers and (seg.marker_before or 0) > indent_width(body[-1]) and (
+            outer := _header_at(orig, lo, indent_width(body[-1]))) is not None:
+        limit = orig.block_end(outer)  # no block known above the marker deep inside one: they close the one around it
     elif seg.marker_after is None:
         limit = len(orig.lines)
     else:
@@ -49,6 +52,11 @@ def place_at_block_end(seg: Segment, index: int, orig: Original, lo: int, hi: in
             # only closing lines, after a marker that is not inside their block: they fit after any block,
             # and the snippet may as well mean that the code before them is deleted
             doubts.append(f"segment {index + 1} only repeats closing lines")
+        elif _one_line_changed(orig, body[:-closers], lo, own[0]):
+            # new code that is the block's last lines with one line changed (a `#[cfg] { ... }` block of
+            # trivial lines around it): it may as well replace them as follow them
+            doubts.append(f"segment {index + 1} adds code before the block's closing lines that is the code there "
+                          f"with one line changed (it may replace it)")
         return Placement(start, end, seg.lines, tuple(doubts))
     if scope is None:
         own = last_closers(orig.lines, body, lo, limit)
@@ -72,12 +80,20 @@ def place_at_block_end(seg: Segment, index: int, orig: Original, lo: int, hi: in
                                                f"the block {orig.lines[scope].strip()!r}",))
 
 
+def _one_line_changed(orig: Original, body: list[str], lo: int, limit: int) -> bool:
+    """Whether new lines put before the original line ``limit`` are, but for one of them, the non-blank
+    original lines right above it, after ``lo``."""
+    above = [i for i in range(lo, limit) if orig.lines[i].strip()][-len(body):] if body else []
+    return len(above) == len(body) > 1 and sum(
+        exact_key(orig.lines[i]) != exact_key(line) for i, line in zip(above, body)) == 1
+
+
 def _header_at(orig: Original, lo: int, width: int) -> int | None:
     """The line heading the block at indentation ``width`` that goes on past line ``lo``: the nearest line
     above it that is not right of ``width``, where it is at ``width`` and heads such a block."""
     for j in range(lo - 1, -1, -1):
         line = orig.lines[j]
-        if line.strip() and indent_width(line) <= width:
+        if line.strip() and not line.startswith("#") and indent_width(line) <= width:  # not C's `#else`
             return j if indent_width(line) == width and orig.block_end(j) > lo else None
     return None
 

@@ -148,6 +148,7 @@ class Original:
     _keys: dict = field(default_factory=dict)
     _positions: dict = field(default_factory=dict)
     _defs: list[Definition] | None = None
+    _ends: dict[int, int] | None = None
 
     def keys(self, key) -> list[str]:
         if key not in self._keys:
@@ -175,13 +176,23 @@ class Original:
         return self._defs
 
     def block_end(self, line: int) -> int:
-        """One past the indentation block headed by ``line`` (its closing ``}``/``end`` included)."""
+        """One past the block headed by ``line`` (its closing ``}``/``end`` included): its indentation block,
+        or the definition it heads where that goes on further (a C function's `{` on a line of its own, its
+        return type on the line above its name; a signature over several lines)."""
         width = indent_width(self.lines[line])
         j = outdent(self.lines, line)
         if j < len(self.lines) and indent_width(self.lines[j]) == width and self.lines[j].strip()[:1] in ")]}" \
                 or j < len(self.lines) and self.lines[j].strip() == "end":
             j += 1
-        return j
+        return max(j, self._definition_ends().get(line, 0))
+
+    def _definition_ends(self) -> dict[int, int]:
+        """One past each definition, by the line where it starts (after its decorators and comments)."""
+        if self._ends is None:
+            self._ends = {}
+            for definition in self.defs():
+                self._ends[definition.header] = max(self._ends.get(definition.header, 0), definition.end)
+        return self._ends
 
 
 def absorb_blank_edges(orig: Original, seg: Segment, span: tuple[int, int], matched: tuple[bool, bool],

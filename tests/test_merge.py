@@ -2719,6 +2719,92 @@ def test_a_functions_closing_line_closes_it_where_its_signature_takes_several_li
         merged.reasons
 
 
+@pytest.mark.parametrize("header", [
+    "static int\nload(const char *path)\n{\n",  # the return type on a line of its own
+    "static int load(const char *path)\n{\n",  # `{` on a line of its own
+])
+def test_a_c_functions_closing_line_closes_it_where_its_opening_brace_or_name_is_on_a_line_of_its_own(header):
+    """A snippet of a C function: its first line, a marker, a changed line inside a loop with the lines
+    around it, a marker at their depth, and the function's `}`. By indentation the first line heads no
+    block (the name or `{` follows it at the same column), so the `}` found no block to close, and nothing
+    placed it (`merge_bench.py --imports`: 199 of 3,000 with no candidate before, 99 after, with the test
+    below). The definition the line starts ends at the `}`."""
+    c = header + d('''
+            int n = 0;
+            for (int i = 0; i < 3; i++) {
+                count += 1;
+                n += read(path, i);
+                total += n;
+            }
+            return n;
+        }
+
+        static int other(void)
+        {
+            return 0;
+        }
+    ''')
+    update = (header.splitlines()[0] + "\n// ... existing code ...\n        count += 1;\n"
+              "        n += read(path, i + 1);\n        total += n;\n        // ... existing code ...\n}\n"
+              "// ... existing code ...\n")
+    merged = merge(c, update, "c")
+    assert (merged.confidence, merged.text) == ("certain", c.replace("read(path, i)", "read(path, i + 1)")), \
+        merged.reasons
+
+
+def test_a_closing_line_after_a_marker_deeper_than_the_statement_above_it_closes_the_function():
+    """A changed `if` with the line under it, a marker at that line's depth, and the function's `}`: the
+    last line shown left of the marker is a statement, heading no block, so no block was known for the
+    `}` to close and it was looked for at the file's end (`merge_bench.py --imports`, with the test above:
+    199 of 3,000 with no candidate before, 99 after). It closes the function around the marker."""
+    c = d('''
+        int load(const char *path) {
+            int ret = open(path);
+            if (ret != 0)
+                return fail("open");
+            return close(ret);
+        }
+
+        int other(void) {
+            return 0;
+        }
+    ''')
+    update = ("int load(const char *path) {\n// ... existing code ...\n    int ret = open(path);\n    if (ret < 0)\n"
+              "        return fail(\"open\");\n        // ... existing code ...\n}\n// ... existing code ...\n")
+    merged = merge(c, update, "c")
+    assert (merged.confidence, merged.text) == ("certain", c.replace("ret != 0", "ret < 0")), merged.reasons
+
+
+def test_a_block_shown_before_a_functions_closing_line_with_one_line_changed_is_not_certain_to_be_added():
+    """`{`, a changed line and `}` after a marker deep in a Rust function, then its `}`: no line anchors but
+    the closing ones, so the block went before the function's `}`, added, certain, the file's own last block
+    kept above it (`merge_bench.py --imports`: 3 of 3,000 certain and wrong, once the `}` closed the
+    function its signature's lines head). It is the last block there with one line changed: a doubt; new
+    code unlike the code there is added, certain."""
+    rust = d('''
+        fn decode(data: &[u8]) -> u32 {
+            #[cfg(target_arch = "x86_64")]
+            {
+                fast::decode(data)
+            }
+            #[cfg(not(target_arch = "x86_64"))]
+            {
+                slow::decode(data)
+            }
+        }
+
+        fn other() {}
+    ''')
+    head = "fn decode(data: &[u8]) -> u32 {\n    // ... existing code ...\n"
+    merged = merge(rust, head + "    {\n        slow::decode(data, 1)\n    }\n}\n// ... existing code ...\n", "rust")
+    assert (merged.confidence, merged.reasons) == ("likely", (
+        "segment 2 adds code before the block's closing lines that is the code there with one line changed (it "
+        "may replace it)",))
+    added = "    {\n        let n = slow::decode(data);\n        log(n);\n    }\n"
+    merged = merge(rust, head + added + "}\n// ... existing code ...\n", "rust")
+    assert (merged.confidence, merged.text) == ("certain", rust.replace("    }\n}\n", "    }\n" + added + "}\n", 1))
+
+
 def test_a_method_added_after_one_of_several_of_its_name_is_not_certain_to_rename_it():
     """A name several definitions share (`@overload`s, a getter and its setter): a new method like the last
     one, after its last line, was read as that one renamed and rewritten, certain, for the name stayed in
