@@ -21,11 +21,6 @@ from fastapply.segments import Original, is_trivial
 # shows, deleted them all, certain). On the known answers of the suite and `data/train` it demotes one wrong
 # certain merge and three exact ones (commits that delete 60 to 198 lines, shown that way).
 FAR_DELETION = 20
-# How alike (difflib's ratio) an original line deleted beside a one-line anchor and that anchor's line must be
-# for the anchor to be read as the deleted line changed, too (``_alike_deleted``). On `merge_bench.py --beside`
-# (3,000 edits, seed 1) it demotes 7 of 10 certain and wrong merges, a line changed to look like its neighbour;
-# of the known answers of the suite and `data/train`, one certain and exact merge (a file with its header twice).
-ALIKE = 0.8
 
 
 def find_anchors(orig: Original, key, skeys: list[str], lines: tuple[str, ...], lo: int, hi: int, where: str):
@@ -102,9 +97,6 @@ def find_anchors(orig: Original, key, skeys: list[str], lines: tuple[str, ...], 
     if removed > added and any(_solid(lines, run) < 2 and not _unique_line(orig, key, lines, run)
                                for run in (head, tail)):
         doubts.append(f"{where} deletes original lines {head[0] + head[2] + 1}-{tail[0]} on a one-line anchor")
-    elif removed > added and (alike := _alike_deleted(orig, lines, head, tail)) is not None:
-        doubts.append(f"{where} deletes original line {alike + 1} beside its one-line anchor, a line much like it "
-                      f"(the anchor may be that line changed)")
     elif removed - added > FAR_DELETION and any(_solid(lines, run) < 2 for run in (head, tail)):
         doubts.append(f"{where} deletes {removed - added} original lines ({head[0] + head[2] + 1}-{tail[0]}) that "
                       f"a one-line anchor sets apart from the rest of it")
@@ -217,23 +209,6 @@ def _unique_line(orig: Original, key, lines: tuple[str, ...], run: list[int]) ->
     """Whether an anchor run has a non-trivial line found only once in the whole original."""
     return any(not is_trivial(line) and len(orig.positions(key, key(line))) == 1
                for line in lines[run[1]:run[1] + run[2]])
-
-
-def _alike_deleted(orig: Original, lines: tuple[str, ...], head: list[int], tail: list[int]) -> int | None:
-    """The original line a reading deletes right beside a one-line anchor at the segment's edge when the two
-    are much alike (``ALIKE``), or None. The snippet then reads two ways: the line deleted, or changed into
-    the anchor's text with the original anchor line left under the marker beyond (`* // 2` beside `* // 3`,
-    `asend(None) == 1` beside `asend(None) == 2`)."""
-    edges = ((head, head[0] + head[2]) if head[1] == 0 else None,
-             (tail, tail[0] - 1) if tail[1] + tail[2] == len(lines) else None)
-    for run, beside in filter(None, edges):
-        if _solid(lines, run) >= 2 or not head[0] + head[2] <= beside < tail[0]:
-            continue
-        shown = next(line.strip() for line in lines[run[1]:run[1] + run[2]] if not is_trivial(line))
-        deleted = orig.lines[beside].strip()
-        if deleted and difflib.SequenceMatcher(None, deleted, shown, autojunk=False).ratio() >= ALIKE:
-            return beside
-    return None
 
 
 def _repeats(skeys: list[str], run: list[int]) -> bool:

@@ -2631,25 +2631,6 @@ def test_a_segment_that_deletes_many_lines_up_to_a_one_line_anchor_is_not_certai
     assert merged.confidence == "likely" and any("one-line anchor sets apart" in r for r in merged.reasons)
 
 
-@pytest.mark.parametrize("shown, line", [
-    (" * // 1\n * // 3\n", 4),  # the line above the last one-line anchor
-    (" * // 3\n * // 5\n", 6),  # the line below the first one
-])
-def test_a_line_deleted_beside_a_one_line_anchor_much_like_it_is_not_certain(shown, line):
-    """A doc comment's `// 2` changed to `// 3`, shown with the line above it: read as `// 2` deleted on the
-    anchor `// 3`, certain. The snippet reads as well with `// 3` the changed line and the file's own `// 3`
-    under the marker below (`merge_bench.py --beside`: 7 of 10 certain and wrong merges of 3,000 so), a
-    doubt where the deleted line is much like the anchor."""
-    original = "/**\n * Logs:\n * // 1\n * // 2\n * // 3\n * // 4\n * // 5\n */\nexport const n = 5;\n"
-    merged = merge(original, f"// ... existing code ...\n{shown}// ... existing code ...\n", "typescript")
-    assert (merged.confidence, merged.reasons) == ("likely", (
-        f"segment 1 deletes original line {line} beside its one-line anchor, a line much like it (the anchor may "
-        "be that line changed)",))
-    unlike = original.replace(" * // 2\n", " * see the pipe() docs\n")
-    assert merge(unlike, "// ... existing code ...\n * // 1\n * // 3\n// ... existing code ...\n",
-                 "typescript").confidence == "certain"
-
-
 @pytest.mark.parametrize("tail, lost", [
     ("\n\ndef h():\n    pass\n", "def h():"),  # the file's last function
     ('\n\nif __name__ == "__main__":\n    raise SystemExit(g())\n', 'if __name__ == "__main__":'),
