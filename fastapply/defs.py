@@ -47,6 +47,7 @@ class Definition:
     start: int  # first line (0-based), decorators and the comments directly above included
     end: int  # one past the last line
     header: int  # the line where the definition itself starts (after decorators and comments)
+    signed: int  # one past its signature's last line (the line of its body's `{` included)
 
 
 def definitions(text: str, language: str) -> list[Definition]:
@@ -73,8 +74,20 @@ def _collect(node, scope: tuple[str, ...], found: list[Definition]) -> None:
             before -= 1
         end = child.end_point.row + (1 if child.end_point.column > 0 or child.end_point.row == child.start_point.row
                                      else 0)
-        found.append(Definition(inner.type, name, scope, start, max(end, start + 1), inner.start_point.row))
+        found.append(Definition(inner.type, name, scope, start, max(end, start + 1), inner.start_point.row,
+                                _signed(inner)))
         _collect(inner, scope + (name,), found)
+
+
+def _signed(node) -> int:
+    """One past the last line of a definition's signature: up to its body's `{`, or the line above a body
+    that starts with its first statement (Python's)."""
+    body = node.child_by_field_name("body")
+    if body is None:
+        return node.start_point.row + 1
+    first = body.named_children[0] if body.named_children else None
+    starts_with_it = first is not None and first.start_point == body.start_point
+    return max(body.start_point.row + (0 if starts_with_it else 1), node.start_point.row + 1)
 
 
 def _unwrap(node):

@@ -187,11 +187,13 @@ class Original:
         return max(j, self._definition_ends().get(line, 0))
 
     def _definition_ends(self) -> dict[int, int]:
-        """One past each definition, by the line where it starts (after its decorators and comments)."""
+        """One past each definition, by each line of its signature: from where it starts (after its decorators
+        and comments) to its body (`PyObject *` and the name line under it)."""
         if self._ends is None:
             self._ends = {}
             for definition in self.defs():
-                self._ends[definition.header] = max(self._ends.get(definition.header, 0), definition.end)
+                for line in range(definition.header, definition.signed):
+                    self._ends[line] = max(self._ends.get(line, 0), definition.end)
         return self._ends
 
 
