@@ -2733,12 +2733,8 @@ def test_a_c_functions_closing_line_closes_it_where_its_opening_brace_or_name_is
         merged.reasons
 
 
-def test_a_closing_line_after_a_marker_deeper_than_the_statement_above_it_closes_the_function():
-    """A changed `if` with the line under it, a marker at that line's depth, and the function's `}`: the
-    last line shown left of the marker is a statement, heading no block, so no block was known for the
-    `}` to close and it was looked for at the file's end (`merge_bench.py --imports`, with the test above:
-    199 of 3,000 with no candidate before, 99 after). It closes the function around the marker."""
-    c = d('''
+@pytest.mark.parametrize("c, update", [
+    (d('''
         int load(const char *path) {
             int ret = open(path);
             if (ret != 0)
@@ -2749,19 +2745,9 @@ def test_a_closing_line_after_a_marker_deeper_than_the_statement_above_it_closes
         int other(void) {
             return 0;
         }
-    ''')
-    update = ("int load(const char *path) {\n// ... existing code ...\n    int ret = open(path);\n    if (ret < 0)\n"
-              "        return fail(\"open\");\n        // ... existing code ...\n}\n// ... existing code ...\n")
-    merged = merge(c, update, "c")
-    assert (merged.confidence, merged.text) == ("certain", c.replace("ret != 0", "ret < 0")), merged.reasons
-
-
-def test_a_closing_line_closes_the_function_whose_name_is_under_its_return_type_past_an_ifdef():
-    """The same under `PyObject *` and a name line, the function holding `#ifdef` at column 0: the name
-    line's indentation block stopped at the `#ifdef`, and the definition was known by its first line only
-    (`merge_bench.py --imports`: 99 of 3,000 with no candidate before, 67 after). Every line of the
-    signature heads the definition."""
-    c = d('''
+    '''), "int load(const char *path) {\n// ... existing code ...\n    int ret = open(path);\n    if (ret < 0)\n"
+         "        return fail(\"open\");\n        // ... existing code ...\n}\n// ... existing code ...\n"),
+    (d('''
         PyObject *
         trim(PyObject *self) {
             int ret;
@@ -2778,9 +2764,17 @@ def test_a_closing_line_closes_the_function_whose_name_is_under_its_return_type_
         int other(void) {
             return 0;
         }
-    ''')
-    update = ("PyObject *\n// ... existing code ...\n    ret = purge(0);\n    if (ret < 0)\n        return fail();\n"
-              "        // ... existing code ...\n}\n// ... existing code ...\n")
+    '''), "PyObject *\n// ... existing code ...\n    ret = purge(0);\n    if (ret < 0)\n        return fail();\n"
+         "        // ... existing code ...\n}\n// ... existing code ...\n"),
+])
+def test_a_closing_line_after_a_marker_deeper_than_the_statement_above_it_closes_the_function(c, update):
+    """A changed `if` with the line under it, a marker at that line's depth, and the function's `}`: the
+    last line shown left of the marker is a statement, heading no block, so no block was known for the
+    `}` to close and it was looked for at the file's end (`merge_bench.py --imports`, with the test above:
+    199 of 3,000 with no candidate before, 99 after). It closes the function around the marker. The same
+    under `PyObject *` and a name line, the function holding `#ifdef` at column 0: the name line's
+    indentation block stopped at the `#ifdef`, and the definition was known by its first line only (99 of
+    3,000 with no candidate before, 67 after): every line of the signature heads the definition."""
     merged = merge(c, update, "c")
     assert (merged.confidence, merged.text) == ("certain", c.replace("ret != 0", "ret < 0")), merged.reasons
 
