@@ -31,7 +31,8 @@ from fastapply.edges import (beside_anchor, cut_past_opened, cut_to_code, delete
 from fastapply.fileedges import edge_doubt
 from fastapply.markers import indent_width
 from fastapply.readings import keeps_names
-from fastapply.segments import Original, Placement, Segment, absorb_blank_edges, exact_key, is_trivial, loose_key
+from fastapply.segments import (Original, Placement, Segment, absorb_blank_edges, blank_run, exact_key, is_trivial,
+                                loose_key)
 
 
 def place(seg: Segment, index: int, orig: Original, lo: int, scope: int | None) -> Placement | None:
@@ -195,8 +196,9 @@ def _place_on(seg: Segment, index: int, orig: Original, lo: int, hi: int, key, h
             doubts.append(may_replace(index, "before its first anchor"))
     if seg.marker_after is None:
         lost = deleted_at_end(orig, end, seg.lines, trailing)
-        end, doubt = len(orig.lines), edge_doubt(orig.lines[end:], trailing, f"{where} does not end with a marker",
-                                                 "last")
+        last = len(orig.lines)  # ending on a line of code, it leaves the blank lines that end the file, unshown, there
+        last -= blank_run(orig.lines, last - 1, -1, end) if seg.lines[-1].strip() else 0
+        end, doubt = last, edge_doubt(orig.lines[end:], trailing, f"{where} does not end with a marker", "last")
         if not doubt and lost:  # a few lines, but a definition among them
             doubt = [f"{where} does not end with a marker; {lost!r} after its last anchor would be deleted"]
         doubts += doubt

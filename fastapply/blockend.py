@@ -59,6 +59,8 @@ def place_at_block_end(seg: Segment, index: int, orig: Original, lo: int, hi: in
                           f"with one line changed (it may replace it)")
         return Placement(start, end, seg.lines, tuple(doubts))
     if scope is None:
+        # blank lines a snippet ends with, no marker after them, are the file's last: its own in place of the original's
+        end = len(orig.lines) if seg.marker_after is None and not seg.lines[-1].strip() else limit
         own = last_closers(orig.lines, body, lo, limit)
         if own is not None:
             # the snippet's last segment opens with closing lines and goes on with new code (eventemitter3
@@ -69,8 +71,8 @@ def place_at_block_end(seg: Segment, index: int, orig: Original, lo: int, hi: in
             after = [line for line in orig.lines[own:limit] if line.strip()][opening:]
             doubts = edge_doubt(after, tuple(body[opening:]), f"segment {index + 1} anchors only on the file's "
                                 f"last closing lines, with no marker after it", "last")
-            return Placement(own, limit, seg.lines, tuple(doubts))
-        return Placement(limit, limit, seg.lines, (f"segment {index + 1} anchors nowhere; it was added at the end",))
+            return Placement(own, end, seg.lines, tuple(doubts))
+        return Placement(limit, end, seg.lines, (f"segment {index + 1} anchors nowhere; it was added at the end",))
     if seg.marker_after is not None and seg.marker_after > indent_width(orig.lines[scope]):
         return None  # the marker after it is still inside the block: its place there is unknown
     if limit > lo and is_closer(orig.lines[limit - 1]) and indent_width(orig.lines[limit - 1]) == indent_width(

@@ -72,7 +72,7 @@ def edge_keys(original: list[str], placements: list[Placement], language: str | 
         if lost:
             doubts.append(f"the snippet starts at {first.lines[0].strip()!r} with no marker above it, deleting the "
                           f"file's {lost} lines of keys before it")
-    if last.end == len(original) and last.lines:
+    if last.lines and not any(line.strip() for line in original[last.end:]):  # to the end, but its blank lines
         shown = next((j for j in range(len(original) - 1, last.start - 1, -1)
                       if original[j].rstrip() == last.lines[-1].rstrip()), len(original) - 1)
         lost = sum(is_content(line) for line in original[shown + 1:])

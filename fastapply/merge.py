@@ -77,7 +77,8 @@ def merge(original: str, update: str, language: str | None) -> MergeResult:
     text = _assemble(orig.lines, placements, original)
     if text is None:
         return MergeResult(None, NONE, tuple(doubts) + ("the snippet's segments overlap in the original",))
-    if segments and segments[-1].marker_after is None and placements and placements[-1].end == len(orig.lines):
+    if segments and segments[-1].marker_after is None and placements and not any(
+            line.strip() for line in orig.lines[placements[-1].end:]):  # to the file's end (its blank lines may stay)
         doubts += tail_still_wired(orig, placements[-1], text)
     lost, added = lost_definitions(orig, placements, text)
     doubts += lost

@@ -1156,6 +1156,28 @@ def test_a_snippet_that_adds_a_function_and_rewrites_the_end_of_the_last_one_wit
     assert (result.confidence, result.reasons) == ("certain", ())
 
 
+@pytest.mark.parametrize("update, expected", [
+    ("// ... existing code ...\n  return path.join('a', name);\n}\n", "}\n\n"),  # ends on the file's last code line
+    ("// ... existing code ...\n  return path.join('a', name);\n}\n\nmodule.exports = load2;\n",
+     "load2;\n\n"),  # ends by changing it
+    ("// ... existing code ...\n}\n\nmodule.exports = load2;\n\n\n", "load2;\n\n\n"),  # shows blank lines of its own
+])
+def test_a_snippet_ending_on_a_line_of_code_with_no_marker_after_keeps_the_blank_lines_that_end_the_file(
+        update, expected):
+    """The file ends with a blank line after its last code; a snippet with no marker after that ends on a
+    line of code (as a chat model's fenced block does, or a snippet typed on the command line) leaves it
+    there, where it deleted it before (cffi's ``btrfs-snap.py`` and pexpect's ``test_winsize.py`` of the
+    suite, put in fences); blank lines the snippet shows at its end are its own, also where it anchors only on
+    a closing line (``blockend.py``), which kept the original's too."""
+    original = "const path = require('path');\n\nfunction load(name) {\n  return path.join('a', name);\n}\n\n" \
+               "module.exports = load;\n\n"
+    if "load2" not in update:
+        original = original.replace("\n\nmodule.exports = load;\n", "\n")
+    result = merge(original, update, "javascript")
+    assert result.text.endswith(expected) and len(result.text) - len(result.text.rstrip("\n")) == expected.count("\n")
+    assert (result.confidence, result.reasons) == ("certain", ())
+
+
 def test_a_function_added_like_the_next_one_after_a_lone_closing_brace_keeps_the_one_before_that_is_still_called():
     """`}`, then a new test like the next one, then that one's header: the `}` anchors nowhere alone, the new
     test's opening lines were found in the test before, which the merge read as renamed and rewritten,
