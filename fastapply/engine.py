@@ -32,6 +32,7 @@ from fastapply.asks import read, undone
 from fastapply.errors import RefusedError, UsageError
 from fastapply.fileio import TextFormat
 from fastapply.focus import focus as focus_of
+from fastapply.indentation import in_file_indentation
 from fastapply.instructed import apply as apply_instruction
 from fastapply.lost import TAIL_WIRED
 from fastapply.markers import only_markers
@@ -155,8 +156,9 @@ def read_edit(original: str, update: str, language: str | None, instruction: str
     to (``toolcall.call_edit``); a chat model's whole answer is the code its blocks
     hold for the file at ``path`` (``answer.answer_edit``); that, or the edit, is a diff
     (``diffs.read_patch``), an instruction alone (``reads_as_instruction``), or the update snippet it
-    is. ``resolve_edit``, ``fastapply eval`` and ``fastapply bench`` read every edit so, so that a model
-    is shown the same prompt by each.
+    is, indented with the file's kind of whitespace (``indentation.in_file_indentation``: tabs where the
+    file has tabs and the snippet spaces). ``resolve_edit``, ``fastapply eval`` and ``fastapply bench``
+    read every edit so, so that a model is shown the same prompt by each.
 
     >>> read_edit("x = 1\\n", "@@ -1 +1 @@\\n-x = 1\\n+x = 2\\n", "python").update
     'x = 2\\n'
@@ -171,6 +173,7 @@ def read_edit(original: str, update: str, language: str | None, instruction: str
         return EditReading(update, as_update(patch, original, language), instruction, patch)
     if reads_as_instruction(original, update, language, instruction):
         return EditReading("", "", " ".join(update.split()), None)
+    update, unsaid = (in_file_indentation(text, original, language) for text in (update, unsaid))  # tabs, spaces
     if answered is None:
         kept = edge_marked(update, language, original, wide=True)
         return EditReading(update, update, instruction, None, kept=None if kept == update else kept)
