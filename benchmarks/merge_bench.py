@@ -49,7 +49,9 @@ Instruction-only tasks (no update to merge) are left out. A change to the merge 
 against the engine before it: ``--merges PATH`` keeps each task's confidence and exactness (run it on
 the old checkout), ``--against PATH`` lists the tasks whose merge the new engine changes; ``--fenced`` puts
 each update in a chat model's answer (a fenced block below a line of words), read as the CLI reads one,
-to ``merge-known-fenced.json``:
+to ``merge-known-fenced.json``; ``--spaced`` takes the tasks whose file and update indent with tabs and
+turns each of the update's leading tabs into four spaces (a snippet typed at a terminal, or by a chat
+model that writes spaces), read as the CLI reads one, to ``merge-known-spaced.json``:
 
     python benchmarks/merge_bench.py --known evals/tasks/suite.jsonl.gz --merges runs/merges-before.json
     python benchmarks/merge_bench.py --known evals/tasks/suite.jsonl.gz --against runs/merges-before.json
@@ -62,6 +64,7 @@ import json
 import os
 import platform
 import random
+import re
 import statistics
 import sys
 import time
@@ -84,6 +87,8 @@ from fastapply.syntax import count_errors, parse  # noqa: E402
 RESULTS = Path(__file__).resolve().parent / "results" / "merge.json"
 KNOWN_RESULTS = RESULTS.with_name("merge-known.json")
 KNOWN_FENCED_RESULTS = RESULTS.with_name("merge-known-fenced.json")
+KNOWN_SPACED_RESULTS = RESULTS.with_name("merge-known-spaced.json")
+_TABS = re.compile(r"^\t+", re.M)
 SOURCES_RESULTS = RESULTS.with_name("merge-languages.json")
 BLOCKS_RESULTS = RESULTS.with_name("merge-blocks.json")
 REGIONS_RESULTS = RESULTS.with_name("merge-regions.json")
@@ -219,24 +224,27 @@ def figures(rows: list[dict]) -> dict:
 
 
 def run_known(paths: list[Path], merges: Path | None = None, against: Path | None = None,
-              fenced: bool = False) -> dict:
+              form: str | None = None) -> dict:
     """Merge every task of ``paths`` (eval-suite schema) and compare with its expected file; each task's
     (confidence, exact) written to ``merges``, and the tasks whose pair differs from ``against``'s listed.
-    ``fenced``: each update as a chat model's answer, one fenced block with a line of words above it, read
-    as the CLI reads it (``engine.read_edit``, ``merge_reading``)."""
+    ``form`` "fenced": each update as a chat model's answer, one fenced block with a line of words above it;
+    "spaced": only the tasks whose file and update indent with tabs, each of the update's leading tabs four
+    spaces; either read as the CLI reads it (``engine.read_edit``, ``merge_reading``)."""
     from fastapply.errors import FastapplyError
     from fastapply.tasks import load_tasks
 
     rows = []
     for path in paths:
         for task in load_tasks(path):
-            if not task.update.strip():
+            if not task.update.strip() or form == "spaced" and not (
+                    _TABS.search(task.original) and _TABS.search(task.update)):
                 continue
             parse.cache_clear()
             start = time.perf_counter()
             try:
-                if fenced:
-                    answer = f"Here is the change:\n\n```{task.language}\n{task.update.rstrip(chr(10))}\n```\n"
+                if form is not None:
+                    answer = (f"Here is the change:\n\n```{task.language}\n{task.update.rstrip(chr(10))}\n```\n"
+                              if form == "fenced" else _TABS.sub(lambda tabs: "    " * len(tabs.group()), task.update))
                     result = merge_reading(task.original, read_edit(task.original, answer, task.language,
                                                                     task.instruction), task.language)
                 else:
@@ -253,7 +261,7 @@ def run_known(paths: list[Path], merges: Path | None = None, against: Path | Non
     before = json.loads(against.read_text()) if against is not None else {}
     return {
         "command": "python benchmarks/merge_bench.py --known " + " ".join(str(p) for p in paths)
-                   + (" --fenced" if fenced else ""),
+                   + (f" --{form}" if form else ""),
         "machine": machine(),
         "all": figures(rows),
         "by_file": {str(p): figures([r for r in rows if r["file"] == str(p)]) for p in paths},
@@ -414,6 +422,9 @@ def main() -> None:
     parser.add_argument("--fenced", action="store_true",
                         help="with --known: each update as a chat model's answer, in a fenced block, read as the CLI "
                              "reads it")
+    parser.add_argument("--spaced", action="store_true",
+                        help="with --known: only the tasks whose file and update indent with tabs, each of the "
+                             "update's leading tabs four spaces, read as the CLI reads it")
     parser.add_argument("--merges", type=Path, help="with --known: write each task's confidence and exactness here")
     parser.add_argument("--against", type=Path, help="with --known: list the tasks whose merge differs from this "
                                                      "earlier --merges file")
@@ -421,8 +432,10 @@ def main() -> None:
                                                  f"{KNOWN_RESULTS.name} with --known, {SOURCES_RESULTS.name} with "
                                                  f"--sources, in benchmarks/results)")
     args = parser.parse_args()
-    if (args.merges or args.against or args.fenced) and not args.known:
-        parser.error("--merges, --against and --fenced go with --known")
+    if (args.merges or args.against or args.fenced or args.spaced) and not args.known:
+        parser.error("--merges, --against, --fenced and --spaced go with --known")
+    if args.fenced and args.spaced:
+        parser.error("one of --fenced and --spaced")
     modes = {"blocks": args.blocks, "regions": args.regions, "keys": args.keys, "new-keys": args.new_keys,
              "beside": args.beside, "functions": args.functions, "definitions": args.definitions,
              "methods": args.methods, "imports": args.imports}
@@ -434,8 +447,9 @@ def main() -> None:
                      "--methods and --imports")
     alone = next((mode for mode, chosen in modes.items() if chosen), None)
     if args.known:
-        report = run_known(args.known, args.merges, args.against, args.fenced)
-        out = args.out or (KNOWN_FENCED_RESULTS if args.fenced else KNOWN_RESULTS)
+        form = "fenced" if args.fenced else "spaced" if args.spaced else None
+        report = run_known(args.known, args.merges, args.against, form)
+        out = args.out or {"fenced": KNOWN_FENCED_RESULTS, "spaced": KNOWN_SPACED_RESULTS}.get(form, KNOWN_RESULTS)
     else:
         report = run(args.edits, args.seed, args.js_share, args.replay, args.sources, alone, args.other)
         out = args.out or {"blocks": BLOCKS_RESULTS, "regions": REGIONS_RESULTS, "keys": KEYS_RESULTS,
