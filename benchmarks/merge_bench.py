@@ -51,7 +51,9 @@ the old checkout), ``--against PATH`` lists the tasks whose merge the new engine
 each update in a chat model's answer (a fenced block below a line of words), read as the CLI reads one,
 to ``merge-known-fenced.json``; ``--spaced`` takes the tasks whose file and update indent with tabs and
 turns each of the update's leading tabs into four spaces (a snippet typed at a terminal, or by a chat
-model that writes spaces), read as the CLI reads one, to ``merge-known-spaced.json``:
+model that writes spaces), read as the CLI reads one, to ``merge-known-spaced.json``; ``--crlf`` gives each
+update CRLF line ends (as an agent's JSON may carry them to ``fastapply batch`` or the MCP tool), read so,
+to ``merge-known-crlf.json``:
 
     python benchmarks/merge_bench.py --known evals/tasks/suite.jsonl.gz --merges runs/merges-before.json
     python benchmarks/merge_bench.py --known evals/tasks/suite.jsonl.gz --against runs/merges-before.json
@@ -88,6 +90,7 @@ RESULTS = Path(__file__).resolve().parent / "results" / "merge.json"
 KNOWN_RESULTS = RESULTS.with_name("merge-known.json")
 KNOWN_FENCED_RESULTS = RESULTS.with_name("merge-known-fenced.json")
 KNOWN_SPACED_RESULTS = RESULTS.with_name("merge-known-spaced.json")
+KNOWN_CRLF_RESULTS = RESULTS.with_name("merge-known-crlf.json")
 _TABS = re.compile(r"^\t+", re.M)
 SOURCES_RESULTS = RESULTS.with_name("merge-languages.json")
 BLOCKS_RESULTS = RESULTS.with_name("merge-blocks.json")
@@ -229,7 +232,8 @@ def run_known(paths: list[Path], merges: Path | None = None, against: Path | Non
     (confidence, exact) written to ``merges``, and the tasks whose pair differs from ``against``'s listed.
     ``form`` "fenced": each update as a chat model's answer, one fenced block with a line of words above it;
     "spaced": only the tasks whose file and update indent with tabs, each of the update's leading tabs four
-    spaces; either read as the CLI reads it (``engine.read_edit``, ``merge_reading``)."""
+    spaces; "crlf": each update's line ends CRLF; each read as the CLI reads it (``engine.read_edit``,
+    ``merge_reading``)."""
     from fastapply.errors import FastapplyError
     from fastapply.tasks import load_tasks
 
@@ -243,8 +247,9 @@ def run_known(paths: list[Path], merges: Path | None = None, against: Path | Non
             start = time.perf_counter()
             try:
                 if form is not None:
-                    answer = (f"Here is the change:\n\n```{task.language}\n{task.update.rstrip(chr(10))}\n```\n"
-                              if form == "fenced" else _TABS.sub(lambda tabs: "    " * len(tabs.group()), task.update))
+                    fence = f"```{task.language}\n{task.update.rstrip(chr(10))}\n```\n"
+                    answer = {"fenced": f"Here is the change:\n\n{fence}", "crlf": task.update.replace("\n", "\r\n"),
+                              "spaced": _TABS.sub(lambda tabs: "    " * len(tabs.group()), task.update)}[form]
                     result = merge_reading(task.original, read_edit(task.original, answer, task.language,
                                                                     task.instruction), task.language)
                 else:
@@ -425,6 +430,8 @@ def main() -> None:
     parser.add_argument("--spaced", action="store_true",
                         help="with --known: only the tasks whose file and update indent with tabs, each of the "
                              "update's leading tabs four spaces, read as the CLI reads it")
+    parser.add_argument("--crlf", action="store_true",
+                        help="with --known: each update with CRLF line ends, read as the CLI reads it")
     parser.add_argument("--merges", type=Path, help="with --known: write each task's confidence and exactness here")
     parser.add_argument("--against", type=Path, help="with --known: list the tasks whose merge differs from this "
                                                      "earlier --merges file")
@@ -432,10 +439,10 @@ def main() -> None:
                                                  f"{KNOWN_RESULTS.name} with --known, {SOURCES_RESULTS.name} with "
                                                  f"--sources, in benchmarks/results)")
     args = parser.parse_args()
-    if (args.merges or args.against or args.fenced or args.spaced) and not args.known:
-        parser.error("--merges, --against, --fenced and --spaced go with --known")
-    if args.fenced and args.spaced:
-        parser.error("one of --fenced and --spaced")
+    if (args.merges or args.against or args.fenced or args.spaced or args.crlf) and not args.known:
+        parser.error("--merges, --against, --fenced, --spaced and --crlf go with --known")
+    if args.fenced + args.spaced + args.crlf > 1:
+        parser.error("one of --fenced, --spaced and --crlf")
     modes = {"blocks": args.blocks, "regions": args.regions, "keys": args.keys, "new-keys": args.new_keys,
              "beside": args.beside, "functions": args.functions, "definitions": args.definitions,
              "methods": args.methods, "imports": args.imports}
@@ -447,9 +454,10 @@ def main() -> None:
                      "--methods and --imports")
     alone = next((mode for mode, chosen in modes.items() if chosen), None)
     if args.known:
-        form = "fenced" if args.fenced else "spaced" if args.spaced else None
+        form = next((form for form in ("fenced", "spaced", "crlf") if getattr(args, form)), None)
         report = run_known(args.known, args.merges, args.against, form)
-        out = args.out or {"fenced": KNOWN_FENCED_RESULTS, "spaced": KNOWN_SPACED_RESULTS}.get(form, KNOWN_RESULTS)
+        out = args.out or {"fenced": KNOWN_FENCED_RESULTS, "spaced": KNOWN_SPACED_RESULTS,
+                           "crlf": KNOWN_CRLF_RESULTS}.get(form, KNOWN_RESULTS)
     else:
         report = run(args.edits, args.seed, args.js_share, args.replay, args.sources, alone, args.other)
         out = args.out or {"blocks": BLOCKS_RESULTS, "regions": REGIONS_RESULTS, "keys": KEYS_RESULTS,

@@ -30,7 +30,7 @@ from typing import NamedTuple
 from fastapply.answer import answer_edit, deletes_in_use, edge_marked
 from fastapply.asks import read, undone
 from fastapply.errors import RefusedError, UsageError
-from fastapply.fileio import TextFormat
+from fastapply.fileio import TextFormat, as_lf
 from fastapply.focus import focus as focus_of
 from fastapply.indentation import in_file_indentation
 from fastapply.instructed import apply as apply_instruction
@@ -157,14 +157,16 @@ def read_edit(original: str, update: str, language: str | None, instruction: str
     hold for the file at ``path`` (``answer.answer_edit``); that, or the edit, is a diff
     (``diffs.read_patch``), an instruction alone (``reads_as_instruction``), or the update snippet it
     is, indented with the file's kind of whitespace (``indentation.in_file_indentation``: tabs where the
-    file has tabs and the snippet spaces). ``resolve_edit``, ``fastapply eval`` and ``fastapply bench``
-    read every edit so, so that a model is shown the same prompt by each.
+    file has tabs and the snippet spaces). Its line ends are read as a file's (``fileio.as_lf``).
+    ``resolve_edit``, ``fastapply eval`` and ``fastapply bench`` read every edit so, so that a model is
+    shown the same prompt by each.
 
     >>> read_edit("x = 1\\n", "@@ -1 +1 @@\\n-x = 1\\n+x = 2\\n", "python").update
     'x = 2\\n'
     >>> read_edit("x = 1\\n", "delete the variable x", "python")[:3]
     ('', '', 'delete the variable x')
     """
+    update, instruction = as_lf(update), as_lf(instruction)  # CRLF from an agent's JSON, as a file's are read
     update = call_edit(update, original, path) or update
     answered = answer_edit(update, original, language, path)
     update, unsaid = answered or (update, update)

@@ -158,7 +158,7 @@ def create_app(model, tokenizer, config: ServeConfig = ServeConfig()):
         line endings (and byte-order mark), as the CLI writes it."""
         from fastapply.apply import apply_edit
         from fastapply.engine import ModelRun, resolve_edit
-        from fastapply.fileio import as_lf, decode, encode
+        from fastapply.fileio import decode, encode
 
         def run_model(shown: str, update: str, instruction: str, merged: str | None, watch) -> ModelRun:
             result = apply_edit(model, tokenizer, shown, update, instruction, preset=edit.preset or config.preset,
@@ -169,8 +169,8 @@ def create_app(model, tokenizer, config: ServeConfig = ServeConfig()):
 
         original, fmt = decode(edit.original.encode("utf-8"), "the original")
         try:
-            outcome = resolve_edit(original, as_lf(edit.update), language, edit.engine, run_model, edit.force,
-                                   as_lf(edit.instruction), config.merge_first, edit.focus, edit.path)
+            outcome = resolve_edit(original, edit.update, language, edit.engine, run_model, edit.force,
+                                   edit.instruction, config.merge_first, edit.focus, edit.path)
         except EditRefused as refused:
             return refused
         return replace(outcome, text=encode(outcome.text, outcome.format(fmt)).decode("utf-8"))  # a BOM kept

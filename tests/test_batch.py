@@ -50,6 +50,20 @@ def test_apply_item_reports_each_outcome(tmp_path):
     assert languages == ["python", "python"]
 
 
+@pytest.mark.parametrize("ends", ["\n", "\r\n"])
+def test_an_edit_with_crlf_line_ends_writes_the_file_with_its_own(tmp_path, ends):
+    """An agent's JSON (`fastapply batch`, the MCP tool's `code_edit`) may carry CRLF line ends: read as a
+    file's are, the edit is merged line for line, and the file keeps its own ends (the edit's CRs went into
+    an LF file's merged lines)."""
+    path = tmp_path / "a.py"
+    original = b"import os\n\n\ndef f():\n    return 1\n\n\ndef g():\n    return 2\n"
+    path.write_bytes(original.replace(b"\n", ends.encode()))
+    edit = "# ... existing code ...\r\ndef f():\r\n    return 3\r\n# ... existing code ...\r\n"
+    record = apply_item(BatchItem(1, str(path), edit), None, in_place=True, engine="merge")
+    assert record["ok"] and record["written"], record
+    assert path.read_bytes() == original.replace(b"return 1", b"return 3").replace(b"\n", ends.encode())
+
+
 def test_a_file_another_program_writes_meanwhile_is_left_as_it_wrote_it(tmp_path, monkeypatch):
     """An editor saving a file (another agent writing it) while the model works on it: the edit is not
     written over that change (the record fails, exit 1); with --atomic, a file written while a later item

@@ -194,9 +194,10 @@ def test_a_file_with_crlf_lines_comes_back_with_crlf_lines(server):
     anchored = 'def greet(name):\n    return "hello, " + name + "!"\n# ... existing code ...\n'  # LF, as chats write
     for original, expected in [(ORIGINAL.replace("\n", "\r\n"), EXPECTED.replace("\n", "\r\n")),
                                ("\ufeff" + ORIGINAL, "\ufeff" + EXPECTED)]:
-        answer = server.post("/v1/apply", json={"original": original, "update": anchored, "language": "python",
-                                                "engine": "merge"}).json()
-        assert answer["ok"] is True and answer["text"] == expected and answer["changed"] is True
+        for update in (anchored, anchored.replace("\n", "\r\n")):  # an update's line ends read as a file's too
+            answer = server.post("/v1/apply", json={"original": original, "update": update, "language": "python",
+                                                    "engine": "merge"}).json()
+            assert answer["ok"] is True and answer["text"] == expected and answer["changed"] is True
     crlf = server.post("/v1/apply", json={"original": ORIGINAL.replace("\n", "\r\n"), "update": UPDATE}).json()
     assert crlf["engine"] == "model" and crlf["text"] == EXPECTED.replace("\n", "\r\n")  # the model read LF text
 
