@@ -53,7 +53,10 @@ to ``merge-known-fenced.json``; ``--spaced`` takes the tasks whose file and upda
 turns each of the update's leading tabs into four spaces (a snippet typed at a terminal, or by a chat
 model that writes spaces), read as the CLI reads one, to ``merge-known-spaced.json``; ``--crlf`` gives each
 update CRLF line ends (as an agent's JSON may carry them to ``fastapply batch`` or the MCP tool), read so,
-to ``merge-known-crlf.json``:
+to ``merge-known-crlf.json``; ``--bare`` makes each lazy marker of an update a bare ``...`` at its
+indentation (as some chat models write them), read so, to ``merge-known-bare.json``; ``--doubled`` takes the
+tasks whose file indents with two spaces a level and doubles the update's leading spaces (a chat model
+writing four), read so, to ``merge-known-doubled.json``:
 
     python benchmarks/merge_bench.py --known evals/tasks/suite.jsonl.gz --merges runs/merges-before.json
     python benchmarks/merge_bench.py --known evals/tasks/suite.jsonl.gz --against runs/merges-before.json
@@ -82,6 +85,7 @@ from edits import (OTHER, beside_edit, block_edit, corpus, definition_edit, func
 
 from fastapply.bench import cpu_model  # noqa: E402
 from fastapply.engine import merge_edit, merge_reading, read_edit  # noqa: E402
+from fastapply.markers import marker_lines  # noqa: E402
 from fastapply.merge import merge  # noqa: E402
 from fastapply.snippet import make_snippet  # noqa: E402
 from fastapply.syntax import count_errors, parse  # noqa: E402
@@ -91,7 +95,10 @@ KNOWN_RESULTS = RESULTS.with_name("merge-known.json")
 KNOWN_FENCED_RESULTS = RESULTS.with_name("merge-known-fenced.json")
 KNOWN_SPACED_RESULTS = RESULTS.with_name("merge-known-spaced.json")
 KNOWN_CRLF_RESULTS = RESULTS.with_name("merge-known-crlf.json")
-_TABS = re.compile(r"^\t+", re.M)
+KNOWN_BARE_RESULTS = RESULTS.with_name("merge-known-bare.json")
+KNOWN_DOUBLED_RESULTS = RESULTS.with_name("merge-known-doubled.json")
+FORMS = ("fenced", "spaced", "crlf", "bare", "doubled")  # --known's forms of an update, each read as the CLI reads it
+_TABS, _SPACES = re.compile(r"^\t+", re.M), re.compile(r"^ +", re.M)
 SOURCES_RESULTS = RESULTS.with_name("merge-languages.json")
 BLOCKS_RESULTS = RESULTS.with_name("merge-blocks.json")
 REGIONS_RESULTS = RESULTS.with_name("merge-regions.json")
@@ -226,14 +233,28 @@ def figures(rows: list[dict]) -> dict:
     }
 
 
+def _bare(update: str, language: str | None) -> str:
+    """``update`` with each lazy marker line a bare ``...`` at its indentation."""
+    lines = update.split("\n")
+    return "\n".join(line[:len(line) - len(line.lstrip())] + "..." if marker else line
+                     for line, marker in zip(lines, marker_lines(lines, language)))
+
+
+def _two_a_level(text: str) -> bool:
+    """Whether ``text`` indents with spaces alone, an even number of them, some at an odd level of two."""
+    leads = [len(spaces.group()) for spaces in _SPACES.finditer(text)]
+    return bool(leads) and "\t" not in text and all(n % 2 == 0 for n in leads) and any(n % 4 == 2 for n in leads)
+
+
 def run_known(paths: list[Path], merges: Path | None = None, against: Path | None = None,
               form: str | None = None) -> dict:
     """Merge every task of ``paths`` (eval-suite schema) and compare with its expected file; each task's
     (confidence, exact) written to ``merges``, and the tasks whose pair differs from ``against``'s listed.
     ``form`` "fenced": each update as a chat model's answer, one fenced block with a line of words above it;
     "spaced": only the tasks whose file and update indent with tabs, each of the update's leading tabs four
-    spaces; "crlf": each update's line ends CRLF; each read as the CLI reads it (``engine.read_edit``,
-    ``merge_reading``)."""
+    spaces; "crlf": each update's line ends CRLF; "bare": each lazy marker a bare ``...``; "doubled": only
+    the tasks whose file indents with two spaces a level (``_two_a_level``), the update's leading spaces
+    doubled; each read as the CLI reads it (``engine.read_edit``, ``merge_reading``)."""
     from fastapply.errors import FastapplyError
     from fastapply.tasks import load_tasks
 
@@ -241,7 +262,8 @@ def run_known(paths: list[Path], merges: Path | None = None, against: Path | Non
     for path in paths:
         for task in load_tasks(path):
             if not task.update.strip() or form == "spaced" and not (
-                    _TABS.search(task.original) and _TABS.search(task.update)):
+                    _TABS.search(task.original) and _TABS.search(task.update)) or form == "doubled" and not (
+                    _two_a_level(task.original) and _SPACES.search(task.update)):
                 continue
             parse.cache_clear()
             start = time.perf_counter()
@@ -249,7 +271,9 @@ def run_known(paths: list[Path], merges: Path | None = None, against: Path | Non
                 if form is not None:
                     fence = f"```{task.language}\n{task.update.rstrip(chr(10))}\n```\n"
                     answer = {"fenced": f"Here is the change:\n\n{fence}", "crlf": task.update.replace("\n", "\r\n"),
-                              "spaced": _TABS.sub(lambda tabs: "    " * len(tabs.group()), task.update)}[form]
+                              "spaced": _TABS.sub(lambda tabs: "    " * len(tabs.group()), task.update),
+                              "bare": _bare(task.update, task.language),
+                              "doubled": _SPACES.sub(lambda spaces: spaces.group() * 2, task.update)}[form]
                     result = merge_reading(task.original, read_edit(task.original, answer, task.language,
                                                                     task.instruction), task.language)
                 else:
@@ -432,6 +456,11 @@ def main() -> None:
                              "update's leading tabs four spaces, read as the CLI reads it")
     parser.add_argument("--crlf", action="store_true",
                         help="with --known: each update with CRLF line ends, read as the CLI reads it")
+    parser.add_argument("--bare", action="store_true",
+                        help="with --known: each lazy marker of an update a bare '...', read as the CLI reads it")
+    parser.add_argument("--doubled", action="store_true",
+                        help="with --known: only the tasks whose file indents with two spaces a level, the "
+                             "update's leading spaces doubled, read as the CLI reads it")
     parser.add_argument("--merges", type=Path, help="with --known: write each task's confidence and exactness here")
     parser.add_argument("--against", type=Path, help="with --known: list the tasks whose merge differs from this "
                                                      "earlier --merges file")
@@ -439,10 +468,10 @@ def main() -> None:
                                                  f"{KNOWN_RESULTS.name} with --known, {SOURCES_RESULTS.name} with "
                                                  f"--sources, in benchmarks/results)")
     args = parser.parse_args()
-    if (args.merges or args.against or args.fenced or args.spaced or args.crlf) and not args.known:
-        parser.error("--merges, --against, --fenced, --spaced and --crlf go with --known")
-    if args.fenced + args.spaced + args.crlf > 1:
-        parser.error("one of --fenced, --spaced and --crlf")
+    if (args.merges or args.against or any(getattr(args, form) for form in FORMS)) and not args.known:
+        parser.error("--merges, --against, --fenced, --spaced, --crlf, --bare and --doubled go with --known")
+    if sum(getattr(args, form) for form in FORMS) > 1:
+        parser.error("one of --fenced, --spaced, --crlf, --bare and --doubled")
     modes = {"blocks": args.blocks, "regions": args.regions, "keys": args.keys, "new-keys": args.new_keys,
              "beside": args.beside, "functions": args.functions, "definitions": args.definitions,
              "methods": args.methods, "imports": args.imports}
@@ -454,10 +483,11 @@ def main() -> None:
                      "--methods and --imports")
     alone = next((mode for mode, chosen in modes.items() if chosen), None)
     if args.known:
-        form = next((form for form in ("fenced", "spaced", "crlf") if getattr(args, form)), None)
+        form = next((form for form in FORMS if getattr(args, form)), None)
         report = run_known(args.known, args.merges, args.against, form)
         out = args.out or {"fenced": KNOWN_FENCED_RESULTS, "spaced": KNOWN_SPACED_RESULTS,
-                           "crlf": KNOWN_CRLF_RESULTS}.get(form, KNOWN_RESULTS)
+                           "crlf": KNOWN_CRLF_RESULTS, "bare": KNOWN_BARE_RESULTS,
+                           "doubled": KNOWN_DOUBLED_RESULTS}.get(form, KNOWN_RESULTS)
     else:
         report = run(args.edits, args.seed, args.js_share, args.replay, args.sources, alone, args.other)
         out = args.out or {"blocks": BLOCKS_RESULTS, "regions": REGIONS_RESULTS, "keys": KEYS_RESULTS,

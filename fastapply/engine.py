@@ -32,7 +32,7 @@ from fastapply.asks import read, undone
 from fastapply.errors import RefusedError, UsageError
 from fastapply.fileio import TextFormat, as_lf
 from fastapply.focus import focus as focus_of
-from fastapply.indentation import in_file_indentation
+from fastapply.indentation import in_file_indentation, indented_as
 from fastapply.instructed import apply as apply_instruction
 from fastapply.lost import TAIL_WIRED
 from fastapply.markers import only_markers
@@ -148,6 +148,8 @@ class EditReading(NamedTuple):
     # deleting it (``edit`` keeps it, lazy markers added at its edges; ``answer.answer_edit``)
     kept: str | None = None  # a snippet with markers starting (ending) on a line inside the file: the snippet with
     # a marker added there, the code beyond kept (``answer.edge_marked``), where ``merge_reading`` takes it
+    unturned: str | None = None  # the snippet as written, where its indentation was turned to the file's
+    # (``indentation.in_file_indentation``): ``merge_reading`` doubts a merge that it, merged as written, re-indents
 
 
 def read_edit(original: str, update: str, language: str | None, instruction: str = "",
@@ -175,15 +177,34 @@ def read_edit(original: str, update: str, language: str | None, instruction: str
         return EditReading(update, as_update(patch, original, language), instruction, patch)
     if reads_as_instruction(original, update, language, instruction):
         return EditReading("", "", " ".join(update.split()), None)
-    update, unsaid = (in_file_indentation(text, original, language) for text in (update, unsaid))  # tabs, spaces
+    turned, unsaid = (in_file_indentation(text, original, language) for text in (update, unsaid))  # tabs, spaces
+    update, unturned = turned, None if turned == update else update
     if answered is None:
         kept = edge_marked(update, language, original, wide=True)
-        return EditReading(update, update, instruction, None, kept=None if kept == update else kept)
-    return EditReading(update, update, instruction, None, None if unsaid == update else unsaid)
+        return EditReading(update, update, instruction, None, kept=None if kept == update else kept, unturned=unturned)
+    return EditReading(update, update, instruction, None, None if unsaid == update else unsaid, unturned=unturned)
 
 
 def merge_reading(original: str, reading: EditReading, language: str | None) -> MergeResult:
-    """The merge engine's answer for an edit as read (``read_edit``): ``merge_edit`` of it; where it is a
+    """The merge engine's answer for an edit as read (``read_edit``, ``_merged``). Where the snippet's
+    indentation was turned to the file's and the snippet, merged as written, gives another file indented
+    throughout as the snippet is (``indentation.indented_as``), likely at best: the snippet may mean to
+    re-indent the file (brotli's `compress_test.py` in the training set, four spaces a level made two, the
+    markers keeping only lines at column 0); not where, merged as written, it mixes the two (a chat model
+    writing four spaces a level for the part of a file of two that it shows)."""
+    merged = _merged(original, reading, language)
+    if reading.unturned is None or merged.confidence != CERTAIN:
+        return merged
+    as_written = merge_edit(original, reading.unturned, language, reading.instruction).text
+    if as_written is None or as_written == merged.text or not indented_as(as_written, reading.unturned):
+        return merged
+    return replace(merged, confidence=LIKELY, reasons=(
+        "the snippet is indented unlike the file: it may re-indent the file (merged as written) or not (as merged, "
+        "in the file's indentation)",))
+
+
+def _merged(original: str, reading: EditReading, language: str | None) -> MergeResult:
+    """``merge_reading`` but for re-indenting: ``merge_edit`` of the edit as read; where it is a
     chat model's answer leaving code around its blocks unsaid (``EditReading.unsaid``) and the two
     readings, that code kept or deleted, merge to different files, likely at best: the answer may mean
     either; unless deleting it would leave a name in use that only it binds (``answer.deletes_in_use``).

@@ -23,8 +23,9 @@ TAB, SPACE = "\t", " "
 
 
 def in_file_indentation(snippet: str, original: str, language: str | None) -> str:
-    """``snippet`` with its leading whitespace of the other kind turned into the file's (``original``); a
-    snippet with no lazy marker is left as it is: it may be the whole new file, indented anew.
+    """``snippet`` with its leading whitespace of the other kind turned into the file's (``original``), or
+    its levels of four spaces made the file's two (or the other way round); a snippet with no lazy marker
+    is left as it is: it may be the whole new file, indented anew.
 
     >>> in_file_indentation("func f() {\\n    return 1\\n// ...\\n", "func f() {\\n\\treturn 0\\n}\\n", "go")
     'func f() {\\n\\treturn 1\\n// ...\\n'
@@ -32,19 +33,70 @@ def in_file_indentation(snippet: str, original: str, language: str | None) -> st
     'def f():\\n  return 1\\n# ...\\n'
     """
     file_kind, snippet_kind = _kind(original), _kind(snippet)
-    if file_kind is None or snippet_kind is None or file_kind == snippet_kind or not any(
-            marker_lines(snippet.split("\n"), language)):
+    if file_kind is None or snippet_kind is None or not any(marker_lines(snippet.split("\n"), language)):
         return snippet
-    width = _width(snippet, original, snippet_kind)
-    if width is None:
+    if file_kind != snippet_kind:
+        width = _width(snippet, original, snippet_kind)
+        if width is None:
+            return snippet
+        turn = (lambda n: TAB * (n // width) + SPACE * (n % width)) if file_kind == TAB else (
+            lambda n: SPACE * (n * width))
+    elif file_kind == SPACE and (steps := _steps(snippet, original)) is not None:
+        mine, theirs = steps
+        turn = lambda n: SPACE * (n // mine * theirs + n % mine)  # noqa: E731
+    else:
         return snippet
-    lines = snippet.split("\n")
-    for i, line in enumerate(lines):
-        n = _lead(line, snippet_kind)
-        lines[i] = (TAB * (n // width) + SPACE * (n % width) if file_kind == TAB else SPACE * (n * width)) + line[n:]
+    lines = [turn(n) + line[n:] for line in snippet.split("\n") for n in [_lead(line, snippet_kind)]]
     held, turned = set(original.split("\n")), [(old, new) for old, new in zip(snippet.split("\n"), lines) if old != new]
     as_they_are, as_turned = sum(old in held for old, _ in turned), sum(new in held for _, new in turned)
     return snippet if as_they_are > as_turned else "\n".join(lines)  # a part of the file kept the snippet's kind
+
+
+def _steps(snippet: str, original: str) -> tuple[int, int] | None:
+    """The snippet's step and the file's (``_step``), (4, 2) or (2, 4), where nine in ten of the lines the
+    snippet shares with the file (alike once stripped, more than one character, indented in both) have
+    their indentation scaled so and at most one in ten as it is. A snippet that moved lines into a new
+    block has their opening line one step of the file's deeper than the lines around it: its own step is
+    the file's."""
+    mine, theirs = _step(snippet), _step(original)
+    if {mine, theirs} != {2, 4}:
+        return None
+    snippet_leads, file_leads = _leads(snippet, SPACE), _leads(original, SPACE)
+    shared = snippet_leads.keys() & file_leads.keys()
+    scaled, kept = (sum(any(s * a == f * b for s in snippet_leads[text] for f in file_leads[text]) for text in shared)
+                    for a, b in ((theirs, mine), (1, 1)))
+    return (mine, theirs) if shared and 10 * scaled >= 9 * len(shared) >= 90 * kept else None
+
+
+def _step(text: str) -> int | None:
+    """4 where it divides nine in ten of ``text``'s space indentations, else 2 where it does, else None (a
+    comment's ` *` lines, one past a multiple, counted as the multiple): a file of two spaces a level has
+    more than one in ten at an odd level."""
+    steps = [(n, line.lstrip().startswith("*")) for line in text.split("\n") if (n := _lead(line, SPACE))]
+    return next((w for w in (4, 2) if steps and 10 * sum(n % w == 0 or star and n % w == 1 for n, star in steps)
+                  >= 9 * len(steps)), None)
+
+
+def _leads(text: str, kind: str) -> dict[str, set[int]]:
+    """Each line's text (stripped, more than one character) and how many of ``kind`` its copies start with
+    (indented ones only)."""
+    out: dict[str, set[int]] = {}
+    for line in text.split("\n"):
+        if len(line.strip()) > 1 and (n := _lead(line, kind)):
+            out.setdefault(line.strip(), set()).add(n)
+    return out
+
+
+def indented_as(text: str, snippet: str) -> bool:
+    """Whether every indented line of ``text`` (the file with ``snippet`` merged as written) is a line of the
+    snippet: its markers kept no line of the file at the file's own indentation, so the file is indented
+    throughout as the snippet is.
+
+    >>> indented_as("a:\\n  b\\nc\\n", "a:\\n  b\\n# ...\\n"), indented_as("a:\\n  b\\n    c\\n", "a:\\n  b\\n# ...\\n")
+    (True, False)
+    """
+    shown = set(snippet.split("\n"))
+    return all(line in shown for line in text.split("\n") if line[:1] in (TAB, SPACE) and line.strip())
 
 
 def _lead(line: str, kind: str) -> int:
@@ -67,18 +119,11 @@ def _width(snippet: str, original: str, snippet_kind: str) -> int | None:
     where the snippet has tabs; a comment's ` *` line one past it; the others align with spaces after their
     tabs), the one that most of the lines the snippet shares with the file (alike once stripped, more than
     one character, indented in both) allow: their spaces over their tabs in some pair of their copies."""
-    def leads(text: str, kind: str) -> dict[str, set[int]]:
-        out: dict[str, set[int]] = {}
-        for line in text.split("\n"):
-            if len(line.strip()) > 1 and (n := _lead(line, kind)):
-                out.setdefault(line.strip(), set()).add(n)
-        return out
-
     spaced = snippet if snippet_kind == SPACE else original
     steps = [(n, line.lstrip().startswith("*")) for line in spaced.split("\n") if (n := _lead(line, SPACE))]
     widths = [w for w in (4, 2, 8, 3) if 10 * sum(n % w == 0 or star and n % w == 1 for n, star in steps)
               >= 8 * len(steps)]
-    mine, theirs = leads(snippet, snippet_kind), leads(original, TAB if snippet_kind == SPACE else SPACE)
+    mine, theirs = _leads(snippet, snippet_kind), _leads(original, TAB if snippet_kind == SPACE else SPACE)
     spaces, tabs = (mine, theirs) if snippet_kind == SPACE else (theirs, mine)
     allowed = Counter(w for text in spaces.keys() & tabs.keys()
                       for w in {s // t for s in spaces[text] for t in tabs[text] if s % t == 0})

@@ -123,9 +123,15 @@ def _segments(snippet: list[str], flags: list[bool]) -> list[Segment] | None:
 
 
 def _marker_flags(snippet: list[str], language: str | None, original: list[str]) -> list[bool]:
-    """Which snippet lines are lazy markers (a marker-like line the original has word for word is code)."""
+    """Which snippet lines are lazy markers (a marker-like line the original has word for word is code). A
+    Python block's body of a bare ``...`` (``markers.marker_lines`` reads it as code: a Protocol's stub) is
+    a marker too where the original has no ``...`` line so indented: under a function the file has with a
+    body, it stands for that body, as a chat model writes it, where read as code it deleted the body."""
     present = {line.rstrip() for line in original}
-    return [flag and line.rstrip() not in present for line, flag in zip(snippet, marker_lines(snippet, language))]
+    flags = marker_lines(snippet, language)
+    if language == "python":
+        flags = [flag or line.strip() == "..." for line, flag in zip(snippet, flags)]
+    return [flag and line.rstrip() not in present for line, flag in zip(snippet, flags)]
 
 
 def restyle_markers(original: str, update: str, language: str | None) -> str:

@@ -34,10 +34,32 @@ def test_the_width_of_a_tab_is_read_from_the_lines_the_snippet_shares_with_the_f
     assert in_file_indentation(update, GO, "go") == GO_UPDATE.replace("    ", "\t")
 
 
+JS = ("import { join } from 'path';\n\nexport function load(name) {\n  const file = join('data', name);\n"
+      "  if (!name) {\n    throw new Error('no name');\n  }\n  return file;\n}\n\nexport const ROOT = 'data';\n")
+
+
+def test_a_snippet_of_four_spaces_a_level_merges_into_a_file_of_two_with_two():
+    """A chat model writing four spaces a level for a file of two: the lines it shares with the file, at
+    twice their indentation, say so; read with two, the snippet is certain and exact."""
+    update = ("// ... existing code ...\nexport function load(name) {\n    const file = join('data', name);\n"
+              "    if (!name) {\n        throw new TypeError('no name');\n    }\n// ... existing code ...\n")
+    merged = merge_reading(JS, read_edit(JS, update, "javascript"), "javascript")
+    assert (merged.text, merged.confidence) == (JS.replace("new Error", "new TypeError"), "certain")
+
+
+def test_a_snippet_that_moves_lines_into_a_new_block_keeps_its_indentation():
+    """Lines one level deeper under a new `try {`: the snippet's own step is the file's two, so nothing is
+    scaled (its shared lines sit two spaces deeper, which is no scale)."""
+    update = ("// ... existing code ...\nexport function load(name) {\n  try {\n    const file = join('data', name);\n"
+              "  } finally {\n    done();\n  }\n// ... existing code ...\n")
+    assert in_file_indentation(update, JS, "javascript") == update
+
+
 def test_tabs_in_a_snippet_become_the_spaces_of_a_file_indented_with_spaces():
-    original = "import math\n\n\ndef area(w, h):\n  if w < 0:\n    raise ValueError(w)\n  return w * h\n"
+    original = ("import math\n\n\ndef area(w, h):\n  if w < 0:\n    raise ValueError(w)\n  return w * h\n\n\n"
+                "def perimeter(w, h):\n  return 2 * (w + h)\n")
     update = "# ... existing code ...\ndef area(w, h):\n\tif w < 0:\n\t\traise ValueError(\"negative\")\n" \
-             "\treturn w * h\n"
+             "\treturn w * h\n# ... existing code ...\n"
     merged = merge_reading(original, read_edit(original, update, "python"), "python")
     assert merged.text == original.replace("ValueError(w)", "ValueError(\"negative\")")
     assert merged.confidence == "certain"
@@ -64,3 +86,14 @@ def test_a_snippet_or_a_file_of_both_kinds_and_a_snippet_with_no_marker_are_left
     whole = GO.replace("\t", "    ")
     assert in_file_indentation(whole, GO, "go") == whole
     assert merge_reading(GO, read_edit(GO, whole, "go"), "go").text == whole
+
+
+def test_a_snippet_that_shows_every_indented_line_in_another_step_may_re_indent_the_file():
+    """The markers keep only lines at column 0, and the snippet shows all the rest two spaces a level in a
+    file of four: it may re-indent the file (brotli's `compress_test.py`) as well as be written two a
+    level: likely, where either reading alone would be certain."""
+    original = "import os\n\n\nclass Store:\n    def load(self):\n        return os.getcwd()\n\n\nSTORE = Store()\n"
+    update = "# ... existing code ...\nclass Store:\n  def load(self):\n    return os.getcwd() + '/'\n\n\n# ...\n"
+    merged = merge_reading(original, read_edit(original, update, "python"), "python")
+    assert merged.text == original.replace("os.getcwd()", "os.getcwd() + '/'")
+    assert merged.confidence == "likely" and "re-indent" in merged.reasons[0]

@@ -1178,6 +1178,23 @@ def test_a_snippet_ending_on_a_line_of_code_with_no_marker_after_keeps_the_blank
     assert (result.confidence, result.reasons) == ("certain", ())
 
 
+def test_a_python_body_of_a_bare_ellipsis_stands_for_the_body_the_file_has():
+    """A chat model shows a function it leaves as it is by its header and `...`: read as code (a stub's
+    body), the merge replaced `load`'s body with `...`, certain; where the file has no `...` line so
+    indented it is a marker. In a file of stubs (a Protocol) the same line is code: a new stub added."""
+    original = ("import os\n\n\ndef load(path):\n    with open(path) as f:\n        return f.read()\n\n\n"
+                "def save(path, text):\n    with open(path, 'w') as f:\n        f.write(text)\n")
+    update = ("...\ndef load(path):\n    ...\n\n\ndef save(path, text):\n"
+              "    with open(path, 'w', encoding='utf-8') as f:\n        f.write(text)\n")
+    result = merge(original, update, "python")
+    assert result.text == original.replace("'w')", "'w', encoding='utf-8')")
+    assert result.confidence == "certain"
+    stubs = "from typing import Protocol\n\n\nclass Store(Protocol):\n    def load(self) -> str:\n        ...\n"
+    added = merge(stubs, "# ... existing code ...\n    def load(self) -> str:\n        ...\n\n"
+                         "    def save(self) -> None:\n        ...\n", "python")
+    assert added.text == stubs + "\n    def save(self) -> None:\n        ...\n"
+
+
 def test_a_function_added_like_the_next_one_after_a_lone_closing_brace_keeps_the_one_before_that_is_still_called():
     """`}`, then a new test like the next one, then that one's header: the `}` anchors nowhere alone, the new
     test's opening lines were found in the test before, which the merge read as renamed and rewritten,
