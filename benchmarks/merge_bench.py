@@ -56,7 +56,9 @@ update CRLF line ends (as an agent's JSON may carry them to ``fastapply batch`` 
 to ``merge-known-crlf.json``; ``--bare`` makes each lazy marker of an update a bare ``...`` at its
 indentation (as some chat models write them), read so, to ``merge-known-bare.json``; ``--doubled`` takes the
 tasks whose file indents with two spaces a level and doubles the update's leading spaces (a chat model
-writing four), read so, to ``merge-known-doubled.json``:
+writing four), read so, to ``merge-known-doubled.json``; ``--stripped`` takes the tasks whose update has a line
+with trailing whitespace and cuts it from every line (as editors and chat models do), read so, to
+``merge-known-stripped.json``:
 
     python benchmarks/merge_bench.py --known evals/tasks/suite.jsonl.gz --merges runs/merges-before.json
     python benchmarks/merge_bench.py --known evals/tasks/suite.jsonl.gz --against runs/merges-before.json
@@ -97,8 +99,11 @@ KNOWN_SPACED_RESULTS = RESULTS.with_name("merge-known-spaced.json")
 KNOWN_CRLF_RESULTS = RESULTS.with_name("merge-known-crlf.json")
 KNOWN_BARE_RESULTS = RESULTS.with_name("merge-known-bare.json")
 KNOWN_DOUBLED_RESULTS = RESULTS.with_name("merge-known-doubled.json")
-FORMS = ("fenced", "spaced", "crlf", "bare", "doubled")  # --known's forms of an update, each read as the CLI reads it
+KNOWN_STRIPPED_RESULTS = RESULTS.with_name("merge-known-stripped.json")
+# --known's forms of an update, each read as the CLI reads it
+FORMS = ("fenced", "spaced", "crlf", "bare", "doubled", "stripped")
 _TABS, _SPACES = re.compile(r"^\t+", re.M), re.compile(r"^ +", re.M)
+_TRAILING = re.compile(r"[ \t]+$", re.M)
 SOURCES_RESULTS = RESULTS.with_name("merge-languages.json")
 BLOCKS_RESULTS = RESULTS.with_name("merge-blocks.json")
 REGIONS_RESULTS = RESULTS.with_name("merge-regions.json")
@@ -254,7 +259,8 @@ def run_known(paths: list[Path], merges: Path | None = None, against: Path | Non
     "spaced": only the tasks whose file and update indent with tabs, each of the update's leading tabs four
     spaces; "crlf": each update's line ends CRLF; "bare": each lazy marker a bare ``...``; "doubled": only
     the tasks whose file indents with two spaces a level (``_two_a_level``), the update's leading spaces
-    doubled; each read as the CLI reads it (``engine.read_edit``, ``merge_reading``)."""
+    doubled; "stripped": only the tasks whose update has a line with trailing whitespace, cut from every
+    line; each read as the CLI reads it (``engine.read_edit``, ``merge_reading``)."""
     from fastapply.errors import FastapplyError
     from fastapply.tasks import load_tasks
 
@@ -263,7 +269,8 @@ def run_known(paths: list[Path], merges: Path | None = None, against: Path | Non
         for task in load_tasks(path):
             if not task.update.strip() or form == "spaced" and not (
                     _TABS.search(task.original) and _TABS.search(task.update)) or form == "doubled" and not (
-                    _two_a_level(task.original) and _SPACES.search(task.update)):
+                    _two_a_level(task.original) and _SPACES.search(task.update)) or form == "stripped" and not (
+                    _TRAILING.search(task.update)):
                 continue
             parse.cache_clear()
             start = time.perf_counter()
@@ -273,7 +280,8 @@ def run_known(paths: list[Path], merges: Path | None = None, against: Path | Non
                     answer = {"fenced": f"Here is the change:\n\n{fence}", "crlf": task.update.replace("\n", "\r\n"),
                               "spaced": _TABS.sub(lambda tabs: "    " * len(tabs.group()), task.update),
                               "bare": _bare(task.update, task.language),
-                              "doubled": _SPACES.sub(lambda spaces: spaces.group() * 2, task.update)}[form]
+                              "doubled": _SPACES.sub(lambda spaces: spaces.group() * 2, task.update),
+                              "stripped": _TRAILING.sub("", task.update)}[form]
                     result = merge_reading(task.original, read_edit(task.original, answer, task.language,
                                                                     task.instruction), task.language)
                 else:
@@ -461,6 +469,9 @@ def main() -> None:
     parser.add_argument("--doubled", action="store_true",
                         help="with --known: only the tasks whose file indents with two spaces a level, the "
                              "update's leading spaces doubled, read as the CLI reads it")
+    parser.add_argument("--stripped", action="store_true",
+                        help="with --known: only the tasks whose update has trailing whitespace, cut from every "
+                             "line, read as the CLI reads it")
     parser.add_argument("--merges", type=Path, help="with --known: write each task's confidence and exactness here")
     parser.add_argument("--against", type=Path, help="with --known: list the tasks whose merge differs from this "
                                                      "earlier --merges file")
@@ -469,9 +480,10 @@ def main() -> None:
                                                  f"--sources, in benchmarks/results)")
     args = parser.parse_args()
     if (args.merges or args.against or any(getattr(args, form) for form in FORMS)) and not args.known:
-        parser.error("--merges, --against, --fenced, --spaced, --crlf, --bare and --doubled go with --known")
+        parser.error("--merges, --against and the forms (" + ", ".join(f"--{form}" for form in FORMS)
+                     + ") go with --known")
     if sum(getattr(args, form) for form in FORMS) > 1:
-        parser.error("one of --fenced, --spaced, --crlf, --bare and --doubled")
+        parser.error("one of " + ", ".join(f"--{form}" for form in FORMS))
     modes = {"blocks": args.blocks, "regions": args.regions, "keys": args.keys, "new-keys": args.new_keys,
              "beside": args.beside, "functions": args.functions, "definitions": args.definitions,
              "methods": args.methods, "imports": args.imports}
@@ -487,7 +499,8 @@ def main() -> None:
         report = run_known(args.known, args.merges, args.against, form)
         out = args.out or {"fenced": KNOWN_FENCED_RESULTS, "spaced": KNOWN_SPACED_RESULTS,
                            "crlf": KNOWN_CRLF_RESULTS, "bare": KNOWN_BARE_RESULTS,
-                           "doubled": KNOWN_DOUBLED_RESULTS}.get(form, KNOWN_RESULTS)
+                           "doubled": KNOWN_DOUBLED_RESULTS,
+                           "stripped": KNOWN_STRIPPED_RESULTS}.get(form, KNOWN_RESULTS)
     else:
         report = run(args.edits, args.seed, args.js_share, args.replay, args.sources, alone, args.other)
         out = args.out or {"blocks": BLOCKS_RESULTS, "regions": REGIONS_RESULTS, "keys": KEYS_RESULTS,

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from difflib import SequenceMatcher
 
 from fastapply.anchor import place
 from fastapply.defplace import place_by_definitions
@@ -355,13 +356,30 @@ def _assemble(lines: list[str], placements: list[Placement], original: str) -> s
         if placement.start < pos:
             return None
         out.extend(lines[pos:placement.start])
-        out.extend(placement.lines)
+        out.extend(_as_the_file_has(lines[placement.start:placement.end], placement.lines))
         pos = placement.end
     out.extend(lines[pos:])
     text = "".join(out)
     if original and not original.endswith("\n") and text.endswith("\n"):
         text = text[:-1]
     return text
+
+
+def _as_the_file_has(old: list[str], new: tuple[str, ...]) -> list[str]:
+    """``new`` (a placement's lines) with each line of code that is one of ``old`` (the lines it replaces)
+    with its trailing whitespace cut, as editors and chat models cut it, written as ``old`` has it: a
+    snippet that shows a line unchanged does not change it. Whitespace a line of the snippet adds is its
+    own, and so is a blank line where the file has one of whitespace alone (decimal.js's `decimal.d.ts`
+    in the suite: its commit cut such a line, as editors do)."""
+    if all(line.rstrip("\n") == line.rstrip() for line in old):
+        return list(new)
+    out = list(new)
+    ops = SequenceMatcher(None, [line.rstrip() for line in old], [line.rstrip() for line in new], autojunk=False)
+    for tag, i1, i2, j1, j2 in ops.get_opcodes():
+        if tag == "equal":
+            out[j1:j2] = [was if len(was) > len(line) and line.strip() else line
+                          for was, line in zip(old[i1:i2], new[j1:j2])]
+    return out
 
 
 def split_lines(text: str) -> list[str]:

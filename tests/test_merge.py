@@ -1195,6 +1195,19 @@ def test_a_python_body_of_a_bare_ellipsis_stands_for_the_body_the_file_has():
     assert added.text == stubs + "\n    def save(self) -> None:\n        ...\n"
 
 
+def test_lines_a_snippet_shows_with_their_trailing_whitespace_cut_keep_it():
+    """Editors and chat models cut trailing whitespace: the lines the snippet shows unchanged keep the file's
+    own (they lost it, certain, a change nobody asked for); whitespace the snippet adds is its own."""
+    original = "def f(x):  \n    y = x + 1\t\n    return y\n\n\ndef g():\n    pass\n"
+    result = merge(original, "def f(x):\n    y = x + 1\n    return y * 2\n# ... existing code ...\n", "python")
+    assert result.text == original.replace("return y\n", "return y * 2\n")
+    assert result.confidence == "certain"
+    added = merge(original, "def f(x):  \n    y = x + 1\t\n    \n    return y\n# ... existing code ...\n", "python")
+    assert added.text == original.replace("\t\n", "\t\n    \n")
+    cut = merge(added.text, "def f(x):\n    y = x + 1\n\n    return y\n# ... existing code ...\n", "python")
+    assert cut.text == original.replace("\t\n", "\t\n\n")  # a line of whitespace alone shown blank: blank
+
+
 def test_a_function_added_like_the_next_one_after_a_lone_closing_brace_keeps_the_one_before_that_is_still_called():
     """`}`, then a new test like the next one, then that one's header: the `}` anchors nowhere alone, the new
     test's opening lines were found in the test before, which the merge read as renamed and rewritten,
