@@ -58,7 +58,9 @@ indentation (as some chat models write them), read so, to ``merge-known-bare.jso
 tasks whose file indents with two spaces a level and doubles the update's leading spaces (a chat model
 writing four), read so, to ``merge-known-doubled.json``; ``--stripped`` takes the tasks whose update has a line
 with trailing whitespace and cuts it from every line (as editors and chat models do), read so, to
-``merge-known-stripped.json``:
+``merge-known-stripped.json``; ``--numbered`` puts a number and an arrow before each line of an update but
+its lazy markers and blank lines (``     12→``, an agent copying its file viewer), read so, to
+``merge-known-numbered.json``:
 
     python benchmarks/merge_bench.py --known evals/tasks/suite.jsonl.gz --merges runs/merges-before.json
     python benchmarks/merge_bench.py --known evals/tasks/suite.jsonl.gz --against runs/merges-before.json
@@ -100,8 +102,9 @@ KNOWN_CRLF_RESULTS = RESULTS.with_name("merge-known-crlf.json")
 KNOWN_BARE_RESULTS = RESULTS.with_name("merge-known-bare.json")
 KNOWN_DOUBLED_RESULTS = RESULTS.with_name("merge-known-doubled.json")
 KNOWN_STRIPPED_RESULTS = RESULTS.with_name("merge-known-stripped.json")
+KNOWN_NUMBERED_RESULTS = RESULTS.with_name("merge-known-numbered.json")
 # --known's forms of an update, each read as the CLI reads it
-FORMS = ("fenced", "spaced", "crlf", "bare", "doubled", "stripped")
+FORMS = ("fenced", "spaced", "crlf", "bare", "doubled", "stripped", "numbered")
 _TABS, _SPACES = re.compile(r"^\t+", re.M), re.compile(r"^ +", re.M)
 _TRAILING = re.compile(r"[ \t]+$", re.M)
 SOURCES_RESULTS = RESULTS.with_name("merge-languages.json")
@@ -245,6 +248,14 @@ def _bare(update: str, language: str | None) -> str:
                      for line, marker in zip(lines, marker_lines(lines, language)))
 
 
+def _numbered(update: str, language: str | None) -> str:
+    """``update`` with each line but its lazy markers and blank ones after its number in the update and an
+    arrow, as an agent's file viewer shows a file (``     12\u2192``)."""
+    lines = update.split("\n")
+    return "\n".join(line if marker or not line.strip() else f"{i + 1:>6}\u2192{line}"
+                     for i, (line, marker) in enumerate(zip(lines, marker_lines(lines, language))))
+
+
 def _two_a_level(text: str) -> bool:
     """Whether ``text`` indents with spaces alone, an even number of them, some at an odd level of two."""
     leads = [len(spaces.group()) for spaces in _SPACES.finditer(text)]
@@ -260,7 +271,8 @@ def run_known(paths: list[Path], merges: Path | None = None, against: Path | Non
     spaces; "crlf": each update's line ends CRLF; "bare": each lazy marker a bare ``...``; "doubled": only
     the tasks whose file indents with two spaces a level (``_two_a_level``), the update's leading spaces
     doubled; "stripped": only the tasks whose update has a line with trailing whitespace, cut from every
-    line; each read as the CLI reads it (``engine.read_edit``, ``merge_reading``)."""
+    line; "numbered": each line but the markers and blank ones numbered (``_numbered``); each read as the
+    CLI reads it (``engine.read_edit``, ``merge_reading``)."""
     from fastapply.errors import FastapplyError
     from fastapply.tasks import load_tasks
 
@@ -281,7 +293,8 @@ def run_known(paths: list[Path], merges: Path | None = None, against: Path | Non
                               "spaced": _TABS.sub(lambda tabs: "    " * len(tabs.group()), task.update),
                               "bare": _bare(task.update, task.language),
                               "doubled": _SPACES.sub(lambda spaces: spaces.group() * 2, task.update),
-                              "stripped": _TRAILING.sub("", task.update)}[form]
+                              "stripped": _TRAILING.sub("", task.update),
+                              "numbered": _numbered(task.update, task.language)}[form]
                     result = merge_reading(task.original, read_edit(task.original, answer, task.language,
                                                                     task.instruction), task.language)
                 else:
@@ -472,6 +485,9 @@ def main() -> None:
     parser.add_argument("--stripped", action="store_true",
                         help="with --known: only the tasks whose update has trailing whitespace, cut from every "
                              "line, read as the CLI reads it")
+    parser.add_argument("--numbered", action="store_true",
+                        help="with --known: each update line but the markers and blank ones numbered as an agent's "
+                             "file viewer numbers it, read as the CLI reads it")
     parser.add_argument("--merges", type=Path, help="with --known: write each task's confidence and exactness here")
     parser.add_argument("--against", type=Path, help="with --known: list the tasks whose merge differs from this "
                                                      "earlier --merges file")
@@ -500,7 +516,8 @@ def main() -> None:
         out = args.out or {"fenced": KNOWN_FENCED_RESULTS, "spaced": KNOWN_SPACED_RESULTS,
                            "crlf": KNOWN_CRLF_RESULTS, "bare": KNOWN_BARE_RESULTS,
                            "doubled": KNOWN_DOUBLED_RESULTS,
-                           "stripped": KNOWN_STRIPPED_RESULTS}.get(form, KNOWN_RESULTS)
+                           "stripped": KNOWN_STRIPPED_RESULTS,
+                           "numbered": KNOWN_NUMBERED_RESULTS}.get(form, KNOWN_RESULTS)
     else:
         report = run(args.edits, args.seed, args.js_share, args.replay, args.sources, alone, args.other)
         out = args.out or {"blocks": BLOCKS_RESULTS, "regions": REGIONS_RESULTS, "keys": KEYS_RESULTS,

@@ -36,6 +36,7 @@ from fastapply.indentation import in_file_indentation, indented_as
 from fastapply.instructed import apply as apply_instruction
 from fastapply.lost import TAIL_WIRED
 from fastapply.markers import only_markers
+from fastapply.numbered import unnumbered
 from fastapply.merge import CERTAIN, LIKELY, MergeResult, merge
 from fastapply.diffs import Patch, read_patch
 from fastapply.patch import apply_patch, as_update
@@ -159,7 +160,8 @@ def read_edit(original: str, update: str, language: str | None, instruction: str
     hold for the file at ``path`` (``answer.answer_edit``); that, or the edit, is a diff
     (``diffs.read_patch``), an instruction alone (``reads_as_instruction``), or the update snippet it
     is, indented with the file's kind of whitespace (``indentation.in_file_indentation``: tabs where the
-    file has tabs and the snippet spaces). Its line ends are read as a file's (``fileio.as_lf``).
+    file has tabs and the snippet spaces), the line numbers of a view it was copied from cut
+    (``numbered.unnumbered``). Its line ends are read as a file's (``fileio.as_lf``).
     ``resolve_edit``, ``fastapply eval`` and ``fastapply bench`` read every edit so, so that a model is
     shown the same prompt by each.
 
@@ -171,7 +173,7 @@ def read_edit(original: str, update: str, language: str | None, instruction: str
     update, instruction = as_lf(update), as_lf(instruction)  # CRLF from an agent's JSON, as a file's are read
     update = call_edit(update, original, path) or update
     answered = answer_edit(update, original, language, path)
-    update, unsaid = answered or (update, update)
+    update, unsaid = (unnumbered(text, original, language) for text in answered or (update, update))  # `12→` cut
     patch = read_patch(update, original)
     if patch is not None:
         return EditReading(update, as_update(patch, original, language), instruction, patch)
