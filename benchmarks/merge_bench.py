@@ -96,15 +96,16 @@ from fastapply.syntax import count_errors, parse  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results" / "merge.json"
 KNOWN_RESULTS = RESULTS.with_name("merge-known.json")
-KNOWN_FENCED_RESULTS = RESULTS.with_name("merge-known-fenced.json")
-KNOWN_SPACED_RESULTS = RESULTS.with_name("merge-known-spaced.json")
-KNOWN_CRLF_RESULTS = RESULTS.with_name("merge-known-crlf.json")
-KNOWN_BARE_RESULTS = RESULTS.with_name("merge-known-bare.json")
-KNOWN_DOUBLED_RESULTS = RESULTS.with_name("merge-known-doubled.json")
-KNOWN_STRIPPED_RESULTS = RESULTS.with_name("merge-known-stripped.json")
-KNOWN_NUMBERED_RESULTS = RESULTS.with_name("merge-known-numbered.json")
-# --known's forms of an update, each read as the CLI reads it
-FORMS = ("fenced", "spaced", "crlf", "bare", "doubled", "stripped", "numbered")
+# --known's forms of an update, each read as the CLI reads it (``run_known``), and its JSON, merge-known-FORM.json
+FORMS = {
+    "fenced": "each update as a chat model's answer, in a fenced block",
+    "spaced": "only the tasks whose file and update indent with tabs, each of the update's leading tabs four spaces",
+    "crlf": "each update with CRLF line ends",
+    "bare": "each lazy marker of an update a bare '...'",
+    "doubled": "only the tasks whose file indents with two spaces a level, the update's leading spaces doubled",
+    "stripped": "only the tasks whose update has trailing whitespace, cut from every line",
+    "numbered": "each update line but the markers and blank ones numbered as an agent's file viewer numbers it",
+}
 _TABS, _SPACES = re.compile(r"^\t+", re.M), re.compile(r"^ +", re.M)
 _TRAILING = re.compile(r"[ \t]+$", re.M)
 SOURCES_RESULTS = RESULTS.with_name("merge-languages.json")
@@ -241,6 +242,22 @@ def figures(rows: list[dict]) -> dict:
     }
 
 
+def _formed(original: str, update: str, language: str | None, form: str) -> str | None:
+    """``update`` in ``form`` (``FORMS``); None where the form leaves its task out."""
+    if form == "fenced":
+        return f"Here is the change:\n\n```{language}\n{update.rstrip(chr(10))}\n```\n"
+    if form == "spaced":
+        tabbed = _TABS.search(original) and _TABS.search(update)
+        return _TABS.sub(lambda tabs: "    " * len(tabs.group()), update) if tabbed else None
+    if form == "doubled":
+        two = _two_a_level(original) and _SPACES.search(update)
+        return _SPACES.sub(lambda spaces: spaces.group() * 2, update) if two else None
+    if form == "stripped":
+        return _TRAILING.sub("", update) if _TRAILING.search(update) else None
+    return {"crlf": lambda: update.replace("\n", "\r\n"), "bare": lambda: _bare(update, language),
+            "numbered": lambda: _numbered(update, language)}[form]()
+
+
 def _bare(update: str, language: str | None) -> str:
     """``update`` with each lazy marker line a bare ``...`` at its indentation."""
     lines = update.split("\n")
@@ -266,35 +283,21 @@ def run_known(paths: list[Path], merges: Path | None = None, against: Path | Non
               form: str | None = None) -> dict:
     """Merge every task of ``paths`` (eval-suite schema) and compare with its expected file; each task's
     (confidence, exact) written to ``merges``, and the tasks whose pair differs from ``against``'s listed.
-    ``form`` "fenced": each update as a chat model's answer, one fenced block with a line of words above it;
-    "spaced": only the tasks whose file and update indent with tabs, each of the update's leading tabs four
-    spaces; "crlf": each update's line ends CRLF; "bare": each lazy marker a bare ``...``; "doubled": only
-    the tasks whose file indents with two spaces a level (``_two_a_level``), the update's leading spaces
-    doubled; "stripped": only the tasks whose update has a line with trailing whitespace, cut from every
-    line; "numbered": each line but the markers and blank ones numbered (``_numbered``); each read as the
-    CLI reads it (``engine.read_edit``, ``merge_reading``)."""
+    ``form``: each update in that form (``FORMS``, ``_formed``), read as the CLI reads it
+    (``engine.read_edit``, ``merge_reading``)."""
     from fastapply.errors import FastapplyError
     from fastapply.tasks import load_tasks
 
     rows = []
     for path in paths:
         for task in load_tasks(path):
-            if not task.update.strip() or form == "spaced" and not (
-                    _TABS.search(task.original) and _TABS.search(task.update)) or form == "doubled" and not (
-                    _two_a_level(task.original) and _SPACES.search(task.update)) or form == "stripped" and not (
-                    _TRAILING.search(task.update)):
+            answer = _formed(task.original, task.update, task.language, form) if form else task.update
+            if not task.update.strip() or answer is None:
                 continue
             parse.cache_clear()
             start = time.perf_counter()
             try:
                 if form is not None:
-                    fence = f"```{task.language}\n{task.update.rstrip(chr(10))}\n```\n"
-                    answer = {"fenced": f"Here is the change:\n\n{fence}", "crlf": task.update.replace("\n", "\r\n"),
-                              "spaced": _TABS.sub(lambda tabs: "    " * len(tabs.group()), task.update),
-                              "bare": _bare(task.update, task.language),
-                              "doubled": _SPACES.sub(lambda spaces: spaces.group() * 2, task.update),
-                              "stripped": _TRAILING.sub("", task.update),
-                              "numbered": _numbered(task.update, task.language)}[form]
                     result = merge_reading(task.original, read_edit(task.original, answer, task.language,
                                                                     task.instruction), task.language)
                 else:
@@ -469,25 +472,8 @@ def main() -> None:
     parser.add_argument("--known", type=Path, nargs="+", metavar="TASKS",
                         help="merge these task files (eval-suite schema, .jsonl or .jsonl.gz) instead of "
                              "generated edits")
-    parser.add_argument("--fenced", action="store_true",
-                        help="with --known: each update as a chat model's answer, in a fenced block, read as the CLI "
-                             "reads it")
-    parser.add_argument("--spaced", action="store_true",
-                        help="with --known: only the tasks whose file and update indent with tabs, each of the "
-                             "update's leading tabs four spaces, read as the CLI reads it")
-    parser.add_argument("--crlf", action="store_true",
-                        help="with --known: each update with CRLF line ends, read as the CLI reads it")
-    parser.add_argument("--bare", action="store_true",
-                        help="with --known: each lazy marker of an update a bare '...', read as the CLI reads it")
-    parser.add_argument("--doubled", action="store_true",
-                        help="with --known: only the tasks whose file indents with two spaces a level, the "
-                             "update's leading spaces doubled, read as the CLI reads it")
-    parser.add_argument("--stripped", action="store_true",
-                        help="with --known: only the tasks whose update has trailing whitespace, cut from every "
-                             "line, read as the CLI reads it")
-    parser.add_argument("--numbered", action="store_true",
-                        help="with --known: each update line but the markers and blank ones numbered as an agent's "
-                             "file viewer numbers it, read as the CLI reads it")
+    for form, what in FORMS.items():
+        parser.add_argument(f"--{form}", action="store_true", help=f"with --known: {what}, read as the CLI reads it")
     parser.add_argument("--merges", type=Path, help="with --known: write each task's confidence and exactness here")
     parser.add_argument("--against", type=Path, help="with --known: list the tasks whose merge differs from this "
                                                      "earlier --merges file")
@@ -513,11 +499,7 @@ def main() -> None:
     if args.known:
         form = next((form for form in FORMS if getattr(args, form)), None)
         report = run_known(args.known, args.merges, args.against, form)
-        out = args.out or {"fenced": KNOWN_FENCED_RESULTS, "spaced": KNOWN_SPACED_RESULTS,
-                           "crlf": KNOWN_CRLF_RESULTS, "bare": KNOWN_BARE_RESULTS,
-                           "doubled": KNOWN_DOUBLED_RESULTS,
-                           "stripped": KNOWN_STRIPPED_RESULTS,
-                           "numbered": KNOWN_NUMBERED_RESULTS}.get(form, KNOWN_RESULTS)
+        out = args.out or (KNOWN_RESULTS.with_name(f"merge-known-{form}.json") if form else KNOWN_RESULTS)
     else:
         report = run(args.edits, args.seed, args.js_share, args.replay, args.sources, alone, args.other)
         out = args.out or {"blocks": BLOCKS_RESULTS, "regions": REGIONS_RESULTS, "keys": KEYS_RESULTS,
