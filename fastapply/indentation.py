@@ -1,16 +1,19 @@
-"""A snippet's indentation in the file's own kind: a file indented with tabs gets tabs where the snippet
-indents with spaces (a chat model's answer, a snippet typed at a terminal), and a file indented with
-spaces gets spaces where the snippet indents with tabs.
+"""A snippet's indentation in the file's own: a file indented with tabs gets tabs where the snippet indents
+with spaces (a chat model's answer, a snippet typed at a terminal), a file indented with spaces gets
+spaces where the snippet indents with tabs, and a file of two spaces a level gets two where the snippet
+writes four (or the other way round).
 
-Merged as written, such a snippet anchors only where whitespace is ignored, and its new lines go in with
-the other kind: in the known answers' files indented with tabs, their snippets' tabs turned to four
-spaces each made 13 merges certain and wrong. How many spaces one tab stands for is read from the lines
-the snippet shares with the file (alike once stripped); where it shares none, from the snippet's own
-steps (into a file of tabs only). Only where every indented line of the file is of one kind and every
-indented line of the snippet of the other (nine in ten), not where the file holds more of the
-snippet's indented lines as they are than turned (a part of the file indented the other way), and only in
-a snippet with lazy markers: one without is often the whole new file, which may change the file's
-indentation (minimist's `test/default_bool.js` in the suite, spaces to tabs).
+Merged as written, such a snippet anchors only where whitespace is ignored, and its new lines go in
+indented unlike the file (`benchmarks/merge_bench.py --known ... --spaced`: the known answers' files of
+tabs, their snippets' tabs made four spaces each, 13 merges certain and wrong; `--doubled`, 23). How wide
+a level of the snippet is in the file's is read from the lines the snippet shares with the file (alike
+once stripped, indented in both), among the widths that fit the snippet's own steps. Only where nine in
+ten of the file's indented lines are of one kind and nine in ten of the snippet's of the other (or of
+the other step), not where the file holds more of the snippet's indented lines as they are than turned
+(a part of the file indented the snippet's way), and only in a snippet with lazy markers: one without is
+often the whole new file, which may change the file's indentation (minimist's `test/default_bool.js` in
+the suite, spaces to tabs). A snippet that, merged as written, would re-indent the whole file is a doubt
+(``indented_as``, asked by ``engine.merge_reading``).
 """
 
 from __future__ import annotations
