@@ -72,12 +72,17 @@ def _steps(snippet: str, original: str) -> tuple[int, int] | None:
 
 
 def _step(text: str) -> int | None:
-    """4 where it divides nine in ten of ``text``'s space indentations, else 2 where it does, else None (a
-    comment's ` *` lines, one past a multiple, counted as the multiple): a file of two spaces a level has
-    more than one in ten at an odd level."""
+    """4 where it divides nine in ten of ``text``'s space indentations, else 2 where it does, else None: a
+    file of two spaces a level has more than one in ten at an odd level."""
+    return next(iter(_dividing(text, (4, 2), 9)), None)
+
+
+def _dividing(text: str, widths: tuple[int, ...], tenths: int) -> list[int]:
+    """Those of ``widths`` that divide ``tenths`` in ten of ``text``'s space indentations (a comment's ` *`
+    line, one past a multiple, counted as the multiple); none where it has no line indented with spaces."""
     steps = [(n, line.lstrip().startswith("*")) for line in text.split("\n") if (n := _lead(line, SPACE))]
-    return next((w for w in (4, 2) if steps and 10 * sum(n % w == 0 or star and n % w == 1 for n, star in steps)
-                  >= 9 * len(steps)), None)
+    return [w for w in widths if steps and 10 * sum(n % w == 0 or star and n % w == 1 for n, star in steps)
+            >= tenths * len(steps)]
 
 
 def _leads(text: str, kind: str) -> dict[str, set[int]]:
@@ -122,10 +127,7 @@ def _width(snippet: str, original: str, snippet_kind: str) -> int | None:
     where the snippet has tabs; a comment's ` *` line one past it; the others align with spaces after their
     tabs), the one that most of the lines the snippet shares with the file (alike once stripped, more than
     one character, indented in both) allow: their spaces over their tabs in some pair of their copies."""
-    spaced = snippet if snippet_kind == SPACE else original
-    steps = [(n, line.lstrip().startswith("*")) for line in spaced.split("\n") if (n := _lead(line, SPACE))]
-    widths = [w for w in (4, 2, 8, 3) if 10 * sum(n % w == 0 or star and n % w == 1 for n, star in steps)
-              >= 8 * len(steps)]
+    widths = _dividing(snippet if snippet_kind == SPACE else original, (4, 2, 8, 3), 8)
     mine, theirs = _leads(snippet, snippet_kind), _leads(original, TAB if snippet_kind == SPACE else SPACE)
     spaces, tabs = (mine, theirs) if snippet_kind == SPACE else (theirs, mine)
     allowed = Counter(w for text in spaces.keys() & tabs.keys()
